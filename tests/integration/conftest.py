@@ -1,0 +1,30 @@
+"""Integration tests run the installed `writerprof` in real subprocesses; no
+shared-memory segment may outlive a test."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+SHM = "/dev/shm"
+
+
+def _segments() -> set[str]:
+    return set(os.listdir(SHM)) if os.path.isdir(SHM) else set()
+
+
+@pytest.fixture(autouse=True)
+def no_shared_memory_leak():
+    before = _segments()
+    yield
+    leaked = _segments() - before
+    assert not leaked, f"shared-memory segments left in {SHM}: {sorted(leaked)}"
+
+
+@pytest.fixture
+def cpus() -> list[int]:
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        pytest.skip("needs at least two allowed CPUs")
+    return allowed

@@ -1,0 +1,35 @@
+"""Running the installed `writerprof` as a user would, in real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+
+def writerprof_command() -> list[str]:
+    """The console script of the interpreter running the tests."""
+    script = os.path.join(os.path.dirname(sys.executable), "writerprof")
+    return [script] if os.path.exists(script) else [shutil.which("writerprof") or "writerprof"]
+
+
+def run_writerprof(*args, timeout=240, check=True) -> subprocess.CompletedProcess:
+    done = subprocess.run(
+        writerprof_command() + [str(a) for a in args],
+        capture_output=True, text=True, timeout=timeout,
+    )
+    if check and done.returncode != 0:
+        raise AssertionError(f"writerprof {' '.join(map(str, args))} exited {done.returncode}:\n"
+                             f"{done.stderr}")
+    return done
+
+
+def repro_records(*args, **kwargs) -> tuple[list[dict], dict]:
+    """Run `writerprof repro --json ARGS`; return the per-save records and the summary."""
+    done = run_writerprof("repro", "--json", *args, **kwargs)
+    records = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    saves = [r for r in records if r["record"] == "save"]
+    (summary,) = [r for r in records if r["record"] == "summary"]
+    return saves, summary

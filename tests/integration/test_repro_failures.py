@@ -1,0 +1,106 @@
+"""Bad input and dying writers: one clear line, non-zero exit, nothing leaked,
+no hang (the autouse fixture checks /dev/shm after every test)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+import psutil
+import pytest
+from helpers import run_writerprof, writerprof_command
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["--size", "12XB"], "'12XB' is not a size"),
+        (["--chunk-size", "0"], "not a positive whole number"),
+        (["--saves", "none"], "--saves"),
+        (["--start-method", "thread"], "invalid choice: 'thread'"),
+        (["--writer-cpus", "4096"], "outside the allowed CPUs"),
+        (["--pin-parent", "1-0"], "runs backwards"),
+        (["--touch-cpus", "x"], "is not a CPU list"),
+        (["--dir", "/proc/self/no/such"], "not writable"),
+        (["--dir", "/etc/hostname/sub"], "not writable"),
+        (["--main-imports", "no_such_module_here"], "no module named"),
+        (["--pin-when", "after-first-writer"], "needs --pin-parent"),
+        (["--bogus"], "unrecognized arguments: --bogus"),
+    ],
+)
+def test_bad_input_is_one_line(args, expected):
+    done = run_writerprof("repro", "--saves", 1, "--size", "1MiB", *args, check=False)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("writerprof repro: error: ")
+    assert expected in lines[0]
+    assert done.stdout == ""
+
+
+def test_unknown_subcommand_and_version():
+    done = run_writerprof("nosuch", check=False)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "writerprof: error: argument COMMAND: invalid choice: 'nosuch' (choose from 'repro')"
+        " (see 'writerprof --help')"
+    ]
+    assert run_writerprof("--version").stdout.startswith("writerprof ")
+
+
+def _find_writer(repro: psutil.Process, method: str, deadline: float) -> psutil.Process:
+    """The writer child: a fork of the repro process, or a fork of its forkserver."""
+    while time.monotonic() < deadline:
+        for child in repro.children(recursive=True):
+            try:
+                parent = child.parent()
+                cmdline = child.cmdline()
+                forked = cmdline == repro.cmdline() and parent.pid == repro.pid
+                from_daemon = "forkserver" in " ".join(cmdline) and parent.pid != repro.pid
+            except psutil.NoSuchProcess:
+                continue
+            if (forked if method == "fork" else from_daemon):
+                return child
+        time.sleep(0.02)
+    raise AssertionError("no writer process appeared")
+
+
+@pytest.mark.parametrize("method", ["fork", "forkserver"])
+def test_killed_writer_fails_the_save_cleanly(method, tmp_path):
+    repro = subprocess.Popen(
+        writerprof_command() + ["repro", "--start-method", method, "--saves", "3", "--size", "4GiB",
+                                "--generator", "random", "--dir", str(tmp_path), "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        writer = _find_writer(psutil.Process(repro.pid), method, time.monotonic() + 60)
+        os.kill(writer.pid, signal.SIGKILL)
+        out, err = repro.communicate(timeout=60)
+    finally:
+        repro.kill()
+        repro.wait()
+    assert repro.returncode == 1, err
+    assert f"save 1 failed: writer (pid {writer.pid}) was killed by SIGKILL" in err
+    assert "Traceback" not in err
+    assert out == ""  # no save record for a save that did not complete
+    assert os.listdir(tmp_path) == []
+
+
+def test_interrupted_run_cleans_up(tmp_path):
+    repro = subprocess.Popen(
+        writerprof_command() + ["repro", "--saves", "3", "--size", "4GiB", "--generator", "random",
+                                "--dir", str(tmp_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        _find_writer(psutil.Process(repro.pid), "fork", time.monotonic() + 60)
+        repro.send_signal(signal.SIGINT)
+        _, err = repro.communicate(timeout=60)
+    finally:
+        repro.kill()
+        repro.wait()
+    assert repro.returncode == 130
+    assert err.strip().splitlines()[-1] == "writerprof repro: interrupted"
+    assert os.listdir(tmp_path) == []

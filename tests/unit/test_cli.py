@@ -1,0 +1,41 @@
+import pytest
+
+from writerprof import __version__
+from writerprof.cli import main
+from writerprof.commands import repro
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.strip() == f"writerprof {__version__}"
+
+
+def test_help_lists_the_subcommands(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "repro" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv, first",
+    [
+        ([], "writerprof: error: the following arguments are required: COMMAND"),
+        (["nosuch"], "writerprof: error: argument COMMAND: invalid choice: 'nosuch'"),
+        (["repro", "--bogus"], "writerprof repro: error: unrecognized arguments: --bogus"),
+        (["repro", "--saves", "-2"], "writerprof repro: error: argument --saves"),
+    ],
+)
+def test_bad_arguments_are_one_line_and_exit_2(argv, first, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(first)
+
+
+def test_missing_start_method_is_a_usage_error(monkeypatch, capsys):
+    monkeypatch.setattr(repro.multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+    assert main(["repro", "--start-method", "forkserver"]) == 2
+    assert "start method 'forkserver' is not available on this platform (available: spawn)" in (
+        capsys.readouterr().err
+    )

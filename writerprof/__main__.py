@@ -1,0 +1,5 @@
+import sys
+
+from writerprof.cli import main
+
+sys.exit(main())

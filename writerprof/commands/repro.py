@@ -1,0 +1,163 @@
+"""Run the built-in reproducer of the benchmark's streaming checkpoint save.
+
+Per save: a pool of --buffers POSIX shared-memory buffers of --chunk-size; one
+writer subprocess started with --start-method attaches them by name, does one
+os.write per queued chunk (optionally posix_fadvise DONTNEED), one fsync and
+close. The producer fills buffers round-robin and queues (index, nbytes) on a
+queue of maxsize=buffers.
+
+Buffer reuse: by default a buffer is refilled as soon as its turn comes round,
+as the benchmark does, with no signal that the writer is done with it. That is
+the faster ring, and it can race: the producer may overwrite a chunk the writer
+is still copying. --verify recycles a buffer only after the writer has written
+it, and checks every file byte for byte against the generator.
+
+Output: a RESULTS block per save on stderr; with --json one JSON object per
+save and a summary on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import multiprocessing
+import os
+import runpy
+import tempfile
+
+from writerprof.errors import UsageError
+from writerprof.repro.config import MAIN_IMPORTS_ENV, ReproConfig
+from writerprof.repro.generators import GENERATORS, check_available
+from writerprof.units import format_cpu_list, parse_cpu_list, parse_size
+
+HELP = "run the built-in streaming-checkpoint reproducer"
+
+START_METHODS = ("fork", "forkserver", "spawn")
+
+
+def _typed(parse, what):
+    def convert(text):
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    convert.__name__ = what  # argparse names the type in its messages
+    return convert
+
+
+def _positive_int(text):
+    value = int(text) if text.strip().isdigit() else 0
+    if value < 1:
+        raise ValueError(f"{text!r} is not a whole number of at least 1")
+    return value
+
+
+def add_arguments(parser) -> None:
+    size, cpus = _typed(parse_size, "size"), _typed(parse_cpu_list, "CPU list")
+    count = _typed(_positive_int, "count")
+    run = parser.add_argument_group("the save")
+    run.add_argument("--saves", type=count, default=2, help="number of saves (default: 2)")
+    run.add_argument("--size", type=size, default=parse_size("1GiB"),
+                     help="bytes per save: 4096, 512MiB, 2GiB, 1.5GB ... (default: 1GiB)")
+    run.add_argument("--chunk-size", type=size, default=parse_size("32MiB"),
+                     help="size of each shared-memory buffer and chunk (default: 32MiB)")
+    run.add_argument("--buffers", type=count, default=4,
+                     help="buffers in the pool, and the queue's maxsize (default: 4)")
+    run.add_argument("--start-method", choices=START_METHODS, default="fork",
+                     help="how the writer subprocess is started (default: fork)")
+    run.add_argument("--dir", dest="directory",
+                     help="where files are written, created if missing (default: a temporary"
+                     " directory, removed afterwards)")
+    run.add_argument("--keep", action="store_true",
+                     help="keep each save's file (and the temporary directory)")
+    run.add_argument("--no-fsync", dest="fsync", action="store_false",
+                     help="skip the writer's final fsync (on by default)")
+    run.add_argument("--fadvise", choices=("none", "dontneed"), default="none",
+                     help="posix_fadvise each written range (default: none)")
+    run.add_argument("--verify", action="store_true",
+                     help="recycle a buffer only after it is written, and check every file"
+                     " byte for byte (the default ring can race, as the benchmark's does)")
+    run.add_argument("--json", action="store_true",
+                     help="one JSON object per save and a summary on stdout")
+    data = parser.add_argument_group("the data")
+    data.add_argument("--generator", choices=GENERATORS, default="fast",
+                      help="fast: copies of a random block, memory-bound (default); random:"
+                      " numpy PCG64, CPU-bound; dgen: the dgen-py package")
+    data.add_argument("--gen-threads", type=count, default=1,
+                      help="generator threads for random and dgen (default: 1)")
+    data.add_argument("--seed", type=int, default=0,
+                      help="same seed, same bytes (default: 0)")
+    startup = parser.add_argument_group("start-up and placement")
+    startup.add_argument("--main-imports", default="", metavar="MODULES",
+                         help="comma-separated modules the main module imports at module"
+                         " level, re-run by every spawn/forkserver child"
+                         " (e.g. numpy,matplotlib.pyplot)")
+    startup.add_argument("--pin-parent", type=cpus, metavar="CPUS",
+                         help="set the producer's CPU affinity, e.g. 0-3")
+    startup.add_argument("--pin-when", choices=("start", "after-first-writer"), default="start",
+                         help="pin the producer before the first writer starts, or right after"
+                         " it (a forkserver then keeps the old mask for every later writer)")
+    startup.add_argument("--writer-cpus", type=cpus, metavar="CPUS",
+                         help="pin the writer, from inside the child")
+    startup.add_argument("--touch-cpus", type=cpus, metavar="CPUS",
+                         help="first-touch the buffers from a thread pinned to these CPUs,"
+                         " which decides their NUMA node")
+
+
+def config_from_args(args) -> ReproConfig:
+    """Check what argparse cannot: the platform, the CPUs, the directory, packages."""
+    if args.start_method not in multiprocessing.get_all_start_methods():
+        raise UsageError(f"start method {args.start_method!r} is not available on this platform"
+                         f" (available: {', '.join(multiprocessing.get_all_start_methods())})")
+    allowed = os.sched_getaffinity(0)
+    for flag, cpus in (("--pin-parent", args.pin_parent), ("--writer-cpus", args.writer_cpus),
+                       ("--touch-cpus", args.touch_cpus)):
+        if cpus is not None and not cpus <= allowed:
+            raise UsageError(f"{flag} {format_cpu_list(cpus)}: CPU"
+                             f" {format_cpu_list(cpus - allowed)} is outside the allowed CPUs"
+                             f" {format_cpu_list(allowed)}")
+    if args.pin_when != "start" and args.pin_parent is None:
+        raise UsageError("--pin-when needs --pin-parent")
+    main_imports = tuple(name.strip() for name in args.main_imports.split(",") if name.strip())
+    for name in main_imports:
+        _check_importable(name)
+    check_available(args.generator)
+    if args.directory is not None:
+        _check_writable(args.directory)
+    return ReproConfig(
+        saves=args.saves, size=args.size, chunk_size=args.chunk_size, buffers=args.buffers,
+        start_method=args.start_method, generator=args.generator, gen_threads=args.gen_threads,
+        seed=args.seed, fsync=args.fsync, fadvise=args.fadvise, verify=args.verify,
+        directory=args.directory, keep=args.keep, json=args.json, main_imports=main_imports,
+        pin_parent=args.pin_parent, pin_when=args.pin_when, writer_cpus=args.writer_cpus,
+        touch_cpus=args.touch_cpus,
+    )
+
+
+def _check_importable(name: str) -> None:
+    try:
+        found = importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise UsageError(f"--main-imports: no module named {name!r}")
+
+
+def _check_writable(directory: str) -> None:
+    try:
+        os.makedirs(directory, exist_ok=True)
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as exc:
+        raise UsageError(f"--dir {directory}: not writable ({exc.strerror or exc})") from None
+
+
+def run(args) -> int:
+    config = config_from_args(args)
+    os.environ[MAIN_IMPORTS_ENV] = ",".join(config.main_imports)
+    # Run the pipeline inside the main module, so that it is `__main__` for
+    # multiprocessing, and children re-run it as they would a benchmark script.
+    main_path = importlib.util.find_spec("writerprof.repro.main").origin
+    namespace = runpy.run_path(main_path, init_globals={"REPRO_CONFIG": config}, run_name="__main__")
+    return namespace["REPRO_EXIT"]

@@ -1,0 +1,247 @@
+"""One streaming checkpoint save: the producer side.
+
+Creates the pool of shared-memory buffers, starts one writer subprocess, fills
+buffers round-robin and queues (index, nbytes) on a queue of maxsize=buffers,
+as the benchmark does; then collects the writer's figures. Whatever happens,
+the buffers are unlinked and the writer is gone when this returns or raises.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import queue
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from multiprocessing import shared_memory
+
+import numpy as np
+
+from writerprof.errors import WriterprofError
+from writerprof.repro.config import ReproConfig
+from writerprof.repro.writer import run_writer
+
+_POLL_S = 0.2  # how often a blocked producer checks that its writer still lives
+
+
+@dataclass
+class SaveResult:
+    save: int
+    start_method: str
+    path: str
+    bytes: int
+    chunks: int
+    total_s: float
+    gen_s: float
+    put_wait_s: float
+    get_wait_s: float
+    write_s: float
+    fadvise_s: float
+    fsync_s: float
+    close_s: float
+    writer_startup_s: float
+    writer_attach_s: float
+    writer_pid: int
+    producer_cpus: list[int]
+    writer_inherited_cpus: list[int]
+    writer_cpus: list[int]
+
+    @property
+    def io_s(self) -> float:
+        return self.write_s + self.fadvise_s + self.fsync_s + self.close_s
+
+    @property
+    def throughput_gib_s(self) -> float:
+        return self.bytes / self.total_s / (1 << 30)
+
+
+class WriterFailed(WriterprofError):
+    pass
+
+
+def seconds(ns: int) -> float:
+    return ns / 1e9
+
+
+def _describe_exit(pid: int, exitcode: int | None) -> str:
+    if exitcode is not None and exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        return f"writer (pid {pid}) was killed by {name}"
+    return f"writer (pid {pid}) exited with status {exitcode}"
+
+
+def first_touch(buffers, cpus) -> None:
+    """Touch every page from a thread pinned to `cpus`: under the kernel's
+    first-touch policy that thread's node gets the pages."""
+
+    def touch():
+        os.sched_setaffinity(0, cpus)  # this thread only
+        for buffer in buffers:
+            pages = np.frombuffer(buffer.buf, dtype=np.uint8)
+            pages[:: mmap.PAGESIZE] = 0
+            del pages
+
+    failure = []
+    toucher = threading.Thread(
+        target=lambda: _capture(touch, failure), name="writerprof-touch"
+    )
+    toucher.start()
+    toucher.join()
+    if failure:
+        raise failure[0]
+
+
+def _capture(func, failures):
+    try:
+        func()
+    except BaseException as exc:
+        failures.append(exc)
+
+
+class _Save:
+    """State of one save in flight, so that every exit path cleans it up."""
+
+    def __init__(self, config: ReproConfig, ctx, index: int, path: str):
+        self.config, self.ctx, self.index, self.path = config, ctx, index, path
+        self.buffers: list[shared_memory.SharedMemory] = []
+        self.writer = None
+        self.queues = []
+
+    def _alive_or_raise(self):
+        if not self.writer.is_alive():
+            self.writer.join()
+            raise WriterFailed(
+                f"save {self.index} failed: {_describe_exit(self.writer.pid, self.writer.exitcode)}"
+            )
+
+    def _put(self, chunks, item) -> int:
+        t0 = time.monotonic_ns()
+        while True:
+            try:
+                chunks.put(item, timeout=_POLL_S)
+                return time.monotonic_ns() - t0
+            except queue.Full:
+                self._alive_or_raise()
+
+    def _get(self, freed) -> int:
+        while True:
+            try:
+                return freed.get(timeout=_POLL_S)
+            except queue.Empty:
+                self._alive_or_raise()
+
+    def _receive(self, report):
+        while not report.poll(_POLL_S):
+            self._alive_or_raise()
+        try:
+            status, payload = report.recv()
+        except EOFError:
+            self.writer.join()
+            raise WriterFailed(
+                f"save {self.index} failed: {_describe_exit(self.writer.pid, self.writer.exitcode)}"
+            ) from None
+        self.writer.join()
+        if status != "ok":
+            raise WriterFailed(
+                f"save {self.index} failed: {_describe_exit(self.writer.pid, self.writer.exitcode)}"
+                f"; the writer said:\n{payload.rstrip()}"
+            )
+        return payload
+
+    def run(self, generator, on_writer_started) -> SaveResult:
+        config = self.config
+        t_begin = time.monotonic_ns()
+        for _ in range(config.buffers):
+            self.buffers.append(shared_memory.SharedMemory(create=True, size=config.chunk_size))
+        if config.touch_cpus:
+            first_touch(self.buffers, config.touch_cpus)
+        chunks = self.ctx.Queue(maxsize=config.buffers)
+        freed = self.ctx.Queue() if config.verify else None
+        self.queues = [q for q in (chunks, freed) if q is not None]
+        report, report_end = self.ctx.Pipe(duplex=False)
+        spec = dict(
+            path=self.path,
+            buffer_names=[buffer.name for buffer in self.buffers],
+            fadvise=config.fadvise,
+            fsync=config.fsync,
+            writer_cpus=sorted(config.writer_cpus) if config.writer_cpus else None,
+        )
+        self.writer = self.ctx.Process(
+            target=run_writer, args=(spec, chunks, freed, report_end), name=f"writer-{self.index}"
+        )
+        t_start = time.monotonic_ns()
+        self.writer.start()
+        report_end.close()  # the writer holds the only send end: its death reads as EOF
+        on_writer_started()
+        gen_ns = put_ns = 0
+        remaining = config.size
+        for chunk in range(config.chunks_per_save):
+            index = chunk % config.buffers
+            if freed is not None and chunk >= config.buffers:
+                returned = self._get(freed)
+                assert returned == index, (returned, index)
+            length = min(config.chunk_size, remaining)
+            t0 = time.monotonic_ns()
+            with self.buffers[index].buf[:length] as view:
+                generator.fill(view, self.index, chunk)
+            gen_ns += time.monotonic_ns() - t0
+            put_ns += self._put(chunks, (index, length))
+            remaining -= length
+        put_ns += self._put(chunks, None)
+        figures = self._receive(report)
+        t_end = time.monotonic_ns()
+        if figures["bytes"] != config.size or figures["chunks"] != config.chunks_per_save:
+            raise WriterFailed(
+                f"save {self.index} failed: the writer wrote {figures['bytes']} bytes in "
+                f"{figures['chunks']} chunks, not {config.size} in {config.chunks_per_save}"
+            )
+        return SaveResult(
+            save=self.index,
+            start_method=self.ctx.get_start_method(),
+            path=self.path,
+            bytes=figures["bytes"],
+            chunks=figures["chunks"],
+            total_s=seconds(t_end - t_begin),
+            gen_s=seconds(gen_ns),
+            put_wait_s=seconds(put_ns),
+            get_wait_s=seconds(figures["get_wait_ns"]),
+            write_s=seconds(figures["write_ns"]),
+            fadvise_s=seconds(figures["fadvise_ns"]),
+            fsync_s=seconds(figures["fsync_ns"]),
+            close_s=seconds(figures["close_ns"]),
+            writer_startup_s=seconds(figures["first_line_ns"] - t_start),
+            writer_attach_s=seconds(figures["attach_ns"]),
+            writer_pid=figures["pid"],
+            producer_cpus=sorted(os.sched_getaffinity(0)),
+            writer_inherited_cpus=figures["inherited_cpus"],
+            writer_cpus=figures["cpus"],
+        )
+
+    def cleanup(self) -> None:
+        failed = self.writer is None or self.writer.exitcode != 0
+        if self.writer is not None and self.writer.is_alive():
+            self.writer.kill()
+            self.writer.join()
+        for channel in self.queues:
+            channel.close()
+            if failed:  # nobody will read what is left: do not wait to flush it
+                channel.cancel_join_thread()
+        for buffer in self.buffers:
+            buffer.unlink()  # first: it cannot fail on a view still held
+            try:
+                buffer.close()
+            except BufferError:  # a view held by an interrupted fill; the mapping
+                pass  # goes with the process, the segment is already unlinked
+
+
+def run_save(config: ReproConfig, ctx, generator, index: int, path: str, on_writer_started):
+    save = _Save(config, ctx, index, path)
+    try:
+        return save.run(generator, on_writer_started)
+    finally:
+        save.cleanup()

@@ -1,0 +1,99 @@
+"""The writer subprocess: attaches the buffers by name, writes each queued
+chunk with one os.write, fsyncs and closes, reports its own figures.
+
+This is the target's module that a spawn/forkserver child imports before the
+target runs, so it imports only the standard library.
+"""
+
+import os
+import time
+import traceback
+from multiprocessing import shared_memory
+
+
+def run_writer(spec, chunks, freed, report):
+    """Target of the writer Process.
+
+    spec:   dict with path, buffer_names, fadvise, fsync, writer_cpus
+    chunks: queue of (buffer index, nbytes), None at the end
+    freed:  queue the writer returns each written buffer index to (--verify), or None
+    report: the send end of a pipe; gets ("ok", figures) or ("error", traceback)
+    """
+    first_line_ns = time.monotonic_ns()
+    status = 1
+    try:
+        inherited_cpus = sorted(os.sched_getaffinity(0))
+        if spec["writer_cpus"]:
+            os.sched_setaffinity(0, spec["writer_cpus"])
+        figures = _write_chunks(spec, chunks, freed)
+        figures.update(
+            pid=os.getpid(),
+            first_line_ns=first_line_ns,
+            inherited_cpus=inherited_cpus,
+            cpus=sorted(os.sched_getaffinity(0)),
+        )
+        report.send(("ok", figures))
+        status = 0
+    except BaseException:  # the parent must hear about any failure, then we exit
+        report.send(("error", traceback.format_exc()))
+    finally:
+        report.close()
+        # As the benchmark's writer does: no interpreter teardown in the child.
+        os._exit(status)
+
+
+def _write_all(fd, view):
+    """One os.write per chunk; loops only if the kernel takes less."""
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _write_chunks(spec, chunks, freed):
+    clock = time.monotonic_ns
+    t_attach = clock()
+    buffers = [shared_memory.SharedMemory(name=name) for name in spec["buffer_names"]]
+    t_attached = clock()
+    totals = dict(get_wait_ns=0, write_ns=0, fadvise_ns=0, fsync_ns=0, close_ns=0)
+    nbytes = nchunks = 0
+    first_chunk_ns = None
+    fd = os.open(spec["path"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        while True:
+            t0 = clock()
+            item = chunks.get()
+            t1 = clock()
+            totals["get_wait_ns"] += t1 - t0
+            if item is None:
+                break
+            index, length = item
+            if first_chunk_ns is None:
+                first_chunk_ns = t1
+            with buffers[index].buf[:length] as view:
+                _write_all(fd, view)
+            t2 = clock()
+            totals["write_ns"] += t2 - t1
+            if spec["fadvise"] == "dontneed":
+                os.posix_fadvise(fd, nbytes, length, os.POSIX_FADV_DONTNEED)
+                totals["fadvise_ns"] += clock() - t2
+            if freed is not None:
+                freed.put(index)
+            nbytes += length
+            nchunks += 1
+        if spec["fsync"]:
+            t0 = clock()
+            os.fsync(fd)
+            totals["fsync_ns"] += clock() - t0
+    finally:
+        t0 = clock()
+        os.close(fd)
+        totals["close_ns"] += clock() - t0
+        for buffer in buffers:
+            buffer.close()
+    return dict(
+        totals,
+        bytes=nbytes,
+        chunks=nchunks,
+        attach_ns=t_attached - t_attach,
+        first_chunk_ns=first_chunk_ns,
+    )
