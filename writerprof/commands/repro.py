@@ -57,16 +57,16 @@ def add_arguments(parser) -> None:
     size, cpus = _typed(parse_size, "size"), _typed(parse_cpu_list, "CPU list")
     count = _typed(_positive_int, "count")
     run = parser.add_argument_group("the save")
-    run.add_argument("--saves", type=count, default=2, help="number of saves (default: 2)")
-    run.add_argument("--size", type=size, default=parse_size("1GiB"),
+    run.add_argument("--saves", type=count, default=2, metavar="N", help="number of saves (default: 2)")
+    run.add_argument("--size", type=size, default=parse_size("1GiB"), metavar="SIZE",
                      help="bytes per save: 4096, 512MiB, 2GiB, 1.5GB ... (default: 1GiB)")
-    run.add_argument("--chunk-size", type=size, default=parse_size("32MiB"),
+    run.add_argument("--chunk-size", type=size, default=parse_size("32MiB"), metavar="SIZE",
                      help="size of each shared-memory buffer and chunk (default: 32MiB)")
-    run.add_argument("--buffers", type=count, default=4,
+    run.add_argument("--buffers", type=count, default=4, metavar="N",
                      help="buffers in the pool, and the queue's maxsize (default: 4)")
     run.add_argument("--start-method", choices=START_METHODS, default="fork",
                      help="how the writer subprocess is started (default: fork)")
-    run.add_argument("--dir", dest="directory",
+    run.add_argument("--dir", dest="directory", metavar="DIR",
                      help="where files are written, created if missing (default: a temporary"
                      " directory, removed afterwards)")
     run.add_argument("--keep", action="store_true",
@@ -84,9 +84,9 @@ def add_arguments(parser) -> None:
     data.add_argument("--generator", choices=GENERATORS, default="fast",
                       help="fast: copies of a random block, memory-bound (default); random:"
                       " numpy PCG64, CPU-bound; dgen: the dgen-py package")
-    data.add_argument("--gen-threads", type=count, default=1,
+    data.add_argument("--gen-threads", type=count, default=1, metavar="N",
                       help="generator threads for random and dgen (default: 1)")
-    data.add_argument("--seed", type=int, default=0,
+    data.add_argument("--seed", type=int, default=0, metavar="S",
                       help="same seed, same bytes (default: 0)")
     startup = parser.add_argument_group("start-up and placement")
     startup.add_argument("--main-imports", default="", metavar="MODULES",

@@ -12,8 +12,8 @@ import mmap
 import os
 import queue
 import signal
-import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from multiprocessing import shared_memory
 
@@ -86,21 +86,8 @@ def first_touch(buffers, cpus) -> None:
             pages[:: mmap.PAGESIZE] = 0
             del pages
 
-    failure = []
-    toucher = threading.Thread(
-        target=lambda: _capture(touch, failure), name="writerprof-touch"
-    )
-    toucher.start()
-    toucher.join()
-    if failure:
-        raise failure[0]
-
-
-def _capture(func, failures):
-    try:
-        func()
-    except BaseException as exc:
-        failures.append(exc)
+    with ThreadPoolExecutor(1, "writerprof-touch") as toucher:
+        toucher.submit(touch).result()
 
 
 class _Save:
@@ -110,14 +97,39 @@ class _Save:
         self.config, self.ctx, self.index, self.path = config, ctx, index, path
         self.buffers: list[shared_memory.SharedMemory] = []
         self.writer = None
+        self.report = None  # the receiving end of the writer's report pipe
         self.queues = []
 
+    def _failed(self, report=None) -> WriterFailed:
+        """The writer is gone or going: say how, with its own last words if it
+        sent any (read before joining, so that a long report cannot block it)."""
+        if report is None:
+            report = self._read_report(wait=False)
+        self.writer.join()
+        said = ""
+        if report is not None and report[0] == "error":  # a traceback: its last line says what
+            said = ": " + report[1].strip().splitlines()[-1]
+        return WriterFailed(
+            f"save {self.index} failed: {_describe_exit(self.writer.pid, self.writer.exitcode)}"
+            f"{said}"
+        )
+
+    def _read_report(self, wait: bool):
+        """The writer's ("ok", figures) or ("error", traceback); None if it sent nothing."""
+        while not self.report.poll(_POLL_S if wait else 0):
+            if not wait:
+                return None
+            self._alive_or_raise()
+        try:
+            return self.report.recv()
+        except (EOFError, OSError):
+            return None
+
     def _alive_or_raise(self):
-        if not self.writer.is_alive():
-            self.writer.join()
-            raise WriterFailed(
-                f"save {self.index} failed: {_describe_exit(self.writer.pid, self.writer.exitcode)}"
-            )
+        # A report before the end of the save is an error; reading it also
+        # frees a writer blocked in sending a long one.
+        if not self.writer.is_alive() or self.report.poll():
+            raise self._failed()
 
     def _put(self, chunks, item) -> int:
         t0 = time.monotonic_ns()
@@ -135,23 +147,14 @@ class _Save:
             except queue.Empty:
                 self._alive_or_raise()
 
-    def _receive(self, report):
-        while not report.poll(_POLL_S):
-            self._alive_or_raise()
-        try:
-            status, payload = report.recv()
-        except EOFError:
-            self.writer.join()
-            raise WriterFailed(
-                f"save {self.index} failed: {_describe_exit(self.writer.pid, self.writer.exitcode)}"
-            ) from None
+    def _receive(self) -> dict:
+        report = self._read_report(wait=True)
+        if report is None or report[0] != "ok":
+            raise self._failed(report)
         self.writer.join()
-        if status != "ok":
-            raise WriterFailed(
-                f"save {self.index} failed: {_describe_exit(self.writer.pid, self.writer.exitcode)}"
-                f"; the writer said:\n{payload.rstrip()}"
-            )
-        return payload
+        if self.writer.exitcode != 0:
+            raise self._failed(report)
+        return report[1]
 
     def run(self, generator, on_writer_started) -> SaveResult:
         config = self.config
@@ -163,7 +166,7 @@ class _Save:
         chunks = self.ctx.Queue(maxsize=config.buffers)
         freed = self.ctx.Queue() if config.verify else None
         self.queues = [q for q in (chunks, freed) if q is not None]
-        report, report_end = self.ctx.Pipe(duplex=False)
+        self.report, report_end = self.ctx.Pipe(duplex=False)
         spec = dict(
             path=self.path,
             buffer_names=[buffer.name for buffer in self.buffers],
@@ -193,7 +196,7 @@ class _Save:
             put_ns += self._put(chunks, (index, length))
             remaining -= length
         put_ns += self._put(chunks, None)
-        figures = self._receive(report)
+        figures = self._receive()
         t_end = time.monotonic_ns()
         if figures["bytes"] != config.size or figures["chunks"] != config.chunks_per_save:
             raise WriterFailed(
@@ -227,6 +230,8 @@ class _Save:
         if self.writer is not None and self.writer.is_alive():
             self.writer.kill()
             self.writer.join()
+        if self.report is not None:
+            self.report.close()
         for channel in self.queues:
             channel.close()
             if failed:  # nobody will read what is left: do not wait to flush it
