@@ -15,7 +15,7 @@ import importlib
 import sys
 
 from writerprof import __version__
-from writerprof.errors import UsageError, WriterprofError
+from writerprof.errors import Interrupted, UsageError, WriterprofError
 
 COMMANDS = ("repro",)
 
@@ -65,6 +65,6 @@ def main(argv: list[str] | None = None) -> int:
     except WriterprofError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Interrupted) as exc:
         print(f"{prog}: interrupted", file=sys.stderr)
-        return 130
+        return getattr(exc, "exit_code", 130)

@@ -20,3 +20,16 @@ class UsageError(WriterprofError):
     def __init__(self, message: str, prog: str | None = None):
         super().__init__(message)
         self.prog = prog  # the (sub)command whose usage was wrong, when known
+
+
+class Interrupted(BaseException):
+    """A signal asked the job to stop; BaseException, so that no `except
+    Exception` on the way up can swallow it."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum

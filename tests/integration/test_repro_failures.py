@@ -88,7 +88,8 @@ def test_killed_writer_fails_the_save_cleanly(method, tmp_path):
     assert os.listdir(tmp_path) == []
 
 
-def test_interrupted_run_cleans_up(tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_interrupted_run_cleans_up(signum, tmp_path):
     repro = subprocess.Popen(
         writerprof_command() + ["repro", "--saves", "3", "--size", "4GiB", "--generator", "random",
                                 "--dir", str(tmp_path)],
@@ -96,12 +97,12 @@ def test_interrupted_run_cleans_up(tmp_path):
     )
     try:
         _find_writer(psutil.Process(repro.pid), "fork", time.monotonic() + 60)
-        repro.send_signal(signal.SIGINT)
+        repro.send_signal(signum)
         _, err = repro.communicate(timeout=60)
     finally:
         repro.kill()
         repro.wait()
-    assert repro.returncode == 130
+    assert repro.returncode == 128 + signum, err
     assert err.strip().splitlines()[-1] == "writerprof repro: interrupted"
     assert os.listdir(tmp_path) == []
 

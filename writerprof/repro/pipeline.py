@@ -9,6 +9,7 @@ import shutil
 import sys
 import tempfile
 
+from writerprof import interrupts
 from writerprof.repro.affinity import set_process_affinity
 from writerprof.repro.config import ReproConfig
 from writerprof.repro.generators import make_generator
@@ -18,6 +19,7 @@ from writerprof.repro.verify import verify_file
 
 
 def run(config: ReproConfig) -> int:
+    interrupts.install()
     ctx = multiprocessing.get_context(config.start_method)
     if config.pin_parent and config.pin_when == "start":
         set_process_affinity(config.pin_parent)

@@ -19,6 +19,7 @@ from multiprocessing import shared_memory
 
 import numpy as np
 
+from writerprof import interrupts
 from writerprof.errors import WriterprofError
 from writerprof.repro.config import ReproConfig
 from writerprof.repro.writer import run_writer
@@ -126,6 +127,7 @@ class _Save:
             return None
 
     def _alive_or_raise(self):
+        interrupts.check()
         # A report before the end of the save is an error; reading it also
         # frees a writer blocked in sending a long one.
         if not self.writer.is_alive() or self.report.poll():
@@ -184,6 +186,7 @@ class _Save:
         gen_ns = put_ns = 0
         remaining = config.size
         for chunk in range(config.chunks_per_save):
+            interrupts.check()
             index = chunk % config.buffers
             if freed is not None and chunk >= config.buffers:
                 returned = self._get(freed)
