@@ -98,14 +98,14 @@ class _Save:
         self.config, self.ctx, self.index, self.path = config, ctx, index, path
         self.buffers: list[shared_memory.SharedMemory] = []
         self.writer = None
-        self.report = None  # the receiving end of the writer's report pipe
+        self.report = self.report_end = None  # the writer's report pipe: ours, its
         self.queues = []
 
     def _failed(self, report=None) -> WriterFailed:
         """The writer is gone or going: say how, with its own last words if it
         sent any (read before joining, so that a long report cannot block it)."""
-        if report is None:
-            report = self._read_report(wait=False)
+        if report is None and self.report.poll():
+            report = self._recv()
         self.writer.join()
         said = ""
         if report is not None and report[0] == "error":  # a traceback: its last line says what
@@ -115,21 +115,17 @@ class _Save:
             f"{said}"
         )
 
-    def _read_report(self, wait: bool):
-        """The writer's ("ok", figures) or ("error", traceback); None if it sent nothing."""
-        while not self.report.poll(_POLL_S if wait else 0):
-            if not wait:
-                return None
-            self._alive_or_raise()
+    def _recv(self):
+        """The writer's ("ok", figures) or ("error", traceback); None if it died first."""
         try:
             return self.report.recv()
         except (EOFError, OSError):
             return None
 
     def _alive_or_raise(self):
+        """While chunks are still being queued: a dead writer, or any report
+        (only an error can come this early), ends the save."""
         interrupts.check()
-        # A report before the end of the save is an error; reading it also
-        # frees a writer blocked in sending a long one.
         if not self.writer.is_alive() or self.report.poll():
             raise self._failed()
 
@@ -150,7 +146,12 @@ class _Save:
                 self._alive_or_raise()
 
     def _receive(self) -> dict:
-        report = self._read_report(wait=True)
+        """After the last chunk: wait for the writer's figures."""
+        while not self.report.poll(_POLL_S):
+            interrupts.check()
+            if not self.writer.is_alive() and not self.report.poll():
+                raise self._failed()
+        report = self._recv()
         if report is None or report[0] != "ok":
             raise self._failed(report)
         self.writer.join()
@@ -168,7 +169,7 @@ class _Save:
         chunks = self.ctx.Queue(maxsize=config.buffers)
         freed = self.ctx.Queue() if config.verify else None
         self.queues = [q for q in (chunks, freed) if q is not None]
-        self.report, report_end = self.ctx.Pipe(duplex=False)
+        self.report, self.report_end = self.ctx.Pipe(duplex=False)
         spec = dict(
             path=self.path,
             buffer_names=[buffer.name for buffer in self.buffers],
@@ -177,11 +178,12 @@ class _Save:
             writer_cpus=sorted(config.writer_cpus) if config.writer_cpus else None,
         )
         self.writer = self.ctx.Process(
-            target=run_writer, args=(spec, chunks, freed, report_end), name=f"writer-{self.index}"
+            target=run_writer, args=(spec, chunks, freed, self.report_end),
+            name=f"writer-{self.index}",
         )
         t_start = time.monotonic_ns()
         self.writer.start()
-        report_end.close()  # the writer holds the only send end: its death reads as EOF
+        self.report_end.close()  # the writer holds the only send end: its death reads as EOF
         on_writer_started()
         gen_ns = put_ns = 0
         remaining = config.size
@@ -233,8 +235,9 @@ class _Save:
         if self.writer is not None and self.writer.is_alive():
             self.writer.kill()
             self.writer.join()
-        if self.report is not None:
-            self.report.close()
+        for end in (self.report, self.report_end):
+            if end is not None:
+                end.close()
         for channel in self.queues:
             channel.close()
             if failed:  # nobody will read what is left: do not wait to flush it
