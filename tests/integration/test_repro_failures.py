@@ -28,6 +28,7 @@ from helpers import run_writerprof, writerprof_command
         (["--main-imports", "no_such_module_here"], "no module named"),
         (["--pin-when", "after-first-writer"], "needs --pin-parent"),
         (["--bogus"], "unrecognized arguments: --bogus"),
+        (["--buffers", "64", "--chunk-size", "1TiB"], "of shared memory; /dev/shm has"),
     ],
 )
 def test_bad_input_is_one_line(args, expected):

@@ -28,7 +28,7 @@ import tempfile
 from writerprof.errors import UsageError
 from writerprof.repro.config import MAIN_IMPORTS_ENV, ReproConfig
 from writerprof.repro.generators import GENERATORS, check_available
-from writerprof.units import format_cpu_list, parse_cpu_list, parse_size
+from writerprof.units import format_cpu_list, format_size, parse_cpu_list, parse_size
 
 HELP = "run the built-in streaming-checkpoint reproducer"
 
@@ -123,6 +123,7 @@ def config_from_args(args) -> ReproConfig:
     for name in main_imports:
         _check_importable(name)
     check_available(args.generator)
+    _check_shared_memory(args.buffers * args.chunk_size)
     if args.directory is not None:
         _check_writable(args.directory)
     return ReproConfig(
@@ -142,6 +143,19 @@ def _check_importable(name: str) -> None:
         found = False
     if not found:
         raise UsageError(f"--main-imports: no module named {name!r}")
+
+
+def _check_shared_memory(needed: int) -> None:
+    """A full tmpfs would kill the producer with SIGBUS mid-fill: refuse first."""
+    where = "/dev/shm"  # where POSIX shared memory lives on Linux
+    try:
+        stat = os.statvfs(where)
+    except OSError:  # no /dev/shm to measure: let shm_open say what is wrong
+        return
+    free = stat.f_bavail * stat.f_frsize
+    if needed > free:
+        raise UsageError(f"--buffers x --chunk-size needs {format_size(needed)} of shared memory;"
+                         f" {where} has {format_size(free)} free")
 
 
 def _check_writable(directory: str) -> None:
