@@ -27,14 +27,15 @@ def run(config: ReproConfig) -> int:
     generator = make_generator(
         config.generator, config.seed, config.gen_threads, config.size, config.chunk_size
     )
-    pinned = [config.pin_when == "start"]
+    pinned = config.pin_when == "start"
 
     def on_writer_started():
         # --pin-when after-first-writer: under forkserver the daemon now exists
         # with the old mask, and every later writer inherits the daemon's.
-        if config.pin_parent and not pinned[0]:
+        nonlocal pinned
+        if config.pin_parent and not pinned:
             set_process_affinity(config.pin_parent)
-            pinned[0] = True
+            pinned = True
 
     results = []
     try:
@@ -50,7 +51,7 @@ def run(config: ReproConfig) -> int:
             results.append(result)
             print(results_block(result, config), file=sys.stderr, flush=True)
             if config.json:
-                print(json.dumps(save_record(result, config, config.verify)), flush=True)
+                print(json.dumps(save_record(result, config)), flush=True)
     finally:
         generator.close()
         if config.directory is None and not config.keep:

@@ -53,7 +53,7 @@ def _rate(gib: float, seconds: float) -> str:
     return f"{gib / seconds:7.2f} GiB/s" if seconds > 0 else "      - GiB/s"
 
 
-def save_record(result: SaveResult, config: ReproConfig, verified: bool) -> dict:
+def save_record(result: SaveResult, config: ReproConfig) -> dict:
     return {
         "record": "save",
         "save": result.save,
@@ -80,8 +80,8 @@ def save_record(result: SaveResult, config: ReproConfig, verified: bool) -> dict
         "producer_cpus": result.producer_cpus,
         "writer_inherited_cpus": result.writer_inherited_cpus,
         "writer_cpus": result.writer_cpus,
-        "touch_cpus": sorted(config.touch_cpus) if config.touch_cpus else None,
-        "verified": verified,
+        "touch_cpus": result.touch_cpus,
+        "verified": config.verify,
         "path": result.path if config.keep else None,
     }
 

@@ -48,6 +48,7 @@ class SaveResult:
     producer_cpus: list[int]
     writer_inherited_cpus: list[int]
     writer_cpus: list[int]
+    touch_cpus: list[int] | None
 
     @property
     def io_s(self) -> float:
@@ -76,9 +77,10 @@ def _describe_exit(pid: int, exitcode: int | None) -> str:
     return f"writer (pid {pid}) exited with status {exitcode}"
 
 
-def first_touch(buffers, cpus) -> None:
+def first_touch(buffers, cpus) -> list[int]:
     """Touch every page from a thread pinned to `cpus`: under the kernel's
-    first-touch policy that thread's node gets the pages."""
+    first-touch policy that thread's node gets the pages. Returns the CPUs
+    the toucher was allowed, as the kernel reports them."""
 
     def touch():
         os.sched_setaffinity(0, cpus)  # this thread only
@@ -86,9 +88,10 @@ def first_touch(buffers, cpus) -> None:
             pages = np.frombuffer(buffer.buf, dtype=np.uint8)
             pages[:: mmap.PAGESIZE] = 0
             del pages
+        return sorted(os.sched_getaffinity(0))
 
     with ThreadPoolExecutor(1, "writerprof-touch") as toucher:
-        toucher.submit(touch).result()
+        return toucher.submit(touch).result()
 
 
 class _Save:
@@ -164,8 +167,7 @@ class _Save:
         t_begin = time.monotonic_ns()
         for _ in range(config.buffers):
             self.buffers.append(shared_memory.SharedMemory(create=True, size=config.chunk_size))
-        if config.touch_cpus:
-            first_touch(self.buffers, config.touch_cpus)
+        touch_cpus = first_touch(self.buffers, config.touch_cpus) if config.touch_cpus else None
         chunks = self.ctx.Queue(maxsize=config.buffers)
         freed = self.ctx.Queue() if config.verify else None
         self.queues = [q for q in (chunks, freed) if q is not None]
@@ -228,6 +230,7 @@ class _Save:
             producer_cpus=sorted(os.sched_getaffinity(0)),
             writer_inherited_cpus=figures["inherited_cpus"],
             writer_cpus=figures["cpus"],
+            touch_cpus=touch_cpus,
         )
 
     def cleanup(self) -> None:
