@@ -3,6 +3,8 @@
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -21,3 +23,28 @@ def test_ci_runs_the_readme_test_command_verbatim():
     test_command = _readme_commands()[1]
     ci_lines = ROOT.joinpath(".ci", "run").read_text().splitlines()
     assert test_command in ci_lines
+
+
+def test_every_package_is_installed():
+    """setuptools lists packages by hand (probes/ maps into writerprof.probes):
+    a package missing from the list would be missing from `pip install .`."""
+    tomllib = pytest.importorskip("tomllib")  # 3.11+
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    mapped = {package: ROOT / path for package, path in config["package-dir"].items()}
+    listed = set(config["packages"])
+    for package in listed:
+        base = next((d for p, d in mapped.items() if package == p or package.startswith(p + ".")),
+                    None)
+        if base is None:
+            path = ROOT / package.replace(".", "/")
+        else:
+            prefix = next(p for p in mapped if package == p or package.startswith(p + "."))
+            path = base.joinpath(*package[len(prefix):].split(".")[1:])
+        assert (path / "__init__.py").exists(), package
+    on_disk = {str(d.relative_to(ROOT)).replace("/", ".") for d in (ROOT / "writerprof").rglob("*")
+               if (d / "__init__.py").exists()} | {"writerprof"}
+    on_disk |= {"writerprof." + str(d.relative_to(ROOT)).replace("/", ".")
+                for d in (ROOT / "probes").rglob("*") if (d / "__init__.py").exists()}
+    on_disk.add("writerprof.probes")
+    assert on_disk - {p for p in on_disk if "__pycache__" in p} <= listed

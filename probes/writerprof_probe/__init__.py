@@ -1,0 +1,62 @@
+"""writerprof's in-process probe. Standard library only, Python 3.9-3.13;
+it never imports writerprof. `activate()` is called by the sitecustomize
+next to this package when WRITERPROF_RUN names a run directory."""
+
+import os
+import sys
+import time
+
+from . import calls, identity, lifecycle, mp, osio, shm, specs
+from .journal import Journal
+
+FORCE_ENV = "WRITERPROF_FORCE_START_METHOD"
+PROBES_ENV = "WRITERPROF_PROBES"  # added specs, one per line
+
+
+def activate(started_ns=None):
+    started_ns = started_ns or time.monotonic_ns()
+    run = os.environ["WRITERPROF_RUN"]
+    host = os.uname().nodename
+    journal = Journal(run, host)
+    created_ns = identity.start_time_ns()
+    journal.open(os.getpid(), created_ns)
+    argv = identity.cmdline()
+    process = dict(
+        t_ns=started_ns,
+        schema=1,
+        pid=os.getpid(),
+        ppid=os.getppid(),
+        host=host,
+        argv=argv,
+        executable=sys.executable,
+        python=".".join(map(str, sys.version_info[:3])),
+        implementation=sys.implementation.name,
+        created_ns=created_ns,
+        created_via="exec",
+        forked_from=None,
+        role=identity.exec_role(argv),
+        wall_ns=time.time_ns(),
+        mono_ns=time.monotonic_ns(),
+        env=identity.allowed_env(os.environ),
+        affinity=sorted(os.sched_getaffinity(0)),
+        **identity.rank(os.environ)
+    )
+    journal.event("process", **process)
+    calls.journal = journal
+    phases = specs.Phases(journal)
+
+    def hook_status(spec, status, reason):
+        journal.event("hook", spec=spec, status=status, reason=reason)
+
+    forced = os.environ.get(FORCE_ENV, "").strip() or None
+    osio.install(hook_status)
+    mp.install(journal, hook_status, forced)
+    shm.install(journal, hook_status)
+    added = [line.strip() for line in os.environ.get(PROBES_ENV, "").splitlines() if line.strip()]
+    for spec in specs.BUILT_IN + tuple(added):
+        try:
+            specs.register(spec, phases, hook_status)
+        except specs.SpecError as exc:
+            hook_status(spec, "failed", str(exc))
+    lifecycle.install(journal, process, phases)
+    journal.event("activated", start_ns=started_ns, end_ns=time.monotonic_ns())

@@ -1,0 +1,60 @@
+"""The journal format every probed process writes: the one definition that the
+probe writes and writerprof's loader reads.
+
+A process journals into RUN/hosts/HOST/procs/ two files named PID-CREATED_NS:
+  .events.jsonl  rare events, one JSON object a line, written as they happen;
+                 the first line is the process's identity (kind "process").
+  .chunks.bin    hot-path calls, fixed-size little-endian records (CHUNK),
+                 buffered and appended in batches.
+"""
+
+import os
+import re
+import struct
+
+SCHEMA = 1
+
+# One record per hooked call.
+#   phase       code of the phase (PHASES, or a "phase" event for added ones)
+#   depth       hooked calls of other phases this call ran inside (0: outermost)
+#   cpu         CPU the call ended on (sched_getcpu), -1 when unknown
+#   buffer      index of the shared-memory buffer the call read or filled
+#               (the "index" of its "shm" event in this process), -1 when none
+#   writer_seq  index (0, 1, ...) of the writer this process started last
+#               before the call (its "process_start" event), -1 before any
+#   tid         native thread id
+#   start_ns, end_ns  CLOCK_MONOTONIC
+#   bytes       bytes written, or the size of the buffer filled; -1 when unknown
+#   minflt, majflt    page faults of this thread since its previous reading
+#               (read at the end of calls of FAULT_READ_MIN_NS or longer; the
+#               faults of shorter calls land on the next reading)
+CHUNK_FIELDS = (
+    ("phase", "u2"), ("depth", "u1"), ("cpu", "i2"), ("buffer", "i4"),
+    ("writer_seq", "i4"), ("tid", "u4"), ("start_ns", "i8"), ("end_ns", "i8"),
+    ("bytes", "i8"), ("minflt", "i4"), ("majflt", "i4"),
+)
+CHUNK = struct.Struct("<HBhiiIqqqii")
+FAULT_READ_MIN_NS = 5_000
+
+# Built-in phase codes; a spec may name any other phase, which then gets the
+# next free code and a {"kind": "phase"} event.
+PHASES = {
+    "gen": 1, "put": 2, "get": 3, "write": 4, "fadvise": 5, "fsync": 6,
+    "close": 7, "save": 8, "producer": 9, "writer": 10,
+}
+FIRST_ADDED_PHASE = 32
+
+EVENTS_SUFFIX = ".events.jsonl"
+CHUNKS_SUFFIX = ".chunks.bin"
+
+HOSTS_DIR = "hosts"
+PROCS_DIR = "procs"
+
+
+def safe_host(host):
+    """A host name usable as one path component."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", host) or "localhost"
+
+
+def procs_dir(run, host):
+    return os.path.join(run, HOSTS_DIR, safe_host(host), PROCS_DIR)

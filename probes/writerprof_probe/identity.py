@@ -1,0 +1,94 @@
+"""Who this process is: command line, role in multiprocessing, MPI rank, and
+the environment variables that may be recorded (an allow-list: nothing else,
+and never anything that looks like a credential)."""
+
+import os
+import re
+
+# Variables that say how a process was launched and bound, by prefix.
+_ALLOWED_PREFIXES = (
+    "OMPI_", "PMI_", "PMIX_", "MPI_", "MPICH_", "HYDRA_", "MV2_", "I_MPI_",
+    "SLURM_", "OMP_", "KMP_", "GOMP_", "PYTHON", "WRITERPROF_",
+)
+_ALLOWED_NAMES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NUMA_POLICY")
+# Even an allowed prefix never carries these out.
+_SECRET = re.compile(r"KEY|SECRET|TOKEN|PASS|CRED|AUTH|COOKIE|SESSION|SIGNATURE", re.I)
+_MAX_VALUE = 4096
+
+# (rank, local rank, world size) variables, per launcher, first match wins.
+_RANK_SOURCES = (
+    ("openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE"),
+    ("mvapich", "MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_SIZE"),
+    ("mpich", "PMI_RANK", "MPI_LOCALRANKID", "PMI_SIZE"),
+    ("pmix", "PMIX_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE"),
+    ("slurm", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS"),
+    ("torchrun", "RANK", "LOCAL_RANK", "WORLD_SIZE"),
+)
+
+
+def allowed_env(environ):
+    """The recordable subset of an environment."""
+    return {
+        name: value[:_MAX_VALUE]
+        for name, value in sorted(environ.items())
+        if (name.startswith(_ALLOWED_PREFIXES) or name in _ALLOWED_NAMES)
+        and not _SECRET.search(name)
+    }
+
+
+def rank(environ):
+    """{"rank", "local_rank", "world_size", "source"} from the launcher's variables."""
+    for source, rank_name, local_name, size_name in _RANK_SOURCES:
+        if rank_name in environ:
+            return {
+                "rank": _int(environ.get(rank_name)),
+                "local_rank": _int(environ.get(local_name)),
+                "world_size": _int(environ.get(size_name)),
+                "source": source,
+            }
+    return {"rank": None, "local_rank": None, "world_size": None, "source": None}
+
+
+def _int(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def cmdline(pid="self"):
+    """argv as the kernel has it (sys.argv is not set yet when site runs)."""
+    try:
+        with open("/proc/%s/cmdline" % pid, "rb") as f:
+            raw = f.read()
+    except OSError:
+        return []
+    return [part.decode("utf-8", "replace") for part in raw.split(b"\0")[:-1]]
+
+
+def exec_role(argv):
+    """Role of a freshly exec'd interpreter, from its command line."""
+    text = " ".join(argv)
+    if "multiprocessing.forkserver import main" in text:
+        return "forkserver"
+    if "multiprocessing.resource_tracker import main" in text:
+        return "resource_tracker"
+    if "--multiprocessing-fork" in argv:
+        return "spawn_child"
+    return "main"
+
+
+def fork_role(parent_role):
+    """Role of a child forked from a process of `parent_role`."""
+    return "forkserver_child" if parent_role == "forkserver" else "fork_child"
+
+
+def start_time_ns():
+    """When the kernel created this process, on CLOCK_MONOTONIC; clock-tick precision."""
+    import time
+
+    with open("/proc/self/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    since_boot_ns = int(fields[19]) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+    # starttime counts on the boot-time clock, which also runs while suspended.
+    return since_boot_ns - (time.clock_gettime_ns(time.CLOCK_BOOTTIME) - time.monotonic_ns())

@@ -1,0 +1,183 @@
+"""multiprocessing, from both sides. In the parent: each Process.start()
+(method, target, child pid, call start and end). In the child: the re-run of
+the parent's __main__ (spawn and forkserver), the unpickling that imports the
+target's module, the target's first and last line. And the what-if switch
+WRITERPROF_FORCE_START_METHOD."""
+
+import sys
+import time
+
+from . import calls, imports
+
+_now = time.monotonic_ns
+_POPEN_METHODS = {
+    "multiprocessing.popen_fork": "fork",
+    "multiprocessing.popen_forkserver": "forkserver",
+    "multiprocessing.popen_spawn_posix": "spawn",
+}
+
+journal = None
+_hook_status = None
+_prepare_end = [None]  # when spawn.prepare() finished in this child
+
+
+def install(journal_, hook_status, forced):
+    global journal, _hook_status
+    journal, _hook_status = journal_, hook_status
+    imports.when_imported("multiprocessing.process", _guard("multiprocessing.process", _process))
+    imports.when_imported("multiprocessing.spawn", _guard("multiprocessing.spawn", _spawn))
+    if forced:
+        imports.when_imported("multiprocessing.context",
+                              _guard("multiprocessing.context", lambda m: _force(m, forced)))
+
+
+def _guard(name, apply):
+    def guarded(module):
+        try:
+            missing = apply(module)
+        except Exception as exc:
+            _hook_status(name, "failed", "%s: %s" % (type(exc).__name__, exc))
+            return
+        if missing:
+            _hook_status(name, "unavailable", "this CPython has no " + ", ".join(missing))
+        else:
+            _hook_status(name, "applied", None)
+    return guarded
+
+
+def _target_name(process):
+    target = getattr(process, "_target", None)
+    if target is None:
+        return "%s.%s.run" % (type(process).__module__, type(process).__qualname__)
+    return "%s.%s" % (getattr(target, "__module__", "?"),
+                      getattr(target, "__qualname__", getattr(target, "__name__", repr(target))))
+
+
+def _process(module):
+    base = getattr(module, "BaseProcess", None)
+    missing = [n for n in ("start", "_bootstrap") if not hasattr(base, n)]
+    if missing:
+        return ["BaseProcess." + n for n in missing]
+    start, bootstrap = base.start, base._bootstrap
+
+    def start_wrapper(self, *args, **kwargs):
+        t0 = _now()
+        target = _target_name(self)  # start() drops _target once the child has it
+        try:
+            return start(self, *args, **kwargs)
+        finally:
+            t1 = _now()
+            try:
+                popen = getattr(self, "_popen", None)
+                method = _POPEN_METHODS.get(type(popen).__module__, type(popen).__module__)
+                seq = calls.writer_seq[0] + 1 if popen is not None else calls.writer_seq[0]
+                calls.writer_seq[0] = seq
+                journal.event("process_start", t_ns=t0, start_ns=t0, end_ns=t1, method=method,
+                              target=target, child_pid=getattr(popen, "pid", None),
+                              name=self.name, writer_seq=seq, started=popen is not None)
+            except Exception as exc:
+                _hook_status("multiprocessing.process", "failed", repr(exc))
+
+    def bootstrap_wrapper(self, *args, **kwargs):
+        try:
+            t0 = _now()
+            if _prepare_end[0] is not None:  # spawn/forkserver: Process object just unpickled
+                journal.event("unpickle", t_ns=_prepare_end[0], start_ns=_prepare_end[0], end_ns=t0)
+            journal.event("bootstrap", t_ns=t0, target=_target_name(self), name=self.name)
+            run = self.run
+
+            def run_wrapper():
+                journal.event("target_start")
+                try:
+                    return run()
+                finally:
+                    journal.event("target_end")
+
+            self.run = run_wrapper  # an instance attribute: subclasses' run() too
+        except Exception as exc:
+            _hook_status("multiprocessing.process", "failed", repr(exc))
+        return bootstrap(self, *args, **kwargs)
+
+    start_wrapper.__wrapped__, bootstrap_wrapper.__wrapped__ = start, bootstrap
+    base.start, base._bootstrap = start_wrapper, bootstrap_wrapper
+    return []
+
+
+def _spawn(module):
+    missing = []
+    for name, key in (("_fixup_main_from_path", "path"), ("_fixup_main_from_name", "module")):
+        fn = getattr(module, name, None)
+        if fn is None:
+            missing.append("spawn." + name)
+            continue
+        setattr(module, name, _main_rerun(fn, key))
+    prepare = getattr(module, "prepare", None)
+    if prepare is None:
+        missing.append("spawn.prepare")
+    else:
+        def prepare_wrapper(*args, **kwargs):
+            try:
+                return prepare(*args, **kwargs)
+            finally:
+                _prepare_end[0] = _now()
+        prepare_wrapper.__wrapped__ = prepare
+        module.prepare = prepare_wrapper
+    return missing
+
+
+def _main_rerun(fn, key):
+    def wrapper(where, *args, **kwargs):
+        t0 = _now()
+        try:
+            return fn(where, *args, **kwargs)
+        finally:
+            journal.event("main_rerun", t_ns=t0, start_ns=t0, end_ns=_now(), **{key: where})
+    wrapper.__wrapped__ = fn
+    return wrapper
+
+
+def _force(module, forced):
+    """Every way of choosing a start method now chooses `forced`."""
+    contexts = getattr(module, "_concrete_contexts", {})
+    default = getattr(module, "DefaultContext", None)
+    base = getattr(module, "BaseContext", None)
+    if forced not in contexts or default is None or base is None:
+        journal.event("forced_start_method", forced=forced, applied=False,
+                      reason="%r is not a start method here (%s)" % (forced, ", ".join(contexts)))
+        return []
+    noted = set()
+
+    def note(requested, via):
+        if (requested, via) not in noted:
+            noted.add((requested, via))
+            journal.event("forced_start_method", requested=requested, forced=forced, via=via,
+                          applied=True)
+
+    base_get, default_get, default_set = base.get_context, default.get_context, default.set_start_method
+
+    def base_get_context(self, method=None):
+        note(method, "get_context")
+        return base_get(self, forced)
+
+    def default_get_context(self, method=None):
+        note(method, "get_context")
+        return default_get(self, forced)
+
+    def default_set_start_method(self, method, force=False):
+        note(method, "set_start_method")
+        return default_set(self, forced, force=True)
+
+    base.get_context, default.get_context = base_get_context, default_get_context
+    default.set_start_method = default_set_start_method
+    # The default context, for multiprocessing.Process with no method chosen.
+    module._default_context._actual_context = contexts[forced]
+    note(None, "default")
+    package = sys.modules.get("multiprocessing")
+    if package is not None and hasattr(package, "get_context"):  # imported before us
+        package.get_context = module._default_context.get_context
+        package.set_start_method = module._default_context.set_start_method
+    return []
+
+
+def reset_after_fork():
+    _prepare_end[0] = None

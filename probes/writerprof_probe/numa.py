@@ -1,0 +1,117 @@
+"""Where a mapping's pages are: move_pages(2) asked for nodes only, or the
+process's numa_maps line. Shared by the probe (its own buffers) and
+writerprof's sampler (other processes' numa_maps)."""
+
+import array
+import collections
+import ctypes
+import os
+import platform
+
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+
+# move_pages(2) by architecture; elsewhere the numa_maps fallback is used.
+_MOVE_PAGES = {"x86_64": 279, "aarch64": 239, "ppc64le": 301, "s390x": 310, "riscv64": 239}
+_ENOENT = 2  # status of a page not present in this process's page table
+
+_libc = None
+
+
+def _syscall():
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+        _libc.syscall.restype = ctypes.c_long
+    return _libc.syscall
+
+
+def parse_numa_maps_line(line):
+    """One /proc/PID/numa_maps line -> dict: address, policy, file (or None),
+    pages ({node: count} of pages mapped in that process), page_size, huge,
+    and the other key=value counters as ints."""
+    tokens = line.split()
+    entry = {"address": int(tokens[0], 16), "policy": tokens[1], "file": None,
+             "pages": {}, "page_size": PAGE_SIZE, "huge": False}
+    for token in tokens[2:]:
+        key, sep, value = token.partition("=")
+        if not sep:
+            if key == "huge":
+                entry["huge"] = True
+            else:
+                entry[key] = True  # heap, stack
+        elif key == "file":
+            entry["file"] = value
+        elif key[:1] == "N" and key[1:].isdigit():
+            entry["pages"][int(key[1:])] = int(value)
+        elif key == "kernelpagesize_kB":
+            entry["page_size"] = int(value) * 1024
+        elif value.isdigit():
+            entry[key] = int(value)
+    return entry
+
+
+def find_mapping(path, maps_text):
+    """(start, end) of the first mapping of `path` in a /proc/PID/maps text."""
+    for line in maps_text.splitlines():
+        fields = line.split(None, 5)
+        if len(fields) == 6 and fields[5].rstrip("\n") == path:
+            start, end = fields[0].split("-")
+            return int(start, 16), int(end, 16)
+    return None
+
+
+def placement_from_numa_maps(start, end, numa_maps_text):
+    """Node counts of the mapping at `start` from a numa_maps text."""
+    for line in numa_maps_text.splitlines():
+        if line.startswith(format(start, "x") + " "):
+            entry = parse_numa_maps_line(line)
+            pages = (end - start) // entry["page_size"]
+            present = sum(entry["pages"].values())
+            return {"source": "numa_maps", "pages": pages,
+                    "nodes": {str(n): c for n, c in sorted(entry["pages"].items())},
+                    "unfaulted": max(0, pages - present)}
+    return None
+
+
+def placement_from_move_pages(start, end):
+    """Node of every page of [start, end) in this process, or None where
+    move_pages is unavailable. Pages not yet faulted in here count apart."""
+    number = _MOVE_PAGES.get(platform.machine())
+    if number is None:
+        return None
+    count = (end - start) // PAGE_SIZE
+    if count <= 0:
+        return None
+    pages = array.array("Q", range(start, end, PAGE_SIZE))
+    status = array.array("i", bytes(4 * count))
+    # nodes == NULL: report where each page is, move nothing.
+    result = _syscall()(number, 0, ctypes.c_ulong(count),
+                        (ctypes.c_uint64 * count).from_buffer(pages), None,
+                        (ctypes.c_int * count).from_buffer(status), 0)
+    if result != 0:
+        return None
+    nodes, unfaulted, other = {}, 0, 0
+    for value, n in collections.Counter(status).items():
+        if value >= 0:
+            nodes[value] = n
+        elif value == -_ENOENT:
+            unfaulted += n
+        else:
+            other += n
+    result = {"source": "move_pages", "pages": count,
+              "nodes": {str(n): c for n, c in sorted(nodes.items())}, "unfaulted": unfaulted}
+    if other:
+        result["unreadable"] = other
+    return result
+
+
+def placement(start, end, pid="self"):
+    """Placement of [start, end) in this process: move_pages, else numa_maps."""
+    found = placement_from_move_pages(start, end) if pid == "self" else None
+    if found is None:
+        try:
+            with open("/proc/%s/numa_maps" % pid) as f:
+                found = placement_from_numa_maps(start, end, f.read())
+        except OSError:
+            found = None
+    return found

@@ -1,0 +1,87 @@
+"""Shared-memory buffers: every SharedMemory create or attach, its address
+range here, and where its pages are, at attach and again at close (the end
+of a writer's loop) or exit."""
+
+from . import calls, imports, numa
+
+journal = None
+_hook_status = None
+_open = {}  # index -> SharedMemory object, while mapped here
+_known = []  # every buffer this process has had: (index, event fields)
+
+
+def install(journal_, hook_status):
+    global journal, _hook_status
+    journal, _hook_status = journal_, hook_status
+    imports.when_imported("multiprocessing.shared_memory", _apply)
+
+
+def _apply(module):
+    cls = getattr(module, "SharedMemory", None)
+    if cls is None:
+        _hook_status("multiprocessing.shared_memory", "unavailable", "no SharedMemory")
+        return
+    init, close = cls.__init__, cls.close
+
+    def init_wrapper(self, name=None, create=False, size=0, *args, **kwargs):
+        init(self, name, create, size, *args, **kwargs)
+        try:
+            _opened(self, create)
+        except Exception as exc:
+            _hook_status("multiprocessing.shared_memory", "failed", repr(exc))
+
+    def close_wrapper(self, *args, **kwargs):
+        try:
+            _measure_closing(self)
+        except Exception as exc:
+            _hook_status("multiprocessing.shared_memory", "failed", repr(exc))
+        return close(self, *args, **kwargs)
+
+    init_wrapper.__wrapped__, close_wrapper.__wrapped__ = init, close
+    cls.__init__, cls.close = init_wrapper, close_wrapper
+    _hook_status("multiprocessing.shared_memory", "applied", None)
+
+
+def _opened(shm, create):
+    name = shm._name if hasattr(shm, "_name") else "/" + shm.name
+    with open("/proc/self/maps") as f:
+        found = numa.find_mapping("/dev/shm" + name, f.read())
+    start, end = found if found else (None, None)
+    index = len(_known)
+    fields = dict(name=shm.name, size=shm.size, index=index, start=start, end=end)
+    _known.append(fields)
+    _open[index] = shm
+    calls.shm_index[id(shm._mmap)] = index
+    journal.event("shm", op="create" if create else "attach", **fields)
+    _placement(index, "create" if create else "attach")
+
+
+def _placement(index, when):
+    fields = _known[index]
+    if fields["start"] is None:
+        return
+    found = numa.placement(fields["start"], fields["end"])
+    if found is not None:
+        journal.event("placement", name=fields["name"], index=index, when=when, **found)
+
+
+def _measure_closing(shm):
+    for index, held in list(_open.items()):
+        if held is shm:
+            if getattr(shm, "_mmap", None) is not None:
+                _placement(index, "end")
+                calls.shm_index.pop(id(shm._mmap), None)
+            del _open[index]
+
+
+def at_exit():
+    """Buffers still mapped when the process ends: their last placement."""
+    for index in list(_open):
+        _placement(index, "end")
+    _open.clear()
+
+
+def after_fork():
+    """A forked child maps its parent's buffers too: journal them as inherited."""
+    for index in _open:
+        journal.event("shm", op="inherited", **_known[index])
