@@ -3,7 +3,6 @@ one CHUNK record (phase, depth, CPU, buffer, times, bytes, page faults)."""
 
 import _thread
 import resource
-import threading
 import time
 
 from . import format
@@ -34,7 +33,7 @@ class _Thread:
 
     def __init__(self):
         self.stack = []
-        self.tid = threading.get_native_id()
+        self.tid = _thread.get_native_id()
         usage = resource.getrusage(resource.RUSAGE_THREAD)
         self.minflt, self.majflt = usage.ru_minflt, usage.ru_majflt
 

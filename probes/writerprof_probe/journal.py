@@ -2,9 +2,9 @@
 buffered and appended in batches, so that nothing blocks on I/O per chunk
 and a SIGKILL loses at most one batch."""
 
+import _thread
 import json
 import os
-import threading
 import time
 
 from . import format
@@ -22,7 +22,7 @@ class Journal:
         self.fds = {}  # suffix -> (fd, inode), reopened if the target closed ours
         self.records = []
         self.last_flush = time.monotonic_ns()
-        self._flushing = threading.Lock()
+        self._flushing = _thread.allocate_lock()
         self.base = None
 
     def open(self, pid, created_ns):
@@ -37,7 +37,7 @@ class Journal:
                 pass
         self.fds = {}
         self.records = []
-        self._flushing = threading.Lock()
+        self._flushing = _thread.allocate_lock()
         for suffix in (format.EVENTS_SUFFIX, format.CHUNKS_SUFFIX):
             self._fd(suffix)
 

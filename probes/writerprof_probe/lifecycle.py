@@ -7,7 +7,6 @@ import os
 import resource
 import signal
 import sys
-import threading
 import time
 
 from . import calls, identity, mp, shm
@@ -32,10 +31,12 @@ def install(journal, process, phases):
 
     _exit_wrapper.__wrapped__ = exit_
     os._exit = _exit_wrapper
-    if threading.current_thread() is threading.main_thread():
-        for signum in (signal.SIGTERM, signal.SIGHUP):
-            if signal.getsignal(signum) == signal.SIG_DFL:
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(signum) == signal.SIG_DFL:
+            try:
                 signal.signal(signum, _fatal)
+            except ValueError:  # not the main thread: leave the default
+                break
 
 
 def _fatal(signum, frame):
@@ -67,10 +68,13 @@ def _exit(via, code, **fields):
 def _before_fork():
     try:
         native = len(os.listdir("/proc/self/task"))
-        threads = [t.name for t in threading.enumerate()] if "threading" in sys.modules else []
+        # Only a process that imported threading can have Python threads.
+        threading = sys.modules.get("threading")
+        threads = [t.name for t in threading.enumerate()] if threading else ["MainThread"]
+        forking = threading.current_thread().name if threading else "MainThread"
         _journal.flush()
         _journal.event("fork", native_threads=native, python_threads=len(threads),
-                       threads=threads[:32], forking_thread=threading.current_thread().name)
+                       threads=threads[:32], forking_thread=forking)
     except Exception:
         pass
 

@@ -4,9 +4,7 @@ writerprof's sampler (other processes' numa_maps)."""
 
 import array
 import collections
-import ctypes
 import os
-import platform
 
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 
@@ -20,6 +18,8 @@ _libc = None
 def _syscall():
     global _libc
     if _libc is None:
+        import ctypes  # here, not at start-up: only processes with buffers need it
+
         _libc = ctypes.CDLL(None, use_errno=True)
         _libc.syscall.restype = ctypes.c_long
     return _libc.syscall
@@ -76,7 +76,9 @@ def placement_from_numa_maps(start, end, numa_maps_text):
 def placement_from_move_pages(start, end):
     """Node of every page of [start, end) in this process, or None where
     move_pages is unavailable. Pages not yet faulted in here count apart."""
-    number = _MOVE_PAGES.get(platform.machine())
+    import ctypes
+
+    number = _MOVE_PAGES.get(os.uname().machine)
     if number is None:
         return None
     count = (end - start) // PAGE_SIZE
