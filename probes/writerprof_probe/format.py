@@ -34,7 +34,7 @@ CHUNK_FIELDS = (
     ("bytes", "i8"), ("minflt", "i4"), ("majflt", "i4"),
 )
 CHUNK = struct.Struct("<HBhiiIqqqii")
-FAULT_READ_MIN_NS = 5_000
+FAULT_READ_MIN_NS = 50_000  # a read costs ~1 us: only where it is small beside the call
 
 # Built-in phase codes; a spec may name any other phase, which then gets the
 # next free code and a {"kind": "phase"} event.

@@ -118,3 +118,42 @@ def test_shadowed_sitecustomize_still_runs(tmp_path):
                           text=True, timeout=60)
     assert done.stdout == "hi\n" and marker.read_text() == "ran"
     assert list(run.glob("hosts/*/procs/*.events.jsonl"))
+
+
+def test_forced_start_method_overrides_the_targets_choice(tmp_path):
+    run, done = run_probed(tmp_path, TARGET, "fork", tmp_path / "out.bin",
+                           extra_env={"WRITERPROF_FORCE_START_METHOD": "spawn"})
+    assert done.returncode == 0, done.stderr
+    procs = journals(run)
+    (main,) = [p for p, (ev, _) in procs.items() if ev[0]["role"] == "main"]
+    (start,) = kinds(procs[main][0], "process_start")
+    assert start["method"] == "spawn"
+    forced = kinds(procs[main][0], "forced_start_method")
+    assert any(e.get("requested") == "fork" and e["forced"] == "spawn" for e in forced)
+
+
+FORK_WITH_THREAD = """
+import os, threading, time
+stop = threading.Event()
+worker = threading.Thread(target=stop.wait, name="uploader")
+worker.start()
+pid = os.fork()
+if pid == 0:
+    os._exit(0)
+os.waitpid(pid, 0)
+stop.set()
+worker.join()
+"""
+
+
+def test_fork_hazard_counts_live_threads(tmp_path):
+    run, done = run_probed(tmp_path, "-c", FORK_WITH_THREAD)
+    assert done.returncode == 0, done.stderr
+    procs = journals(run)
+    (parent,) = [p for p, (ev, _) in procs.items() if ev[0]["created_via"] == "exec"]
+    (fork,) = kinds(procs[parent][0], "fork")
+    assert fork["native_threads"] >= 2 and fork["python_threads"] == 2
+    assert "uploader" in fork["threads"]
+    (child,) = [ev for p, (ev, _) in procs.items() if p != parent]
+    assert child[0]["role"] == "fork_child" and child[0]["forked_from"] == parent
+    assert kinds(child, "exit")[0]["via"] == "os._exit"
