@@ -1,0 +1,272 @@
+import json
+
+import numpy as np
+import pytest
+
+from writerprof.errors import WriterprofError
+from writerprof.probes.writerprof_probe import format as journal
+from writerprof.run import RunDirectoryError, layout, load
+from writerprof.run.load import CHUNK_DTYPE, SAMPLE_DTYPE, UNNAMED_PHASE
+
+PHASE = journal.PHASES
+
+
+# --- writing run directories exactly as the probe and the launcher do ---
+
+def write_meta(run, **changes):
+    meta = {"format": layout.FORMAT, "schema": layout.SCHEMA, "command": ["python", "bench.py"],
+            "host": "alpha", "started_ns": 1, "ended_ns": 10**12, "exit_status": 0,
+            "ended_by": "exit", "signal": None}
+    meta.update(changes)
+    run.mkdir(parents=True, exist_ok=True)
+    (run / layout.RUN_FILE).write_text(json.dumps(meta))
+    return run
+
+
+def chunk(phase, start_ns, *, end_ns=None, bytes=4096, buffer=0, cpu=3, tid=7):
+    """A CHUNK record tuple in CHUNK_FIELDS order."""
+    return (phase, 0, cpu, buffer, 0, tid, start_ns, end_ns or start_ns + 100, bytes, 1, 0)
+
+
+def write_journal(run, host, pid, created_ns, *, role="main", events=(), chunks=(), cut_chunks=b"",
+                  cut_events=b"", identity=True, t0=None):
+    """A process's .events.jsonl (identity line first) and .chunks.bin."""
+    procs = layout.procs_dir(run, host)
+    procs.mkdir(parents=True, exist_ok=True)
+    base = procs / f"{pid}-{created_ns}"
+    t0 = created_ns if t0 is None else t0
+    lines = []
+    if identity:
+        lines.append({"kind": "process", "t_ns": t0, "schema": 1, "pid": pid, "ppid": 1, "host": host,
+                      "argv": ["python"], "created_ns": created_ns, "created_via": "exec",
+                      "forked_from": None, "role": role, "rank": None, "affinity": [0, 1]})
+    lines += [dict(e, t_ns=e.get("t_ns", t0 + i + 1)) for i, e in enumerate(events)]
+    text = "".join(json.dumps(e) + "\n" for e in lines).encode() + cut_events
+    (base.parent / (base.name + journal.EVENTS_SUFFIX)).write_bytes(text)
+    data = b"".join(journal.CHUNK.pack(*c) for c in chunks) + cut_chunks
+    (base.parent / (base.name + journal.CHUNKS_SUFFIX)).write_bytes(data)
+    return base
+
+
+def write_samples(run, host, rows):
+    directory = layout.host_dir(run, host)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / layout.SAMPLES_FILE).write_bytes(b"".join(layout.SAMPLE.pack(*r) for r in rows))
+
+
+def sample(t_ns, pid):
+    return (t_ns, pid, 2, 4, 10, 20, 1, 2, 3, 0, 1 << 20, 4096, 8192)
+
+
+@pytest.fixture
+def two_hosts(tmp_path):
+    """A rank, its forkserver daemon and a writer forked from it, on alpha;
+    a sampled process on beta. The rank and the writer added the same two
+    phases in opposite order, so their codes differ."""
+    run = write_meta(tmp_path / "run")
+    write_journal(run, "alpha", 100, 1000, events=[
+        {"kind": "phase", "code": 32, "name": "compress"},
+        {"kind": "phase", "code": 33, "name": "encrypt"},
+        {"kind": "process_start", "start_ns": 1500, "end_ns": 1600, "method": "forkserver",
+         "target": "w", "child_pid": 300, "name": "writer-0", "writer_seq": 0},
+        {"kind": "exit", "t_ns": 9000, "via": "atexit", "code": 0},
+    ], chunks=[chunk(PHASE["gen"], 2000), chunk(32, 2100), chunk(33, 2200)])
+    write_journal(run, "alpha", 200, 1200, role="forkserver", events=[
+        {"kind": "fork", "native_threads": 1, "python_threads": 1, "threads": ["MainThread"]},
+    ])
+    # The writer was killed: the last chunk record and the last event line are cut.
+    write_journal(run, "alpha", 300, 1700, role="forkserver_child", events=[
+        {"kind": "phase", "code": 32, "name": "encrypt"},
+        {"kind": "phase", "code": 33, "name": "compress"},
+    ], chunks=[chunk(PHASE["write"], 2050), chunk(32, 2150), chunk(33, 1900)],
+        cut_chunks=journal.CHUNK.pack(*chunk(4, 2300))[:17], cut_events=b'{"kind": "exit", "t_')
+    write_journal(run, "beta", 100, 500)
+    write_samples(run, "beta", [sample(10, 100), sample(20, 100)])
+    beta = layout.host_dir(run, "beta")
+    (beta / layout.SAMPLED_FILE).write_text(
+        json.dumps({"kind": "seen", "t_ns": 5, "pid": 100, "ppid": 1, "cmdline": ["python"], "exe": "/py"}) + "\n")
+    (beta / layout.TOPOLOGY_FILE).write_text(json.dumps({"nodes": {"0": {"cpus": [0, 1]}}}))
+    return run
+
+
+def test_record_dtypes_are_the_structs():
+    assert CHUNK_DTYPE.itemsize == journal.CHUNK.size
+    assert SAMPLE_DTYPE.itemsize == layout.SAMPLE.size
+    record = chunk(4, 123456789, bytes=-1, buffer=-1, cpu=-1)
+    assert np.frombuffer(journal.CHUNK.pack(*record), CHUNK_DTYPE)[0].tolist() == record
+
+
+def test_processes_and_identities(two_hosts):
+    run = load(two_hosts)
+    assert run.complete and run.hosts == ["alpha", "beta"]
+    p = run.processes
+    assert list(zip(p["host"], p["pid"], p["role"])) == [
+        ("alpha", 100, "main"), ("alpha", 200, "forkserver"), ("alpha", 300, "forkserver_child"),
+        ("beta", 100, "main")]
+    assert p["exited_ns"].tolist() == [9000, -1, -1, -1]  # the writer's exit line was cut
+    assert p["created_ns"].tolist() == [1000, 1200, 1700, 500]
+    assert p["rank"].tolist() == [-1] * 4
+    assert run.identity("alpha", 200)["role"] == "forkserver"
+    assert run.identity("beta", 100)["host"] == "beta"
+    with pytest.raises(KeyError):
+        run.identity("alpha", 999)
+
+
+def test_added_phases_get_run_wide_codes(two_hosts):
+    run = load(two_hosts)
+    names = run.phase_names
+    assert {names[c] for c in PHASE.values()} == set(PHASE)
+    assert names[journal.FIRST_ADDED_PHASE] == "compress" and names[journal.FIRST_ADDED_PHASE + 1] == "encrypt"
+    by_proc = {(run.processes["pid"][c["proc"]], int(c["start_ns"])): names[c["phase"]] for c in run.chunks}
+    assert by_proc == {
+        (100, 2000): "gen", (100, 2100): "compress", (100, 2200): "encrypt",
+        (300, 2050): "write", (300, 2150): "encrypt", (300, 1900): "compress",
+    }
+
+
+def test_chunks_are_sorted_and_carry_their_process(two_hosts):
+    run = load(two_hosts)
+    c = run.chunks
+    assert c["start_ns"].tolist() == [1900, 2000, 2050, 2100, 2150, 2200]
+    assert (c["host_index"] == 0).all()
+    assert c["pid"].tolist() == [300, 100, 300, 100, 300, 100]
+    assert (run.processes["pid"][c["proc"]] == c["pid"]).all()
+    assert c["bytes"].tolist() == [4096] * 6 and c["tid"].tolist() == [7] * 6
+
+
+def test_truncated_journals_load_up_to_the_last_whole_record(two_hosts):
+    run = load(two_hosts)
+    assert len(run.chunks) == 6  # the 17 bytes of a seventh are gone
+    assert run.losses == [
+        "hosts/alpha/procs/300-1700.events.jsonl: a cut-off last line (20 bytes) dropped "
+        "(target killed mid-write?)",
+        "hosts/alpha/procs/300-1700.chunks.bin: 17 bytes of a partial record dropped "
+        "(target killed mid-write?)",
+    ]
+
+
+def test_events(two_hosts):
+    run = load(two_hosts)
+    assert run.events["t_ns"].tolist() == sorted(run.events["t_ns"].tolist())
+    starts = run.events_of("process_start")
+    assert len(starts) == 1 and starts[0]["data"]["child_pid"] == 300 and starts[0]["host"] == "alpha"
+    own = run.process_events("alpha", 100)
+    assert own["kind"].tolist() == ["process", "phase", "phase", "process_start", "exit"]
+    assert (own["pid"] == 100).all() and own[0]["data"] is run.identity("alpha", 100)
+    assert len(run.events_of("process")) == 4
+
+
+def test_samples_sampled_and_topology(two_hosts):
+    run = load(two_hosts)
+    assert run.samples["t_ns"].tolist() == [10, 20]
+    assert run.samples["host_index"].tolist() == [1, 1]
+    assert run.samples["rss_bytes"].tolist() == [1 << 20] * 2
+    assert run.sampled == [{"kind": "seen", "t_ns": 5, "pid": 100, "ppid": 1, "cmdline": ["python"],
+                            "exe": "/py", "host": "beta"}]
+    assert run.topology == {"beta": {"nodes": {"0": {"cpus": [0, 1]}}}}
+
+
+def test_reused_pid_needs_its_creation_time(tmp_path):
+    run_dir = write_meta(tmp_path / "run")
+    write_journal(run_dir, "alpha", 100, 1000, chunks=[chunk(4, 1100)])
+    write_journal(run_dir, "alpha", 100, 5000, chunks=[chunk(4, 5100)])
+    run = load(run_dir)
+    with pytest.raises(KeyError, match="reused"):
+        run.identity("alpha", 100)
+    assert run.identity("alpha", 100, created_ns=5000)["created_ns"] == 5000
+    assert run.chunks["proc"].tolist() == [0, 1]
+
+
+def test_journal_without_identity_is_skipped(tmp_path):
+    run_dir = write_meta(tmp_path / "run")
+    write_journal(run_dir, "alpha", 100, 1000, identity=False,
+                  events=[{"kind": "phase", "code": 32, "name": "x"}], chunks=[chunk(4, 1)])
+    orphan = layout.procs_dir(run_dir, "alpha") / ("200-2000" + journal.CHUNKS_SUFFIX)
+    orphan.write_bytes(journal.CHUNK.pack(*chunk(4, 2)))
+    run = load(run_dir)
+    assert len(run.processes) == 0 and len(run.chunks) == 0 and len(run.events) == 0
+    assert run.losses == [
+        "hosts/alpha/procs/100-1000: no identity line, journal skipped (1 chunk records)",
+        "hosts/alpha/procs/200-2000: no events file, journal skipped (1 chunk records)",
+    ]
+
+
+def test_unnamed_phase_codes_are_kept_and_said(tmp_path):
+    run_dir = write_meta(tmp_path / "run")
+    write_journal(run_dir, "alpha", 100, 1000, chunks=[chunk(40, 1), chunk(4, 2), chunk(11, 3)],
+                  events=[{"kind": "phase", "code": 10**9, "name": "huge"}])  # no table that wide
+    run = load(run_dir)
+    unnamed = journal.FIRST_ADDED_PHASE + 1
+    assert run.phase_names[unnamed] == UNNAMED_PHASE
+    assert run.chunks["phase"].tolist() == [unnamed, PHASE["write"], unnamed]
+    assert run.losses == ["hosts/alpha/procs/100-1000.chunks.bin: 2 chunk records of phase codes its "
+                          "journal never named, kept as phase '(unnamed)'"]
+
+
+def test_empty_files_and_an_empty_run_are_fine(tmp_path):
+    run_dir = write_meta(tmp_path / "run")
+    assert len(load(run_dir).processes) == 0
+    write_journal(run_dir, "alpha", 100, 1000)
+    write_samples(run_dir, "alpha", [])
+    (layout.host_dir(run_dir, "alpha") / layout.SAMPLED_FILE).write_bytes(b"")
+    run = load(run_dir)
+    assert len(run.processes) == 1 and run.losses == []
+    assert len(run.chunks) == 0 and run.chunks.dtype.names[-3:] == ("host_index", "pid", "proc")
+    assert len(run.samples) == 0 and run.sampled == [] and run.topology == {}
+    assert set(run.phase_names.values()) == set(PHASE)
+
+
+def test_unreadable_event_lines_are_dropped_and_said(tmp_path):
+    run_dir = write_meta(tmp_path / "run")
+    base = write_journal(run_dir, "alpha", 100, 1000, events=[{"kind": "exit", "t_ns": 7, "code": 0}])
+    events_file = base.parent / (base.name + journal.EVENTS_SUFFIX)
+    lines = events_file.read_text().splitlines(keepends=True)
+    events_file.write_text(lines[0] + "not json\n" + "[1, 2]\n" + lines[1])
+    run = load(run_dir)
+    assert run.processes["exited_ns"].tolist() == [7]
+    assert run.losses == ["hosts/alpha/procs/100-1000.events.jsonl: 2 unreadable lines dropped"]
+
+
+def test_unfinished_run_loads_with_a_loss(tmp_path):
+    run_dir = write_meta(tmp_path / "run", ended_ns=None, exit_status=None, ended_by=None)
+    write_journal(run_dir, "alpha", 100, 1000, chunks=[chunk(4, 1)])
+    run = load(run_dir)
+    assert not run.complete and len(run.chunks) == 1
+    assert run.losses == ["recording did not finish (writerprof record was killed?)"]
+
+
+def test_missing_directory(tmp_path):
+    with pytest.raises(RunDirectoryError, match="no such run directory"):
+        load(tmp_path / "nope")
+
+
+def test_not_a_directory(tmp_path):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(RunDirectoryError, match="not a directory"):
+        load(tmp_path / "file")
+
+
+def test_foreign_directory(tmp_path):
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(RunDirectoryError, match="not a writerprof run directory"):
+        load(tmp_path)
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"{not json", "not JSON"),
+    (b"\xff\xfe", "not JSON"),
+    (b"[1, 2]", "not a writerprof run file"),
+    (json.dumps({"format": "other", "schema": 1}).encode(), "format 'other'"),
+    (json.dumps({"format": layout.FORMAT, "schema": "1"}).encode(), "not a version number"),
+])
+def test_bad_run_file(tmp_path, content, message):
+    (tmp_path / layout.RUN_FILE).write_bytes(content)
+    with pytest.raises(RunDirectoryError, match=message) as raised:
+        load(tmp_path)
+    assert isinstance(raised.value, WriterprofError) and "\n" not in str(raised.value)
+
+
+def test_newer_schema_says_to_upgrade(tmp_path):
+    write_meta(tmp_path, schema=layout.SCHEMA + 1)
+    with pytest.raises(RunDirectoryError, match=rf"newer writerprof \(run schema {layout.SCHEMA + 1};.*upgrade"):
+        load(tmp_path)

@@ -1,0 +1,92 @@
+"""Make a run directory and close it: the launcher's side of the format.
+run.json is always replaced whole, so that a reader never sees half of it."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from pathlib import Path
+
+import writerprof
+from writerprof.run import layout
+from writerprof.run.load import RunDirectoryError, read_meta
+
+
+def create(path: Path | None, command: list[str], *, interval_ns: int, sampler: bool,
+           probes: list[str], env: dict) -> Path:
+    """A new run directory with run.json (still recording) and this host's procs/."""
+    path = _new_default() if path is None else _claim(Path(path))
+    host = socket.gethostname()
+    layout.procs_dir(path, host).mkdir(parents=True, exist_ok=True)
+    _write_json(path / layout.RUN_FILE, {
+        "format": layout.FORMAT,
+        "schema": layout.SCHEMA,
+        "writerprof_version": writerprof.__version__,
+        "command": list(command),
+        "cwd": os.getcwd(),
+        "host": host,
+        "started_wall_ns": time.time_ns(),
+        "started_ns": time.monotonic_ns(),
+        "ended_ns": None,
+        "exit_status": None,
+        "ended_by": None,
+        "signal": None,
+        "interval_ns": interval_ns,
+        "sampler": sampler,
+        "probes": list(probes),
+        "env": dict(env),
+    })
+    return path
+
+
+def finish(path: Path, *, exit_status: int, ended_by: str, signal: str | None) -> None:
+    """Mark the recording ended now, with how CMD ended."""
+    meta = read_meta(path)
+    meta.update(ended_ns=time.monotonic_ns(), exit_status=exit_status, ended_by=ended_by, signal=signal)
+    _write_json(Path(path) / layout.RUN_FILE, meta)
+
+
+def write_topology(path: Path, host: str, topology: dict) -> None:
+    directory = layout.host_dir(path, host)
+    directory.mkdir(parents=True, exist_ok=True)
+    _write_json(directory / layout.TOPOLOGY_FILE, topology)
+
+
+def _new_default() -> Path:
+    stem = time.strftime("writerprof-%Y%m%d-%H%M%S")
+    for n in range(1, 10_000):
+        candidate = Path(stem if n == 1 else f"{stem}-{n}")
+        try:
+            candidate.mkdir()  # mkdir, not a test first: two launchers in one second stay apart
+            return candidate
+        except FileExistsError:
+            continue
+    raise RunDirectoryError(f"{stem}: too many run directories of that name here")
+
+
+def _claim(path: Path) -> Path:
+    """An empty or new directory at path."""
+    if path.exists() and not path.is_dir():
+        raise RunDirectoryError(f"{path}: exists and is not a directory; choose another run directory")
+    if path.is_dir() and any(path.iterdir()):
+        raise RunDirectoryError(f"{path}: exists and is not empty; choose another run directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RunDirectoryError(f"{path}: cannot create it: {exc.strerror}") from None
+    return path
+
+
+def _write_json(file: Path, data: dict) -> None:
+    """Write through a temporary file and rename, so that file is whole or old."""
+    temporary = file.with_name(f".{file.name}.{os.getpid()}.tmp")  # one launcher per run
+    try:
+        with open(temporary, "w") as f:
+            json.dump(data, f, indent=2)
+            f.write("\n")
+        os.replace(temporary, file)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise

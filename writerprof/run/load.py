@@ -1,0 +1,309 @@
+"""Read a run directory into one Run: numpy arrays for the many fixed-size
+records, dicts for the rare events. A damaged or unfinished recording loads
+as far as it goes; what could not be read is said in `Run.losses`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+import writerprof
+from writerprof.errors import WriterprofError
+from writerprof.probes.writerprof_probe import format as journal
+from writerprof.run import layout
+
+# The file records as they are on disk (little-endian, packed like the structs).
+CHUNK_DTYPE = np.dtype([(name, "<" + code) for name, code in journal.CHUNK_FIELDS])
+SAMPLE_DTYPE = np.dtype([(name, "<" + code) for name, code in layout.SAMPLE_FIELDS])
+
+# host_index is a row of Run.hosts, proc a row of Run.processes (a pid alone
+# is not a process: pids are reused within a long run).
+CHUNKS_DTYPE = np.dtype(CHUNK_DTYPE.descr + [("host_index", "<i4"), ("pid", "<i4"), ("proc", "<i4")])
+SAMPLES_DTYPE = np.dtype(SAMPLE_DTYPE.descr + [("host_index", "<i4")])
+PROCESSES_DTYPE = np.dtype([
+    ("host", "O"), ("pid", "<i4"), ("ppid", "<i4"), ("created_ns", "<i8"),
+    ("exited_ns", "<i8"), ("role", "O"), ("rank", "<i4"),
+])
+EVENTS_DTYPE = np.dtype([
+    ("host", "O"), ("pid", "<i4"), ("proc", "<i4"), ("t_ns", "<i8"), ("kind", "O"), ("data", "O"),
+])
+
+# Chunks whose phase code their process never named; not a word, so no
+# spec's phase can have this name.
+UNNAMED_PHASE = "(unnamed)"
+
+
+class RunDirectoryError(WriterprofError):
+    """The path is not a run directory this writerprof can read."""
+
+
+@dataclass(eq=False)
+class Run:
+    path: Path
+    meta: dict
+    hosts: list[str]
+    topology: dict[str, dict]
+    processes: np.ndarray
+    chunks: np.ndarray
+    phase_names: dict[int, str]
+    events: np.ndarray
+    samples: np.ndarray
+    sampled: list[dict]
+    losses: list[str]
+
+    @property
+    def complete(self) -> bool:
+        return self.meta.get("ended_ns") is not None
+
+    def identity(self, host: str, pid: int, created_ns: int | None = None) -> dict:
+        """The "process" event of that process (created_ns tells apart a reused pid)."""
+        return self.process_events(host, pid, created_ns)[0]["data"]
+
+    def process_events(self, host: str, pid: int, created_ns: int | None = None) -> np.ndarray:
+        """That process's events in time order, its identity first."""
+        return self.events[self.events["proc"] == self._proc(host, pid, created_ns)]
+
+    def events_of(self, kind: str) -> np.ndarray:
+        return self.events[self.events["kind"] == kind]
+
+    def _proc(self, host: str, pid: int, created_ns: int | None) -> int:
+        match = (self.processes["host"] == host) & (self.processes["pid"] == pid)
+        if created_ns is not None:
+            match &= self.processes["created_ns"] == created_ns
+        rows = np.flatnonzero(match)
+        if len(rows) == 0:
+            raise KeyError(f"no process {pid} on {host} in {self.path}")
+        if len(rows) > 1:
+            created = ", ".join(str(c) for c in self.processes["created_ns"][rows])
+            raise KeyError(f"pid {pid} on {host} was reused (created_ns {created}): say which")
+        return int(rows[0])
+
+
+def read_meta(path: Path) -> dict:
+    """run.json of a run directory, or a RunDirectoryError saying why not."""
+    path = Path(path)
+    if not path.exists():
+        raise RunDirectoryError(f"{path}: no such run directory")
+    if not path.is_dir():
+        raise RunDirectoryError(f"{path}: not a directory (a run is a directory made by writerprof record)")
+    file = path / layout.RUN_FILE
+    if not file.exists():
+        raise RunDirectoryError(f"{path}: not a writerprof run directory (it has no {layout.RUN_FILE})")
+    try:
+        meta = json.loads(file.read_bytes())
+    except OSError as exc:
+        raise RunDirectoryError(f"{file}: cannot read it: {exc.strerror}") from None
+    except ValueError:
+        raise RunDirectoryError(f"{file}: not JSON (a damaged run directory?)") from None
+    if not isinstance(meta, dict) or meta.get("format") != layout.FORMAT:
+        found = meta.get("format") if isinstance(meta, dict) else None
+        raise RunDirectoryError(
+            f"{file}: not a writerprof run file (format {found!r}, expected {layout.FORMAT!r})")
+    schema = meta.get("schema")
+    if type(schema) is not int:
+        raise RunDirectoryError(f"{file}: schema {schema!r} is not a version number")
+    if schema > layout.SCHEMA:
+        raise RunDirectoryError(
+            f"{path} was recorded by a newer writerprof (run schema {schema}; writerprof "
+            f"{writerprof.__version__} reads up to schema {layout.SCHEMA}): upgrade writerprof to read it")
+    return meta
+
+
+@dataclass(eq=False)
+class _Journal:
+    """One process's journal, read up to its chunk records."""
+
+    host_index: int
+    identity: dict
+    events: list[dict]
+    chunks: Path
+    chunks_rel: str
+    count: int  # complete chunk records in the file
+
+
+def load(path: Path | str) -> Run:
+    path = Path(path)
+    meta = read_meta(path)
+    losses: list[str] = []
+    if meta.get("ended_ns") is None:
+        losses.append("recording did not finish (writerprof record was killed?)")
+    hosts_root = path / layout.HOSTS_DIR
+    hosts = sorted(p.name for p in hosts_root.iterdir() if p.is_dir()) if hosts_root.is_dir() else []
+    topology, sampled, journals = {}, [], []
+    sample_files = []  # (host_index, path, complete records)
+    for host_index, host in enumerate(hosts):
+        host_dir = hosts_root / host
+        topology_file = host_dir / layout.TOPOLOGY_FILE
+        if topology_file.exists():
+            try:
+                topology[host] = json.loads(topology_file.read_bytes())
+            except (OSError, ValueError) as exc:
+                losses.append(f"{_rel(path, topology_file)}: unreadable, topology unknown ({exc})")
+        for record in _read_jsonl(path, host_dir / layout.SAMPLED_FILE, "sampler", losses):
+            record["host"] = host
+            sampled.append(record)
+        samples = host_dir / layout.SAMPLES_FILE
+        sample_files.append((host_index, samples, _count(path, samples, SAMPLE_DTYPE, "sampler", losses)))
+        journals += _read_journals(path, host_index, host_dir / layout.PROCS_DIR, losses)
+    journals.sort(key=lambda j: (j.host_index, _int(j.identity.get("created_ns")),
+                                 _int(j.identity.get("pid"))))
+    processes = _processes(hosts, journals)
+    events = _events(hosts, journals)
+    chunks = _fill(CHUNK_DTYPE, CHUNKS_DTYPE, [
+        (j.chunks, j.count, {"host_index": j.host_index, "pid": processes["pid"][i], "proc": i})
+        for i, j in enumerate(journals)])
+    phase_names = _unify_phases(journals, chunks, losses)
+    chunks = _sorted(chunks, "start_ns")
+    samples = _fill(SAMPLE_DTYPE, SAMPLES_DTYPE, [(f, n, {"host_index": h}) for h, f, n in sample_files])
+    return Run(path=path, meta=meta, hosts=hosts, topology=topology, processes=processes,
+               chunks=chunks, phase_names=phase_names, events=events, samples=samples,
+               sampled=sampled, losses=losses)
+
+
+def _rel(root: Path, file: Path) -> str:
+    return file.relative_to(root).as_posix()
+
+
+def _read_jsonl(root: Path, file: Path, writer: str, losses: list[str]) -> list[dict]:
+    """The complete, readable records of a JSON-lines file; [] if it is missing."""
+    try:
+        data = file.read_bytes()
+    except FileNotFoundError:
+        return []
+    lines = data.split(b"\n")
+    tail = lines.pop()  # what follows the last newline: b"" unless the last write was cut
+    if tail:
+        losses.append(f"{_rel(root, file)}: a cut-off last line ({len(tail)} bytes) dropped "
+                      f"({writer} killed mid-write?)")
+    lines = [line for line in lines if line.strip()]
+    try:  # one parse for the whole file, several times faster than line by line
+        parsed = json.loads(b"[" + b",".join(lines) + b"]")
+    except ValueError:
+        parsed = [_parse(line) for line in lines]
+    records = [r for r in parsed if isinstance(r, dict) and isinstance(r.get("kind"), str)]
+    bad = len(lines) - len(records)
+    if bad:
+        losses.append(f"{_rel(root, file)}: {bad} unreadable line{'s' * (bad > 1)} dropped")
+    return records
+
+
+def _parse(line: bytes):
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None
+
+
+def _count(root: Path, file: Path, dtype: np.dtype, writer: str, losses: list[str]) -> int:
+    """Complete records in a binary file (0 if it is missing)."""
+    try:
+        size = file.stat().st_size
+    except FileNotFoundError:
+        return 0
+    count, partial = divmod(size, dtype.itemsize)
+    if partial:
+        losses.append(f"{_rel(root, file)}: {partial} bytes of a partial record dropped "
+                      f"({writer} killed mid-write?)")
+    return count
+
+
+def _read_journals(root: Path, host_index: int, procs: Path, losses: list[str]) -> list[_Journal]:
+    if not procs.is_dir():
+        return []
+    names = {p.name for p in procs.iterdir()}
+    bases = sorted({n[: -len(s)] for n in names for s in (journal.EVENTS_SUFFIX, journal.CHUNKS_SUFFIX)
+                    if n.endswith(s)})
+    found = []
+    for base in bases:
+        events_file = procs / (base + journal.EVENTS_SUFFIX)
+        chunks_file = procs / (base + journal.CHUNKS_SUFFIX)
+        events = _read_jsonl(root, events_file, "target", losses)
+        count = _count(root, chunks_file, CHUNK_DTYPE, "target", losses)
+        if not events or events[0]["kind"] != "process":
+            missing = "no events file" if not events_file.exists() else "no identity line"
+            losses.append(f"{_rel(root, procs / base)}: {missing}, journal skipped ({count} chunk records)")
+            continue
+        found.append(_Journal(host_index, events[0], events, chunks_file, _rel(root, chunks_file), count))
+    return found
+
+
+def _int(value, default: int = -1) -> int:
+    return value if type(value) is int else default
+
+
+def _processes(hosts: list[str], journals: list[_Journal]) -> np.ndarray:
+    out = np.empty(len(journals), PROCESSES_DTYPE)
+    for i, j in enumerate(journals):
+        exits = [e["t_ns"] for e in j.events if e["kind"] == "exit"]
+        who = j.identity
+        out[i] = (hosts[j.host_index], _int(who.get("pid")), _int(who.get("ppid")),
+                  _int(who.get("created_ns")), _int(exits[-1] if exits else None),
+                  str(who.get("role", "")), _int(who.get("rank")))
+    return out
+
+
+def _events(hosts: list[str], journals: list[_Journal]) -> np.ndarray:
+    rows = [(hosts[j.host_index], _int(j.identity.get("pid")), i, _int(e.get("t_ns")), e["kind"], e)
+            for i, j in enumerate(journals) for e in j.events]
+    out = np.empty(len(rows), EVENTS_DTYPE)
+    for column, name in enumerate(EVENTS_DTYPE.names):
+        values = np.empty(len(rows), EVENTS_DTYPE[name])
+        values[:] = [row[column] for row in rows]  # through an array: dicts stay whole
+        out[name] = values
+    return out[np.argsort(out["t_ns"], kind="stable")]
+
+
+def _fill(file_dtype: np.dtype, dtype: np.dtype, parts: list[tuple[Path, int, dict]]) -> np.ndarray:
+    """One array of every file's records plus per-file columns, each file read
+    straight into place so that the records are held once."""
+    out = np.empty(sum(count for _, count, _ in parts), dtype)
+    from_file = out[list(file_dtype.names)]  # a view of those columns
+    start = 0
+    for file, count, columns in parts:
+        if count:
+            end = start + count
+            from_file[start:end] = np.fromfile(file, dtype=file_dtype, count=count)
+            for name, value in columns.items():
+                out[name][start:end] = value
+            start = end
+    return out
+
+
+def _sorted(records: np.ndarray, key: str) -> np.ndarray:
+    order = np.argsort(records[key], kind="stable")
+    # Whole records moved as opaque bytes: several times faster than field by field.
+    return records.view(np.dtype((np.void, records.dtype.itemsize)))[order].view(records.dtype)
+
+
+def _unify_phases(journals: list[_Journal], chunks: np.ndarray, losses: list[str]) -> dict[int, str]:
+    """Renumber each process's added phase codes (given in the order it met
+    them) to run-wide ones, in place; the run's code -> name."""
+    local = []  # per process: its code -> name
+    for j in journals:
+        names = {code: name for name, code in journal.PHASES.items()}
+        names.update((e["code"], e["name"]) for e in j.events if e["kind"] == "phase"
+                     and type(e.get("code")) is int and isinstance(e.get("name"), str))
+        local.append(names)
+    added = sorted({n for names in local for n in names.values()} - set(journal.PHASES))
+    run_codes = dict(journal.PHASES)
+    run_codes.update((name, journal.FIRST_ADDED_PHASE + i) for i, name in enumerate(added))
+    unnamed = journal.FIRST_ADDED_PHASE + len(added)
+    # A (process, local code) -> run code table, a column per local code named
+    # anywhere and a last one for codes never named.
+    known = np.unique([code for names in local for code in names])
+    table = np.full((len(journals), len(known) + 1), unnamed, dtype=CHUNK_DTYPE["phase"])
+    for proc, names in enumerate(local):
+        table[proc, np.searchsorted(known, list(names))] = [run_codes[name] for name in names.values()]
+    column = np.searchsorted(known, chunks["phase"])
+    column[known[np.minimum(column, len(known) - 1)] != chunks["phase"]] = len(known)
+    chunks["phase"] = table[chunks["proc"], column]
+    phase_names = {code: name for name, code in run_codes.items()}
+    lost = np.bincount(chunks["proc"][chunks["phase"] == unnamed], minlength=len(journals))
+    for proc in np.flatnonzero(lost):
+        phase_names[unnamed] = UNNAMED_PHASE
+        losses.append(f"{journals[proc].chunks_rel}: {lost[proc]} chunk records of phase codes its "
+                      f"journal never named, kept as phase {UNNAMED_PHASE!r}")
+    return phase_names
