@@ -64,3 +64,23 @@ def format_cpu_list(cpus) -> str:
             runs.append(str(start) if start == prev else f"{start}-{prev}")
         start = prev = cpu
     return ",".join(runs)
+
+
+_DURATION_UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+
+
+def parse_duration(text: str) -> int:
+    """'50ms', '0.5s', '200us' -> nanoseconds; a bare number is seconds."""
+    text = text.strip().lower()
+    number, unit = text, "s"
+    for suffix in ("ns", "us", "ms", "s"):
+        if text.endswith(suffix):
+            number, unit = text[: -len(suffix)], suffix
+            break
+    try:
+        value = float(number)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a duration (e.g. 50ms, 0.5s)") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise ValueError(f"{text!r}: a duration must be positive")
+    return int(value * _DURATION_UNITS[unit])

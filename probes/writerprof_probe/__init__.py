@@ -6,7 +6,7 @@ import os
 import sys
 import time
 
-from . import calls, identity, lifecycle, mp, osio, shm, specs
+from . import calls, format, identity, lifecycle, mp, osio, shm, specs
 from .journal import Journal
 
 FORCE_ENV = "WRITERPROF_FORCE_START_METHOD"
@@ -16,7 +16,7 @@ PROBES_ENV = "WRITERPROF_PROBES"  # added specs, one per line
 def activate(started_ns=None):
     started_ns = started_ns or time.monotonic_ns()
     run = os.environ["WRITERPROF_RUN"]
-    host = os.uname().nodename
+    host = format.host_name()
     journal = Journal(run, host)
     created_ns = identity.start_time_ns()
     journal.open(os.getpid(), created_ns)

@@ -34,6 +34,12 @@ CHUNK_FIELDS = (
     ("bytes", "i8"), ("minflt", "i4"), ("majflt", "i4"),
 )
 CHUNK = struct.Struct("<HBhiiIqqqii")
+# Chunk records are appended in batches of FLUSH_RECORDS, or sooner when a
+# record comes FLUSH_NS after the last batch, and at exit, fork and SIGTERM:
+# a SIGKILL loses the records since the last batch.
+FLUSH_RECORDS = 512
+FLUSH_NS = 1_000_000_000
+
 FAULT_READ_MIN_NS = 50_000  # a read costs ~1 us: only where it is small beside the call
 
 # Built-in phase codes; a spec may name any other phase, which then gets the
@@ -49,6 +55,11 @@ CHUNKS_SUFFIX = ".chunks.bin"
 
 HOSTS_DIR = "hosts"
 PROCS_DIR = "procs"
+
+
+def host_name():
+    """The name a host's processes are filed under."""
+    return os.uname().nodename
 
 
 def safe_host(host):

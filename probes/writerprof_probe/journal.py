@@ -9,9 +9,6 @@ import time
 
 from . import format
 
-_FLUSH_RECORDS = 512  # records per batch ...
-_FLUSH_NS = 1_000_000_000  # ... or at most this old when the next one comes
-
 # The target's own calls to these may be hooked; the journal uses the originals.
 _open, _write, _close, _fstat = os.open, os.write, os.close, os.fstat
 
@@ -63,7 +60,7 @@ class Journal:
         """Queue one CHUNK record (a tuple in CHUNK_FIELDS order)."""
         records = self.records
         records.append(fields)
-        if len(records) >= _FLUSH_RECORDS or fields[7] - self.last_flush > _FLUSH_NS:
+        if len(records) >= format.FLUSH_RECORDS or fields[7] - self.last_flush > format.FLUSH_NS:
             self.flush()
 
     def flush(self):

@@ -15,7 +15,8 @@ def test_version(capsys):
 def test_help_lists_the_subcommands(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
-    assert "repro" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "repro" in out and "record" in out
 
 
 @pytest.mark.parametrize(
@@ -25,6 +26,12 @@ def test_help_lists_the_subcommands(capsys):
         (["nosuch"], "writerprof: error: argument COMMAND: invalid choice: 'nosuch'"),
         (["repro", "--bogus"], "writerprof repro: error: unrecognized arguments: --bogus"),
         (["repro", "--saves", "-2"], "writerprof repro: error: argument --saves"),
+        (["record", "--interval", "fast", "--", "true"],
+         "writerprof record: error: argument --interval: 'fast' is not a duration"),
+        (["record", "--interval", "0ms", "--", "true"], "writerprof record: error: argument --interval"),
+        (["record", "--probe", "os:write", "--", "true"], "writerprof record: error: --probe 'os:write'"),
+        (["record"], "writerprof record: error: no command to record"),
+        (["record", "--"], "writerprof record: error: no command to record"),
     ],
 )
 def test_bad_arguments_are_one_line_and_exit_2(argv, first, capsys):

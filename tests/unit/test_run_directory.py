@@ -1,8 +1,8 @@
 import json
-import socket
 
 import pytest
 
+from writerprof.probes.writerprof_probe.format import host_name
 from writerprof.run import RunDirectoryError, directory, layout, load
 
 OPTIONS = dict(interval_ns=50_000_000, sampler=True, probes=["m:f=phase"], env={"OMP_NUM_THREADS": "4"})
@@ -11,10 +11,10 @@ OPTIONS = dict(interval_ns=50_000_000, sampler=True, probes=["m:f=phase"], env={
 def test_create_writes_a_recording_run(tmp_path):
     run_dir = directory.create(tmp_path / "run", ["python", "bench.py"], **OPTIONS)
     assert run_dir == tmp_path / "run"
-    assert layout.procs_dir(run_dir, socket.gethostname()).is_dir()
+    assert layout.procs_dir(run_dir, host_name()).is_dir()
     meta = json.loads((run_dir / layout.RUN_FILE).read_text())
     assert meta["format"] == layout.FORMAT and meta["schema"] == layout.SCHEMA
-    assert meta["command"] == ["python", "bench.py"] and meta["host"] == socket.gethostname()
+    assert meta["command"] == ["python", "bench.py"] and meta["host"] == host_name()
     assert (meta["ended_ns"], meta["exit_status"], meta["ended_by"], meta["signal"]) == (None,) * 4
     assert (meta["interval_ns"], meta["sampler"], meta["probes"], meta["env"]) == tuple(OPTIONS.values())
     assert meta["started_ns"] > 0 and meta["started_wall_ns"] > 0

@@ -29,8 +29,9 @@ def chunk(phase, start_ns, *, end_ns=None, bytes=4096, buffer=0, cpu=3, tid=7):
 
 
 def write_journal(run, host, pid, created_ns, *, role="main", events=(), chunks=(), cut_chunks=b"",
-                  cut_events=b"", identity=True, t0=None):
-    """A process's .events.jsonl (identity line first) and .chunks.bin."""
+                  cut_events=b"", identity=True, t0=None, exited=True):
+    """A process's .events.jsonl (identity line first, an exit line last unless
+    `exited` is false or the events hold one) and .chunks.bin."""
     procs = layout.procs_dir(run, host)
     procs.mkdir(parents=True, exist_ok=True)
     base = procs / f"{pid}-{created_ns}"
@@ -41,6 +42,8 @@ def write_journal(run, host, pid, created_ns, *, role="main", events=(), chunks=
                       "argv": ["python"], "created_ns": created_ns, "created_via": "exec",
                       "forked_from": None, "role": role, "rank": None, "affinity": [0, 1]})
     lines += [dict(e, t_ns=e.get("t_ns", t0 + i + 1)) for i, e in enumerate(events)]
+    if exited and identity and not any(e["kind"] == "exit" for e in lines):
+        lines.append({"kind": "exit", "t_ns": max(e["t_ns"] for e in lines) + 1, "via": "atexit", "code": 0})
     text = "".join(json.dumps(e) + "\n" for e in lines).encode() + cut_events
     (base.parent / (base.name + journal.EVENTS_SUFFIX)).write_bytes(text)
     data = b"".join(journal.CHUNK.pack(*c) for c in chunks) + cut_chunks
@@ -79,7 +82,8 @@ def two_hosts(tmp_path):
         {"kind": "phase", "code": 32, "name": "encrypt"},
         {"kind": "phase", "code": 33, "name": "compress"},
     ], chunks=[chunk(PHASE["write"], 2050), chunk(32, 2150), chunk(33, 1900)],
-        cut_chunks=journal.CHUNK.pack(*chunk(4, 2300))[:17], cut_events=b'{"kind": "exit", "t_')
+        cut_chunks=journal.CHUNK.pack(*chunk(4, 2300))[:17], cut_events=b'{"kind": "exit", "t_',
+        exited=False)
     write_journal(run, "beta", 100, 500)
     write_samples(run, "beta", [sample(10, 100), sample(20, 100)])
     beta = layout.host_dir(run, "beta")
@@ -103,7 +107,7 @@ def test_processes_and_identities(two_hosts):
     assert list(zip(p["host"], p["pid"], p["role"])) == [
         ("alpha", 100, "main"), ("alpha", 200, "forkserver"), ("alpha", 300, "forkserver_child"),
         ("beta", 100, "main")]
-    assert p["exited_ns"].tolist() == [9000, -1, -1, -1]  # the writer's exit line was cut
+    assert p["exited_ns"].tolist() == [9000, 1202, -1, 501]  # the writer's exit line was cut
     assert p["created_ns"].tolist() == [1000, 1200, 1700, 500]
     assert p["rank"].tolist() == [-1] * 4
     assert run.identity("alpha", 200)["role"] == "forkserver"
@@ -142,6 +146,9 @@ def test_truncated_journals_load_up_to_the_last_whole_record(two_hosts):
         "(target killed mid-write?)",
         "hosts/alpha/procs/300-1700.chunks.bin: 17 bytes of a partial record dropped "
         "(target killed mid-write?)",
+        "hosts/alpha/procs/300-1700: process 300 (forkserver_child) left no exit record (killed by "
+        "SIGKILL, or alive when the recording ended): chunk records after its last flushed batch, "
+        "512 at most, are missing",
     ]
 
 

@@ -1,6 +1,6 @@
 import pytest
 
-from writerprof.units import format_cpu_list, format_size, parse_cpu_list, parse_size
+from writerprof.units import format_cpu_list, format_size, parse_cpu_list, parse_duration, parse_size
 
 
 @pytest.mark.parametrize(
@@ -45,3 +45,15 @@ def test_format_cpu_list_compacts_runs():
 def test_parse_cpu_list_rejects(text):
     with pytest.raises(ValueError):
         parse_cpu_list(text)
+
+
+@pytest.mark.parametrize("text, ns", [("50ms", 50_000_000), ("0.5s", 500_000_000), ("200us", 200_000),
+                                      ("2", 2_000_000_000), (" 10 ms ", 10_000_000), ("7ns", 7)])
+def test_parse_duration(text, ns):
+    assert parse_duration(text) == ns
+
+
+@pytest.mark.parametrize("text", ["", "ms", "fast", "-5ms", "0", "nan", "inf", "5 minutes"])
+def test_parse_duration_refuses(text):
+    with pytest.raises(ValueError):
+        parse_duration(text)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import time
 from pathlib import Path
 
 import writerprof
+from writerprof.probes.writerprof_probe.format import host_name
 from writerprof.run import layout
 from writerprof.run.load import RunDirectoryError, read_meta
 
@@ -18,7 +18,7 @@ def create(path: Path | None, command: list[str], *, interval_ns: int, sampler: 
            probes: list[str], env: dict) -> Path:
     """A new run directory with run.json (still recording) and this host's procs/."""
     path = _new_default() if path is None else _claim(Path(path))
-    host = socket.gethostname()
+    host = host_name()
     layout.procs_dir(path, host).mkdir(parents=True, exist_ok=True)
     _write_json(path / layout.RUN_FILE, {
         "format": layout.FORMAT,

@@ -45,11 +45,14 @@ SAMPLE_FIELDS = (
 SAMPLE = struct.Struct("<qiiiqqqqqqqqq")
 
 # sampled.jsonl kinds, each with t_ns and pid:
-#   seen       first sight of a descendant: ppid, cmdline (list), exe
+#   seen       first sight of a descendant: ppid, created_ns (its start on
+#              CLOCK_MONOTONIC, clock-tick precision: tells a reused pid apart),
+#              cmdline (list), exe
 #   affinity   the allowed CPUs at first sight and whenever they change: cpus (kernel list)
 #   numa_maps  a shared-memory mapping's numa_maps line: address, file, pages
 #              (dict node -> pages), huge (bool)
 #   gone       first tick the process was no longer there
+#   error      the first sampler tick that failed (later ones are only counted): error, traceback
 
 
 def host_dir(run: Path, host: str) -> Path:

@@ -226,6 +226,11 @@ def _read_journals(root: Path, host_index: int, procs: Path, losses: list[str]) 
             missing = "no events file" if not events_file.exists() else "no identity line"
             losses.append(f"{_rel(root, procs / base)}: {missing}, journal skipped ({count} chunk records)")
             continue
+        if not any(e["kind"] == "exit" for e in events):
+            losses.append(
+                f"{_rel(root, procs / base)}: process {events[0].get('pid')} ({events[0].get('role')}) "
+                f"left no exit record (killed by SIGKILL, or alive when the recording ended): chunk "
+                f"records after its last flushed batch, {journal.FLUSH_RECORDS} at most, are missing")
         found.append(_Journal(host_index, events[0], events, chunks_file, _rel(root, chunks_file), count))
     return found
 

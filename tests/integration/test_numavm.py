@@ -1,0 +1,92 @@
+"""Placement facts on a real kernel with two NUMA nodes (cpu 0 on node 0, cpu 1
+on node 1), through ../shared/numavm: `writerprof record` of the reproducer
+with its buffers first touched from one node or the other, and its writer
+pinned to cpu 1. Facts only: the guest is emulated, its timings mean nothing."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from writerprof import topology
+from writerprof.run import load
+
+from helpers import attached_placements
+
+pytestmark = pytest.mark.numavm
+
+HARNESS = Path(__file__).resolve().parents[3] / "shared" / "numavm" / "run-in-numa-vm.sh"
+# (name, --touch-cpus): the node that touches the pages first gets them.
+RECORDINGS = (("touch0", "0"), ("touch1", "1"))
+
+
+def _guest_path(path: str) -> str:
+    """The guest has a fresh /tmp; the host's is read-only at /host-tmp."""
+    return "/host-tmp" + path[len("/tmp"):] if path == "/tmp" or path.startswith("/tmp/") else path
+
+
+@pytest.fixture(scope="module")
+def guest_runs(tmp_path_factory):
+    if not HARNESS.exists():
+        pytest.skip(f"numavm harness not found at {HARNESS} (present in this repository's CI only)")
+    xfer = tmp_path_factory.mktemp("numavm")
+    python = _guest_path(sys.executable)
+    steps = []
+    for name, touch in RECORDINGS:
+        record = [python, "-m", "writerprof", "record", "-o", f"/xfer/{name}", "--interval", "20ms", "--",
+                  python, "-m", "writerprof", "repro", "--saves", "1", "--size", "32MiB",
+                  "--chunk-size", "4MiB", "--touch-cpus", touch, "--writer-cpus", "1"]
+        steps.append(shlex.join(record))
+    env = dict(os.environ, NUMAVM_XFER=str(xfer), NUMAVM_QUIET="1", NUMAVM_TIMEOUT="600",
+               # No automatic NUMA balancing: the pages stay where first touch put them.
+               NUMAVM_APPEND="numa_balancing=disable")
+    done = subprocess.run([str(HARNESS), "set -e; " + "; ".join(steps)], env=env, capture_output=True,
+                          text=True, timeout=900)
+    if done.returncode == 125:
+        pytest.skip(f"the numavm guest could not start: {done.stderr.strip().splitlines()[-1:]}")
+    assert done.returncode == 0, f"guest exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+    return {name: load(xfer / name) for name, _ in RECORDINGS}
+
+
+def _writer_pid(run):
+    (start,) = [e["data"] for e in run.events_of("process_start")]
+    return start["child_pid"]
+
+
+@pytest.mark.parametrize("name, node", [("touch0", "0"), ("touch1", "1")])
+def test_buffer_pages_are_on_the_node_that_touched_them(guest_runs, name, node):
+    run = guest_runs[name]
+    assert run.complete and run.meta["exit_status"] == 0, run.losses
+    (host,) = run.topology.values()
+    assert sorted(host["nodes"]) == ["0", "1"]  # it really ran on the two-node kernel
+    writer = _writer_pid(run)
+    attached, ends = attached_placements(run, writer, "end")
+    assert len(attached) == len(ends) == 4  # every buffer, measured at the end of the writer's loop
+    for placement in ends:
+        assert placement["source"] == "move_pages"
+        assert placement["nodes"] == {node: placement["pages"]}, placement
+    # The producer created and filled them: its last reading agrees.
+    producer_ends = [e["data"] for e in run.events_of("placement")
+                     if e["pid"] != writer and e["data"]["when"] == "end"]
+    assert producer_ends and all(p["nodes"] == {node: p["pages"]} for p in producer_ends)
+
+
+def test_sampler_shows_the_pinned_writer_on_node_1(guest_runs):
+    run = guest_runs["touch0"]
+    (host,) = run.topology.values()
+    nodes = topology.cpu_nodes(host)
+    writer = _writer_pid(run)
+    affinity = [s for s in run.sampled if s["pid"] == writer and s["kind"] == "affinity"]
+    assert affinity[-1]["cpus"] == "1"
+    # From the tick that saw it pinned itself, every sample has it on node 1.
+    samples = run.samples[(run.samples["pid"] == writer) & (run.samples["t_ns"] >= affinity[-1]["t_ns"])]
+    assert len(samples) > 0 and {nodes[int(cpu)] for cpu in samples["cpu"]} == {1}
+    # The probe's own records say the same: every write ran on cpu 1, node 1.
+    writes = run.chunks[(run.chunks["pid"] == writer)
+                        & (run.chunks["phase"] == {n: c for c, n in run.phase_names.items()}["write"])]
+    assert len(writes) == 8 and {nodes[int(c)] for c in writes["cpu"]} == {1}

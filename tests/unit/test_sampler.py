@@ -1,0 +1,284 @@
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from test_procfs import write_process
+from writerprof.probes.writerprof_probe import format as journal
+from writerprof.probes.writerprof_probe.numa import PAGE_SIZE
+from writerprof import procfs
+from writerprof.run import directory, layout, load
+from writerprof.run.load import SAMPLE_DTYPE
+from writerprof.sampler import Sampler
+from writerprof.system import System
+from writerprof.units import parse_cpu_list
+
+INTERVAL_S = 0.02
+
+
+def new_run(tmp_path):
+    run_dir = directory.create(tmp_path / "run", [sys.executable], interval_ns=int(INTERVAL_S * 1e9),
+                               sampler=True, probes=[], env={})
+    return run_dir, layout.host_dir(run_dir, journal.host_name())
+
+
+def sampled(host_dir, kind=None, pid=None):
+    lines = (host_dir / layout.SAMPLED_FILE).read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    return [r for r in records if kind in (None, r["kind"]) and pid in (None, r["pid"])]
+
+
+def samples(host_dir):
+    return np.fromfile(host_dir / layout.SAMPLES_FILE, dtype=SAMPLE_DTYPE)
+
+
+def python(code, **kwargs):
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, **kwargs)
+
+
+def finish(*processes):
+    for process in processes:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        if process.stdout:
+            process.stdout.close()
+
+
+# --- real processes ---
+
+FORKS_A_GRANDCHILD = """
+import os, time
+pid = os.fork()
+if pid == 0:
+    time.sleep(0.3)
+    os._exit(0)
+print(pid, flush=True)
+os.waitpid(pid, 0)
+"""
+
+
+def test_short_lived_child_tree_is_sampled_and_loads(tmp_path):
+    run_dir, host_dir = new_run(tmp_path)
+    child = python(FORKS_A_GRANDCHILD)
+    sampler = Sampler(child.pid, host_dir, INTERVAL_S)
+    try:
+        sampler.start()
+        grandchild = int(child.stdout.readline())
+        child.wait(timeout=60)
+    finally:
+        sampler.stop()
+        finish(child)
+    directory.finish(run_dir, exit_status=0, ended_by="exit", signal=None)
+
+    run = load(run_dir)
+    assert run.losses == []
+    assert {child.pid, grandchild} <= set(run.samples["pid"])
+    for pid, ppid in ((child.pid, os.getpid()), (grandchild, child.pid)):
+        kinds = [r["kind"] for r in run.sampled if r["pid"] == pid]
+        assert kinds[:2] == ["seen", "affinity"] and kinds[-1] == "gone" and kinds.count("gone") == 1
+        seen = next(r for r in run.sampled if r["pid"] == pid)
+        assert seen["ppid"] == ppid
+        assert seen["cmdline"] == [sys.executable, "-c", FORKS_A_GRANDCHILD]  # the grandchild's is inherited
+        assert seen["exe"] == os.path.realpath(sys.executable)
+        affinity = next(r for r in run.sampled if r["pid"] == pid and r["kind"] == "affinity")
+        assert parse_cpu_list(affinity["cpus"]) == os.sched_getaffinity(0)
+        mine = run.samples[run.samples["pid"] == pid]
+        assert (np.diff(mine["t_ns"]) > 0).all() and (mine["threads"] >= 1).all()
+    status = sampler.status()
+    assert status.processes_seen >= 2 and status.alive == frozenset() and status.errors == 0
+
+
+HOLDS_SHARED_MEMORY = """
+import os, time
+from multiprocessing import shared_memory
+os.sched_setaffinity(0, [{CPU}])  # first touch from a known node
+shm = shared_memory.SharedMemory(create=True, size={SIZE})
+try:
+    print(shm.name, flush=True)
+    shm.buf[:] = b"x" * {SIZE}
+    time.sleep(1.0)  # past a second numa_maps reading
+finally:
+    shm.close()
+    shm.unlink()
+"""
+
+
+def node_of(cpu):
+    found = glob.glob(f"/sys/devices/system/cpu/cpu{cpu}/node[0-9]*")
+    return found[0].rsplit("node", 1)[1] if found else "0"
+
+
+def test_shared_memory_placement(tmp_path):
+    _, host_dir = new_run(tmp_path)
+    cpu, size = min(os.sched_getaffinity(0)), 1 << 20
+    child = python(HOLDS_SHARED_MEMORY.format(CPU=cpu, SIZE=size))
+    sampler = Sampler(child.pid, host_dir, INTERVAL_S)
+    name = None
+    try:
+        sampler.start()
+        name = child.stdout.readline().strip()
+        child.wait(timeout=60)
+    finally:
+        sampler.stop()
+        finish(child)
+        if name:  # the child unlinks it, unless it was killed
+            try:
+                os.unlink("/dev/shm/" + name)
+            except FileNotFoundError:
+                pass
+    assert child.returncode == 0
+    placed = [r for r in sampled(host_dir, "numa_maps", child.pid) if r["file"] == "/dev/shm/" + name]
+    assert placed and placed[-1]["pages"] == {node_of(cpu): size // PAGE_SIZE}
+    assert placed[-1]["huge"] is False and placed[-1]["address"] > 0
+
+
+def test_process_named_only_by_its_journal(tmp_path):
+    _, host_dir = new_run(tmp_path)
+    sleep = "import time; time.sleep(60)"
+    root, daemon, stranger = python(sleep), python(sleep), python(sleep)
+    try:
+        procs = host_dir / layout.PROCS_DIR
+        # daemon is no descendant of root: only its journal names it (a spawn child, a writer).
+        identity = {"kind": "process", "pid": daemon.pid, "role": "spawn_child"}
+        (procs / f"{daemon.pid}-{time.monotonic_ns()}{journal.EVENTS_SUFFIX}").write_text(
+            json.dumps(identity) + "\n")
+        # A journal of an earlier process with stranger's pid: not stranger's.
+        (procs / f"{stranger.pid}-1{journal.EVENTS_SUFFIX}").write_text("")
+        sampler = Sampler(root.pid, host_dir, INTERVAL_S)
+        sampler.tick()
+        status = sampler.status()
+        assert status.alive == {root.pid, daemon.pid} and status.writers_alive == 1
+        daemon.kill()
+        daemon.wait()
+        sampler.tick()
+        assert sampler.status().alive == {root.pid} and sampler.status().writers_alive == 0
+        sampler.stop()
+    finally:
+        finish(root, daemon, stranger)
+    assert set(samples(host_dir)["pid"]) == {root.pid, daemon.pid}
+    assert [r["kind"] for r in sampled(host_dir, pid=daemon.pid)] == ["seen", "affinity", "gone"]
+
+
+def test_cost_of_a_tick_for_ten_processes(tmp_path):
+    _, host_dir = new_run(tmp_path)
+    # A python parent with nine sleeping children: ten processes, in a session of their own.
+    root = python("import subprocess, time\n"
+                  "children = [subprocess.Popen(['sleep', '60']) for _ in range(9)]\n"
+                  "print(flush=True)\ntime.sleep(60)", start_new_session=True)
+    try:
+        root.stdout.readline()
+        sampler = Sampler(root.pid, host_dir, INTERVAL_S)
+        sampler.tick()  # first sight: cmdline, exe, numa_maps (and, without children files, all of /proc)
+        costs = []
+        for _ in range(50):
+            started = time.perf_counter()
+            sampler.tick()
+            costs.append(time.perf_counter() - started)
+        assert len(sampler.status().alive) == 10
+        print(f"\nsampler tick, 10 processes: median {np.median(costs) * 1e3:.2f} ms, "
+              f"max {max(costs) * 1e3:.2f} ms")
+        sampler.stop()
+    finally:
+        os.killpg(root.pid, signal.SIGKILL)
+        finish(root)
+    assert np.bincount(samples(host_dir)["pid"]).max() == 52  # every tick sampled each
+
+
+# --- a fake /proc: every change seen, deterministically ---
+
+def test_records_follow_the_process(tmp_path):
+    root = tmp_path / "root"
+    _, host_dir = new_run(tmp_path)
+    write_process(root, 100, children={100: [101]}, io=False)
+    write_process(root, 101, ppid=100, children={101: []}, cpus="0-1", write_bytes=4096, start=5000)
+    sampler = Sampler(100, host_dir, INTERVAL_S, System(root))
+    sampler.tick()
+    assert [(r["kind"], r["pid"]) for r in sampled(host_dir)] == [
+        ("seen", 100), ("affinity", 100), ("seen", 101), ("affinity", 101)]
+    seen = sampled(host_dir, "seen", 101)[0]
+    # Clock-tick precision: the boot-time offset is read anew each time.
+    assert abs(seen.pop("created_ns") - procfs.start_ns(5000)) < 1_000_000
+    assert seen == {"kind": "seen", "t_ns": seen["t_ns"], "pid": 101, "ppid": 100,
+                    "cmdline": ["python3", "-c", "pass"], "exe": None}
+
+    write_process(root, 101, ppid=100, children={101: []}, cpus="1", write_bytes=8192, start=5000)
+    sampler.tick()
+    assert sampled(host_dir, "affinity", 101)[-1]["cpus"] == "1"
+    assert sampler.status().write_bytes == 8192  # 100's io is unreadable: not counted
+
+    # It exits: sampled once more as a zombie (final counters), then gone.
+    write_process(root, 101, ppid=100, children={101: []}, state="Z", cpus="1", write_bytes=9000,
+                  start=5000)
+    sampler.tick()
+    sampler.tick()  # still a zombie: nothing new
+    assert [r["kind"] for r in sampled(host_dir, pid=101)] == ["seen", "affinity", "affinity", "gone"]
+    status = sampler.status()
+    assert status.alive == {100} and status.write_bytes == 9000 and status.processes_seen == 2
+
+    # Its pid is reused by another child: a new process.
+    write_process(root, 101, ppid=100, children={101: []}, write_bytes=10, start=7000)
+    sampler.tick()
+    assert [r["kind"] for r in sampled(host_dir, pid=101)][-2:] == ["seen", "affinity"]
+    assert sampler.status().processes_seen == 3 and sampler.status().write_bytes == 9010
+    sampler.stop()
+    rows = samples(host_dir)
+    assert list(rows["pid"]) == [100, 101, 100, 101, 100, 101, 100, 100, 101, 100, 101]
+    last = rows[-1]
+    assert (last["write_bytes"], last["wchar"], last["cpu"], last["rss_bytes"]) == (10, 20, 0, 100 * PAGE_SIZE)
+    assert (rows[rows["pid"] == 100]["write_bytes"] == -1).all()
+
+
+def test_numa_maps_at_first_sight_then_only_on_change(tmp_path, monkeypatch):
+    root = tmp_path / "root"
+    _, host_dir = new_run(tmp_path)
+    maps = "7f0000000000-7f0000100000 rw-s 00000000 00:1e 2    /dev/shm/buf\n"
+    numa = "7f0000000000 default file=/dev/shm/buf dirty=4 N0=4 kernelpagesize_kB=4\n"
+    write_process(root, 100, maps=maps, numa_maps=numa)
+    monkeypatch.setattr("writerprof.sampler.NUMA_MAPS_EVERY_NS", 0)
+    sampler = Sampler(100, host_dir, INTERVAL_S, System(root))
+    sampler.tick()
+    sampler.tick()  # unchanged: no record
+    write_process(root, 100, maps=maps, numa_maps=numa.replace("N0=4", "N0=4 N1=60"))
+    sampler.tick()
+    sampler.stop()
+    placed = [(r["address"], r["file"], r["pages"], r["huge"]) for r in sampled(host_dir, "numa_maps")]
+    assert placed == [(0x7f0000000000, "/dev/shm/buf", {"0": 4}, False),
+                      (0x7f0000000000, "/dev/shm/buf", {"0": 4, "1": 60}, False)]
+
+
+def test_failing_ticks_are_counted_and_recorded_once(tmp_path):
+    class Failing(System):
+        def read(self, path):
+            if path.endswith("/status"):
+                raise RuntimeError("status broke")
+            return super().read(path)
+
+    root = tmp_path / "root"
+    _, host_dir = new_run(tmp_path)
+    write_process(root, 100)
+    sampler = Sampler(100, host_dir, 0.005, Failing(root))
+    sampler.start()
+    deadline = time.monotonic() + 30
+    while sampler.status().errors < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    sampler.stop()
+    assert sampler.status().errors >= 3  # the thread went on ticking
+    errors = sampled(host_dir, "error")
+    assert len(errors) == 1 and errors[0]["error"] == "RuntimeError: status broke"
+    assert errors[0]["pid"] == 100 and "read_status" in errors[0]["traceback"]
+
+
+def test_stop_is_final(tmp_path):
+    _, host_dir = new_run(tmp_path)
+    sampler = Sampler(os.getpid(), host_dir, INTERVAL_S)
+    sampler.stop()
+    sampler.stop()
+    with pytest.raises(OSError):
+        sampler.tick()

@@ -1,0 +1,203 @@
+"""Run CMD with every Python process it starts probed (fork, forkserver and
+spawn children, at any depth), sample them all from /proc, and leave a run
+directory for `writerprof report`.
+
+The probe reaches CMD's Python processes through PYTHONPATH (a sitecustomize
+that does nothing unless WRITERPROF_RUN is set, and runs any sitecustomize it
+shadows); interpreters started with -E, -I or -S ignore it and go unprobed.
+Exits with CMD's exit status (128+N if a signal N killed it); SIGINT and SIGTERM
+are passed on to CMD's process group. The run directory is complete and
+loadable however CMD ended.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import writerprof.probes
+from writerprof import topology
+from writerprof.errors import UsageError, WriterprofError
+from writerprof.probes.writerprof_probe import identity, specs
+from writerprof.probes.writerprof_probe.format import host_name
+from writerprof.run import directory, layout
+from writerprof.units import format_size, parse_duration
+
+HELP = "record a command's writer subprocesses into a run directory"
+PROBE_DIR = os.path.dirname(os.path.abspath(writerprof.probes.__file__))
+_STATUS_EVERY_S = 0.5
+
+
+class CommandNotFound(WriterprofError):
+    exit_code = 127  # as a shell says it
+
+
+class CommandNotRunnable(WriterprofError):
+    exit_code = 126
+
+
+def _duration(text):
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+_duration.__name__ = "duration"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-o", "--output", type=Path, metavar="RUN",
+                        help="run directory, new or empty (default: writerprof-YYYYmmdd-HHMMSS here)")
+    parser.add_argument("--interval", type=_duration, default=parse_duration("50ms"),
+                        metavar="TIME", help="sampling interval (default: 50ms)")
+    parser.add_argument("--probe", action="append", default=[], metavar="MODULE:QUALNAME=PHASE",
+                        help="also time this callable as PHASE (repeatable)")
+    parser.add_argument("--no-sampler", action="store_true",
+                        help="journal from inside the processes only; no /proc sampling")
+    parser.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]")
+
+
+def _resolve(command: list[str]) -> list[str]:
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise UsageError("no command to record: writerprof record [OPTIONS] -- CMD [ARGS...]")
+    if os.sep in command[0]:
+        if not os.path.isfile(command[0]):
+            raise CommandNotFound(f"command not found: {command[0]}")
+    elif shutil.which(command[0]) is None:
+        raise CommandNotFound(f"command not found: {command[0]}")
+    return command
+
+
+def probe_environment(run: Path, added: list[str], environ=os.environ) -> dict:
+    """CMD's environment: the probe first on PYTHONPATH, the run directory named."""
+    env = dict(environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (PROBE_DIR, env.get("PYTHONPATH")) if p)
+    env["WRITERPROF_RUN"] = str(run.resolve())
+    if added:
+        env["WRITERPROF_PROBES"] = "\n".join(added)
+    else:
+        env.pop("WRITERPROF_PROBES", None)
+    return env
+
+
+def run(args: argparse.Namespace) -> int:
+    command = _resolve(args.cmd)
+    for spec in args.probe:
+        try:
+            specs.parse(spec)
+        except specs.SpecError as exc:
+            raise UsageError(f"--probe {exc}") from None
+    run_dir = directory.create(args.output, command, interval_ns=args.interval,
+                               sampler=not args.no_sampler, probes=args.probe,
+                               env=identity.allowed_env(os.environ))
+    host = host_name()
+    directory.write_topology(run_dir, host, topology.snapshot())
+    print(f"writerprof record: recording into {run_dir}", file=sys.stderr)
+    started = time.monotonic()
+    # Its own process group, so that a signal reaches all of CMD, not only its leader.
+    group = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
+    try:
+        child = subprocess.Popen(command, env=probe_environment(run_dir, args.probe), **group)
+    except OSError as exc:
+        directory.finish(run_dir, exit_status=126, ended_by="not_started", signal=None)
+        raise CommandNotRunnable(f"cannot run {command[0]}: {exc.strerror}") from None
+
+    def forward(signum, frame):  # CMD decides how to end; we wait for it
+        try:
+            os.killpg(child.pid, signum)
+        except ProcessLookupError:
+            pass
+
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    sampler = None
+    try:
+        if not args.no_sampler:
+            from writerprof.sampler import Sampler
+
+            sampler = Sampler(child.pid, layout.host_dir(run_dir, host), args.interval / 1e9)
+            sampler.start()
+        status = _wait(child, sampler, started)
+    finally:
+        if sampler is not None:
+            sampler.stop()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if child.returncode is None:  # record itself failed: CMD must not outlive it
+            _end(child)
+    exit_status = 128 - status if status < 0 else status
+    directory.finish(run_dir, exit_status=exit_status,
+                     ended_by="signal" if status < 0 else "exit",
+                     signal=signal.Signals(-status).name if status < 0 else None)
+    print(_summary(run_dir, time.monotonic() - started, exit_status), file=sys.stderr)
+    return exit_status
+
+
+def _end(child: subprocess.Popen) -> None:
+    try:
+        os.killpg(child.pid, signal.SIGTERM)
+        child.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+    except ProcessLookupError:
+        pass
+
+
+def _wait(child: subprocess.Popen, sampler, started: float) -> int:
+    show = sampler is not None and sys.stderr.isatty()
+    while True:
+        try:
+            status = child.wait(timeout=_STATUS_EVERY_S)
+        except subprocess.TimeoutExpired:
+            if show:
+                seen = sampler.status()
+                sys.stderr.write(f"\r\033[K  {time.monotonic() - started:7.1f} s   processes seen "
+                                 f"{seen.processes_seen}   writers alive {seen.writers_alive}   "
+                                 f"{seen.write_bytes / (1 << 30):.2f} GiB written")
+                sys.stderr.flush()
+            continue
+        if show:
+            sys.stderr.write("\r\033[K")
+        return status
+
+
+def _summary(run_dir: Path, wall_s: float, exit_status: int) -> str:
+    """One screen: what was recorded, and what could not be."""
+    from writerprof.run import load
+
+    recorded = load(run_dir)
+    codes = {name: code for code, name in recorded.phase_names.items()}
+    chunks = recorded.chunks
+    writes = chunks[chunks["phase"] == codes["write"]]
+    starts = [e["data"] for e in recorded.events_of("process_start") if e["data"].get("started")]
+    saves = int((chunks["phase"] == codes["save"]).sum()) or len(starts)
+    problems = [f"probe in pid {e['pid']}: {e['data'].get('where')}: {e['data'].get('error')}"
+                for e in recorded.events_of("error")]
+    problems += [f"hook {e['data'].get('spec')} failed in pid {e['pid']}: {e['data'].get('reason')}"
+                 for e in recorded.events_of("hook") if e["data"].get("status") == "failed"]
+    problems += recorded.losses
+    lines = [
+        f"writerprof record: {run_dir}",
+        f"  command exited   {exit_status}",
+        f"  wall time        {wall_s:.2f} s",
+        f"  processes        {len(recorded.processes)} probed, "
+        f"{len({int(s['pid']) for s in recorded.sampled if s['kind'] == 'seen'})} sampled",
+        f"  writers started  {len(starts)}",
+        f"  saves            {saves}",
+        f"  file writes      {len(writes)}, {format_size(int(writes['bytes'].clip(0).sum()))}",
+        f"  warnings         {len(problems)}",
+    ]
+    lines += [f"    {p}" for p in problems[:5]]
+    if len(problems) > 5:
+        lines.append(f"    ... and {len(problems) - 5} more")
+    lines.append(f"  next:            writerprof report {run_dir}")
+    return "\n".join(lines)

@@ -1,0 +1,260 @@
+"""The out-of-process sampler of `writerprof record`: a thread of the launcher
+that reads /proc for the recorded command's processes every interval and
+appends to HOST_DIR/samples.bin and sampled.jsonl (formats: run.layout)."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from writerprof import procfs
+from writerprof.probes.writerprof_probe import format as journal
+from writerprof.run import layout
+from writerprof.system import HOST, System
+
+WRITER_ROLES = frozenset({"fork_child", "forkserver_child", "spawn_child"})
+# numa_maps costs a page-table walk: read it at first sight, then at most this often.
+NUMA_MAPS_EVERY_NS = 500_000_000
+
+
+@dataclass(frozen=True)
+class SamplerStatus:
+    processes_seen: int
+    alive: frozenset[int]
+    writers_alive: int  # alive processes whose journal names a multiprocessing child role
+    write_bytes: int  # the last write_bytes of every process seen, gone ones included
+    errors: int  # ticks that failed
+
+
+@dataclass(slots=True)
+class _Process:
+    pid: int
+    start_ticks: int
+    cpus: str | None = None  # the last affinity recorded
+    write_bytes: int = -1
+    role: str | None = None  # from its journal; None until read
+    numa_read_ns: int | None = None
+    numa: dict[int, tuple] = field(default_factory=dict)  # address -> last numa_maps recorded
+
+
+class Sampler:
+    """Samples `root_pid` and its descendants, and every process that journals
+    into HOST_DIR/procs/ (so that one reparented away, a daemon, is still
+    followed), each interval until stop()."""
+
+    def __init__(self, root_pid: int, host_dir: Path, interval_s: float, system: System = HOST):
+        self.root_pid, self.interval_s, self.system = root_pid, interval_s, system
+        self._tree = procfs.ProcessTree(system, root_pid)
+        self._procs_dir = Path(host_dir) / layout.PROCS_DIR
+        Path(host_dir).mkdir(parents=True, exist_ok=True)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+        self._samples_fd = os.open(Path(host_dir) / layout.SAMPLES_FILE, flags, 0o644)
+        self._sampled_fd = os.open(Path(host_dir) / layout.SAMPLED_FILE, flags, 0o644)
+        self._lock = threading.Lock()  # one tick at a time; status() between ticks
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self._live: dict[int, _Process] = {}
+        self._ended: set[tuple[int, int]] = set()  # (pid, start_ticks): a zombie is not seen again
+        self._ended_write_bytes = 0
+        self._journal_names: set[str] = set()
+        self._journals: dict[int, tuple[int, Path]] = {}  # pid -> (created_ns, events file), the latest
+        self._journal_pids: dict[int, int] = {}  # pid -> created_ns, named since the last tick
+        self._errors = 0
+        self._samples: list[bytes] = []  # this tick's records, written at its end
+        self._records: list[dict] = []
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="writerprof-sampler", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """One last tick (it sees what ended since the previous one), then close."""
+        if self._closed:
+            return
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join()
+        self._tick_counting_errors()
+        with self._lock:
+            self._closed = True
+            os.close(self._samples_fd)
+            os.close(self._sampled_fd)
+            # A tick() after stop() fails instead of writing to a reused descriptor.
+            self._samples_fd = self._sampled_fd = -1
+
+    def status(self) -> SamplerStatus:
+        with self._lock:
+            live = self._live.values()
+            return SamplerStatus(
+                processes_seen=len(self._live) + len(self._ended),
+                alive=frozenset(self._live),
+                writers_alive=sum(p.role in WRITER_ROLES for p in live),
+                write_bytes=self._ended_write_bytes + sum(max(p.write_bytes, 0) for p in live),
+                errors=self._errors)
+
+    def tick(self) -> None:
+        """Sample once now (the thread does this every interval)."""
+        with self._lock:
+            self._tick()
+
+    def _run(self) -> None:
+        deadline = time.monotonic()
+        while not self._stopping.is_set():
+            self._tick_counting_errors()
+            # A tick that overran is not caught up on: the next one starts now.
+            deadline = max(deadline + self.interval_s, time.monotonic())
+            self._stopping.wait(deadline - time.monotonic())
+
+    def _tick_counting_errors(self) -> None:
+        with self._lock:
+            try:
+                self._tick()
+            except Exception as exc:
+                self._errors += 1
+                if self._errors == 1:  # the first says what; later ones are counted in status()
+                    self._records.append({"kind": "error", "t_ns": time.monotonic_ns(), "pid": self.root_pid,
+                                          "error": f"{type(exc).__name__}: {exc}",
+                                          "traceback": traceback.format_exc()})
+                    try:
+                        self._flush()
+                    except OSError:
+                        pass
+
+    def _tick(self) -> None:
+        try:
+            self._read_journal_names()
+            tree = self._tree.pids()
+            in_tree = set(tree)
+            for pid in dict.fromkeys([*tree, *self._journal_pids, *self._live]):
+                self._sample(pid, pid in in_tree)
+        finally:
+            self._flush()
+
+    def _sample(self, pid: int, in_tree: bool) -> None:
+        t_ns = time.monotonic_ns()
+        stat = procfs.read_stat(self.system, pid)
+        proc = self._live.get(pid)
+        if proc is not None and (stat is None or stat.start_ticks != proc.start_ticks):
+            self._end(proc, t_ns)  # gone, or its pid already reused
+            proc = None
+        created_ns = self._journal_pids.pop(pid, None)
+        if stat is None or (pid, stat.start_ticks) in self._ended:
+            return
+        if proc is None and not in_tree and not (
+                created_ns is not None and _journaled_by(stat.start_ticks, created_ns)):
+            return  # a pid that journaled, or one we followed, now belongs to another process
+        status = procfs.read_status(self.system, pid)
+        if status is None:
+            return  # exited since its stat was read: the next tick says so
+        io = procfs.read_io(self.system, pid)
+        if proc is None:
+            proc = self._first_sight(pid, stat, t_ns)
+        if io.write_bytes >= 0:  # after an exec of a setuid program it is unreadable: keep the last
+            proc.write_bytes = io.write_bytes
+        self._samples.append(layout.SAMPLE.pack(
+            t_ns, pid, stat.cpu, stat.threads, stat.utime_ns, stat.stime_ns, status.voluntary_ctxt,
+            status.nonvoluntary_ctxt, stat.minflt, stat.majflt, stat.rss_bytes, io.write_bytes, io.wchar))
+        if status.cpus is not None and status.cpus != proc.cpus:
+            proc.cpus = status.cpus
+            self._records.append({"kind": "affinity", "t_ns": t_ns, "pid": pid, "cpus": status.cpus})
+        if proc.numa_read_ns is None or t_ns - proc.numa_read_ns >= NUMA_MAPS_EVERY_NS:
+            self._read_numa_maps(proc, t_ns)
+        if proc.role is None:
+            self._read_role(proc)
+        if stat.state in "ZX":  # exited, not yet reaped: its counters are final
+            self._end(proc, t_ns)
+
+    def _first_sight(self, pid: int, stat: procfs.Stat, t_ns: int) -> _Process:
+        self._records.append({"kind": "seen", "t_ns": t_ns, "pid": pid, "ppid": stat.ppid,
+                              "created_ns": procfs.start_ns(stat.start_ticks),
+                              "cmdline": procfs.read_cmdline(self.system, pid),
+                              "exe": procfs.read_exe(self.system, pid)})
+        proc = self._live[pid] = _Process(pid, stat.start_ticks)
+        return proc
+
+    def _end(self, proc: _Process, t_ns: int) -> None:
+        self._records.append({"kind": "gone", "t_ns": t_ns, "pid": proc.pid})
+        del self._live[proc.pid]
+        self._ended.add((proc.pid, proc.start_ticks))
+        self._ended_write_bytes += max(proc.write_bytes, 0)
+
+    def _read_numa_maps(self, proc: _Process, t_ns: int) -> None:
+        """A numa_maps record for each /dev/shm mapping whose placement changed."""
+        proc.numa_read_ns = t_ns
+        for entry in procfs.read_shm_numa_maps(self.system, proc.pid):
+            placed = (entry["file"], entry["pages"], entry["huge"])
+            if proc.numa.get(entry["address"]) != placed:
+                proc.numa[entry["address"]] = placed
+                self._records.append({"kind": "numa_maps", "t_ns": t_ns, "pid": proc.pid,
+                                      "address": entry["address"], "file": entry["file"],
+                                      "pages": entry["pages"], "huge": entry["huge"]})
+
+    def _read_journal_names(self) -> None:
+        """Note the journals started since the last tick (PID-CREATED_NS.events.jsonl)."""
+        try:
+            names = os.listdir(self._procs_dir)
+        except FileNotFoundError:
+            return
+        for name in names:
+            if name in self._journal_names:
+                continue
+            self._journal_names.add(name)
+            if not name.endswith(journal.EVENTS_SUFFIX):
+                continue
+            pid, _, created = name[:-len(journal.EVENTS_SUFFIX)].partition("-")
+            if not (pid.isdigit() and created.isdigit()):
+                continue
+            pid, created_ns = int(pid), int(created)
+            if pid not in self._journals or self._journals[pid][0] < created_ns:
+                self._journals[pid] = (created_ns, self._procs_dir / name)
+            self._journal_pids[pid] = created_ns
+
+    def _read_role(self, proc: _Process) -> None:
+        found = self._journals.get(proc.pid)
+        if found is not None and _journaled_by(proc.start_ticks, found[0]):
+            proc.role = _journal_role(found[1])
+
+    def _flush(self) -> None:
+        samples, records = self._samples, self._records
+        self._samples, self._records = [], []
+        if samples:
+            _write_all(self._samples_fd, b"".join(samples))
+        if records:
+            _write_all(self._sampled_fd, "".join(json.dumps(r) + "\n" for r in records).encode())
+
+
+def _journaled_by(start_ticks: int, created_ns: int) -> bool:
+    """Whether a journal created at created_ns can be the process started at
+    start_ticks: a journal is opened after its process started (start_ticks
+    is rounded down to a clock tick), and a reused pid starts later."""
+    return procfs.start_ns(start_ticks) <= created_ns + procfs.TICK_NS
+
+
+def _journal_role(path: Path) -> str | None:
+    """The role on a journal's first line ("" if it has none); None while that
+    line is still being written."""
+    try:
+        with open(path, "rb") as f:
+            line = f.readline()
+    except OSError:
+        return None
+    if not line.endswith(b"\n"):
+        return None
+    try:
+        identity = json.loads(line)
+    except ValueError:
+        return ""
+    return str(identity.get("role") or "") if isinstance(identity, dict) else ""
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    # O_APPEND: each write lands at the end, so a short write just continues there.
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]

@@ -1,0 +1,38 @@
+"""The one layer through which writerprof reads sysfs and procfs. Its root can
+point at a fixture tree (a copy of /sys and /proc laid out under their real
+paths), so that 2-, 4- and 8-node machines are tested on a 1-node one, and
+the same code reads the real files on a multi-socket host."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+class System:
+    """Reads files under `root` ("/" on a real host) by their absolute paths."""
+
+    def __init__(self, root: str | os.PathLike = "/"):
+        self.root = Path(root)
+        self._real = self.root == Path("/")
+
+    def path(self, path: str) -> str:
+        return path if self._real else str(self.root) + path
+
+    def read(self, path: str) -> str | None:
+        """The file's text, or None where it does not exist or cannot be read
+        (a process that just exited, an attribute this kernel lacks)."""
+        try:
+            with open(self.path(path), "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return None
+
+    def listdir(self, path: str) -> list[str]:
+        try:
+            return os.listdir(self.path(path))
+        except OSError:
+            return []
+
+
+HOST = System()
