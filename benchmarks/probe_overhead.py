@@ -1,12 +1,15 @@
 """What recording costs the recorded: the reproducer with and without
 `writerprof record`, and the probe's cost per hooked call.
 
-    python benchmarks/probe_overhead.py [--pairs 7] [--saves 4] [--size 1GiB] [-- REPRO ARGS]
+    python benchmarks/probe_overhead.py [--pairs 9] [--saves 4] [--size 1GiB] [--tmpfs] [-- REPRO ARGS]
 
 Throughput: `writerprof repro --json` alone and under `writerprof record`,
 interleaved in pairs whose order alternates (plain first, then recorded
 first), so that drift of the machine falls on both alike. Prints each pair,
-the median of recorded/plain throughput ratios and their spread.
+the median of recorded/plain throughput ratios and their spread. The
+reproducer runs with its defaults (fsync, files in a temporary directory on
+disk); --tmpfs writes to tmpfs without fsync instead: the fastest save, so
+the worst case for the probe's and the sampler's share of the CPU.
 
 Per hooked call: in this process, the probe's timing wrapper around a function
 that does nothing, and the probe's os.write hook on a 1-byte write to a regular
@@ -38,7 +41,9 @@ def writerprof() -> list[str]:
 
 
 def throughput(recorded: bool, args, scratch: str) -> float:
-    command = writerprof() + ["repro", "--json", "--saves", str(args.saves), "--size", args.size, *args.extra]
+    where = ["--no-fsync", "--dir", scratch] if args.tmpfs else []
+    command = writerprof() + ["repro", "--json", "--saves", str(args.saves), "--size", args.size, *where,
+                              *args.extra]
     if recorded:
         run = tempfile.mkdtemp(prefix="run-", dir=scratch)
         command = writerprof() + ["record", "-o", run, "--"] + command
@@ -87,19 +92,21 @@ def hook_costs(scratch: str) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pairs", type=int, default=7)
+    parser.add_argument("--pairs", type=int, default=9)
     parser.add_argument("--saves", type=int, default=4)
     parser.add_argument("--size", default="1GiB")
+    parser.add_argument("--tmpfs", action="store_true", help="no fsync, files on tmpfs: the worst case")
     parser.add_argument("extra", nargs="*", help="more `writerprof repro` arguments, after --")
     args = parser.parse_args()
     if args.pairs < 5:
         parser.error("at least 5 pairs")
-    with tempfile.TemporaryDirectory(prefix="writerprof-overhead-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="writerprof-overhead-", dir="/dev/shm") as scratch:
         spec_us, write_us = hook_costs(scratch)
         print(f"per hooked call: spec hook {spec_us:.2f} us, os.write hook {write_us:.2f} us "
               f"(target <= 2 us)", flush=True)
+        where = "no fsync, tmpfs" if args.tmpfs else "fsync, disk"
         print(f"{args.pairs} pairs of `writerprof repro --saves {args.saves} --size {args.size} "
-              f"{' '.join(args.extra)}`, Python {sys.version.split()[0]}")
+              f"{' '.join(args.extra)}` ({where}), Python {sys.version.split()[0]}")
         print(f"{'pair':>4} {'plain GiB/s':>12} {'recorded GiB/s':>15} {'ratio':>7}")
         ratios = []
         for pair in range(args.pairs):

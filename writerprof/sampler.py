@@ -18,8 +18,11 @@ from writerprof.run import layout
 from writerprof.system import HOST, System
 
 WRITER_ROLES = frozenset({"fork_child", "forkserver_child", "spawn_child"})
-# numa_maps costs a page-table walk: read it at first sight, then at most this often.
-NUMA_MAPS_EVERY_NS = 500_000_000
+# numa_maps costs a walk of the process's page tables (~2 ms for a producer
+# holding 128 MiB of buffers): read it at first sight, then at most this often.
+# The probe measures its own buffers' placement exactly; this is the view of
+# processes it does not run in.
+NUMA_MAPS_EVERY_NS = 2_000_000_000
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,9 @@ class System:
         except OSError:
             return None
 
+    def is_dir(self, path: str) -> bool:
+        return os.path.isdir(self.path(path))
+
     def listdir(self, path: str) -> list[str]:
         try:
             return os.listdir(self.path(path))

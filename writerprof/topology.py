@@ -4,7 +4,6 @@ put every sampled CPU and shared-memory page on a node without the host."""
 
 from __future__ import annotations
 
-import os
 import re
 
 from writerprof.system import HOST, System
@@ -20,7 +19,7 @@ def snapshot(system: System = HOST) -> dict:
     and the CPU model, JSON-serialisable. A file that is missing or unreadable
     gives None or an empty value, never an exception."""
     online = _cpu_list(system.read(f"{_CPU}/online"))
-    numa = os.path.isdir(system.path(_NODE))
+    numa = system.is_dir(_NODE)
     if numa:
         node_ids = _cpu_list(system.read(f"{_NODE}/online"))  # nodes use the CPU-list format
         nodes = {str(node): _node(system, node, node_ids) for node in node_ids}

@@ -6,6 +6,39 @@ A process journals into RUN/hosts/HOST/procs/ two files named PID-CREATED_NS:
                  the first line is the process's identity (kind "process").
   .chunks.bin    hot-path calls, fixed-size little-endian records (CHUNK),
                  buffered and appended in batches.
+
+Every event has "kind" and "t_ns" (CLOCK_MONOTONIC, shared by the processes of
+a host); spans also have "start_ns" and "end_ns". The kinds:
+  process       identity, first line: schema, pid, ppid, host, argv, executable,
+                python, implementation, created_ns (a forked child: the fork; an
+                exec'd one: /proc starttime, clock-tick precision), created_via
+                ("exec" | "fork"), forked_from, role ("main" | "forkserver" |
+                "resource_tracker" | "spawn_child" | "fork_child" |
+                "forkserver_child"), wall_ns and mono_ns (one clock anchor), env
+                (allow-listed), affinity, rank, local_rank, world_size, source
+  activated     the probe came up in an exec'd process (span)
+  hook          a hook's outcome: spec, status ("applied" | "unavailable" |
+                "failed"), reason
+  phase         an added phase's code in this process: code, name
+  error         a hook failed inside a call and turned itself off: where, error
+  process_start a Process.start() (span): method, target, child_pid, name,
+                writer_seq (this process's count of writers started), started
+  main_rerun    the child re-ran the parent's __main__ (span): path or module
+  unpickle      the child unpickled its Process, importing the target's module (span)
+  bootstrap     the child's Process._bootstrap began: target, name
+  target_start, target_end   the first and last line of the target
+  forced_start_method        WRITERPROF_FORCE_START_METHOD acted: forced,
+                requested, via, applied (false: reason)
+  fork          os.fork in this process: native_threads, python_threads,
+                threads (names), forking_thread
+  shm           a SharedMemory mapped here: op ("create" | "attach" |
+                "inherited"), name, size, index, start, end (addresses)
+  placement     where a buffer's pages are: name, index, when ("create" |
+                "attach" | "end"), source ("move_pages" | "numa_maps"), pages
+                (in the range), sampled (pages asked about: every stride-th),
+                stride, nodes ({node: pages of the sample}), unfaulted (pages
+                of the sample not mapped in this process yet)
+  exit          via ("atexit" | "os._exit" | "signal"), code, rusage, signal
 """
 
 import os

@@ -42,11 +42,19 @@ def _apply(module):
     _hook_status("multiprocessing.shared_memory", "applied", None)
 
 
+def _mapping(shm):
+    """(start, end) of the buffer's mapping here. The address comes from its
+    memoryview through a ctypes object that is gone before this returns, so
+    that the target's shm.close() finds no buffer export left behind."""
+    import ctypes  # here, not at start-up: only processes with buffers need it
+
+    start = ctypes.addressof(ctypes.c_char.from_buffer(shm.buf))
+    length = len(shm._mmap)
+    return start, start + -(-length // numa.PAGE_SIZE) * numa.PAGE_SIZE
+
+
 def _opened(shm, create):
-    name = shm._name if hasattr(shm, "_name") else "/" + shm.name
-    with open("/proc/self/maps") as f:
-        found = numa.find_mapping("/dev/shm" + name, f.read())
-    start, end = found if found else (None, None)
+    start, end = _mapping(shm)
     index = len(_known)
     fields = dict(name=shm.name, size=shm.size, index=index, start=start, end=end)
     _known.append(fields)
@@ -58,8 +66,6 @@ def _opened(shm, create):
 
 def _placement(index, when):
     fields = _known[index]
-    if fields["start"] is None:
-        return
     found = numa.placement(fields["start"], fields["end"])
     if found is not None:
         journal.event("placement", name=fields["name"], index=index, when=when, **found)

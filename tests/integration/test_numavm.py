@@ -5,6 +5,7 @@ pinned to cpu 1. Facts only: the guest is emulated, its timings mean nothing."""
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
@@ -23,6 +24,19 @@ pytestmark = pytest.mark.numavm
 HARNESS = Path(__file__).resolve().parents[3] / "shared" / "numavm" / "run-in-numa-vm.sh"
 # (name, --touch-cpus): the node that touches the pages first gets them.
 RECORDINGS = (("touch0", "0"), ("touch1", "1"))
+# A 32 MiB buffer whose pages alternate between the nodes, measured as the probe does.
+INTERLEAVED = """
+import ctypes, json
+from multiprocessing import shared_memory
+from writerprof.probes.writerprof_probe import numa
+buffer = shared_memory.SharedMemory(create=True, size=32 << 20)
+try:
+    buffer.buf[:] = b"x" * buffer.size
+    start = ctypes.addressof(ctypes.c_char.from_buffer(buffer.buf))
+    print(json.dumps(numa.placement_from_move_pages(start, start + buffer.size)))
+finally:
+    buffer.unlink()
+"""
 
 
 def _guest_path(path: str) -> str:
@@ -39,9 +53,10 @@ def guest_runs(tmp_path_factory):
     steps = []
     for name, touch in RECORDINGS:
         record = [python, "-m", "writerprof", "record", "-o", f"/xfer/{name}", "--interval", "20ms", "--",
-                  python, "-m", "writerprof", "repro", "--saves", "1", "--size", "32MiB",
-                  "--chunk-size", "4MiB", "--touch-cpus", touch, "--writer-cpus", "1"]
+                  python, "-m", "writerprof", "repro", "--saves", "1", "--size", "128MiB",
+                  "--touch-cpus", touch, "--writer-cpus", "1"]
         steps.append(shlex.join(record))
+    steps.append(shlex.join(["numactl", "--interleave=0,1", python, "-c", INTERLEAVED]) + " > /xfer/interleaved.json")
     env = dict(os.environ, NUMAVM_XFER=str(xfer), NUMAVM_QUIET="1", NUMAVM_TIMEOUT="600",
                # No automatic NUMA balancing: the pages stay where first touch put them.
                NUMAVM_APPEND="numa_balancing=disable")
@@ -50,7 +65,9 @@ def guest_runs(tmp_path_factory):
     if done.returncode == 125:
         pytest.skip(f"the numavm guest could not start: {done.stderr.strip().splitlines()[-1:]}")
     assert done.returncode == 0, f"guest exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
-    return {name: load(xfer / name) for name, _ in RECORDINGS}
+    runs = {name: load(xfer / name) for name, _ in RECORDINGS}
+    runs["interleaved"] = json.loads((xfer / "interleaved.json").read_text())
+    return runs
 
 
 def _writer_pid(run):
@@ -69,11 +86,11 @@ def test_buffer_pages_are_on_the_node_that_touched_them(guest_runs, name, node):
     assert len(attached) == len(ends) == 4  # every buffer, measured at the end of the writer's loop
     for placement in ends:
         assert placement["source"] == "move_pages"
-        assert placement["nodes"] == {node: placement["pages"]}, placement
+        assert placement["nodes"] == {node: placement["sampled"]}, placement
     # The producer created and filled them: its last reading agrees.
     producer_ends = [e["data"] for e in run.events_of("placement")
                      if e["pid"] != writer and e["data"]["when"] == "end"]
-    assert producer_ends and all(p["nodes"] == {node: p["pages"]} for p in producer_ends)
+    assert producer_ends and all(p["nodes"] == {node: p["sampled"]} for p in producer_ends)
 
 
 def test_sampler_shows_the_pinned_writer_on_node_1(guest_runs):
@@ -89,4 +106,13 @@ def test_sampler_shows_the_pinned_writer_on_node_1(guest_runs):
     # The probe's own records say the same: every write ran on cpu 1, node 1.
     writes = run.chunks[(run.chunks["pid"] == writer)
                         & (run.chunks["phase"] == {n: c for c, n in run.phase_names.items()}["write"])]
-    assert len(writes) == 8 and {nodes[int(c)] for c in writes["cpu"]} == {1}
+    assert len(writes) == 4 and {nodes[int(c)] for c in writes["cpu"]} == {1}
+
+
+def test_a_sample_of_interleaved_pages_sees_both_nodes(guest_runs):
+    """The probe asks move_pages about every 17th page of a large buffer; pages
+    interleaved over two nodes must still show as half on each."""
+    placement = guest_runs["interleaved"]
+    assert placement["stride"] == 17 and placement["sampled"] == 482 and placement["unfaulted"] == 0
+    assert set(placement["nodes"]) == {"0", "1"}
+    assert abs(placement["nodes"]["0"] - placement["nodes"]["1"]) <= 1

@@ -138,7 +138,8 @@ def test_every_buffer_has_a_placement(recorded_repro):
         assert mine, event["data"]
         for placement in mine:
             assert placement["pages"] == event["data"]["size"] // os.sysconf("SC_PAGE_SIZE")
-            assert sum(placement["nodes"].values()) + placement["unfaulted"] == placement["pages"]
+            assert placement["sampled"] == -(-placement["pages"] // placement["stride"])
+            assert sum(placement["nodes"].values()) + placement["unfaulted"] == placement["sampled"]
     # At the end of the writer's loop every page it wrote from is mapped, on some node.
     for save in saves:
         attached, ends = attached_placements(run, save["writer_pid"], "end")
@@ -284,3 +285,89 @@ def test_sigterm_is_forwarded_and_the_run_stays_loadable(tmp_path):
     (exit_event,) = run.events_of("exit")
     assert exit_event["data"]["via"] == "signal" and exit_event["data"]["signal"] == "SIGTERM"
     assert run.losses == []
+
+
+SHORT_WRITERS = """
+import multiprocessing, time
+if __name__ == "__main__":
+    for _ in range(3):
+        writer = multiprocessing.get_context("fork").Process(target=time.sleep, args=(0.2,))
+        writer.start()
+        writer.join()
+"""
+
+
+def test_short_lived_writers_are_sampled(tmp_path):
+    """Writers that live 200 ms still get samples at the default interval."""
+    script = tmp_path / "short.py"
+    script.write_text(SHORT_WRITERS)
+    record(tmp_path / "run", sys.executable, script)
+    run = load(tmp_path / "run")
+    writers = [e["data"]["child_pid"] for e in run.events_of("process_start")]
+    assert len(writers) == 3
+    for pid in writers:
+        assert (run.samples["pid"] == pid).sum() >= 1, pid
+        kinds = {s["kind"] for s in run.sampled if s["pid"] == pid}
+        assert {"seen", "affinity", "gone"} <= kinds
+
+
+def _in_a_terminal(argv, steps, timeout_s: float = 60) -> tuple[str, int]:
+    """Run argv with a new pseudo-terminal as its controlling terminal; each
+    step (text, keys) types keys once the text has shown there. What it
+    printed, and its exit status."""
+    import pty
+    import select
+
+    pid, master = pty.fork()
+    if pid == 0:  # the child: its stdin, stdout and stderr are the terminal
+        try:
+            os.execv(argv[0], argv)
+        finally:
+            os._exit(127)
+    out, steps = b"", list(steps)
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline:
+            if steps and steps[0][0].encode() in out:
+                os.write(master, steps.pop(0)[1])
+            ready, _, _ = select.select([master], [], [], 0.1)
+            if ready:
+                try:
+                    data = os.read(master, 4096)
+                except OSError:  # EIO: every process of the terminal is gone
+                    break
+                if not data:
+                    break
+                out += data
+        else:
+            os.kill(pid, signal.SIGKILL)
+            raise AssertionError(f"still running after {timeout_s} s:\n{out.decode(errors='replace')}")
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(master)
+    return out.decode(errors="replace"), os.waitstatus_to_exitcode(status)
+
+
+def test_in_a_terminal_the_command_reads_it_and_gets_ctrl_c(tmp_path):
+    """CMD runs in its own process group; at a terminal that group is the
+    foreground one, so CMD can read the terminal (as mpiexec does to forward
+    stdin) and Ctrl-C goes to it. The status line shows while it runs."""
+    code = ("import time\nprint('got', input(), flush=True)\n"
+            "try:\n    time.sleep(60)\nexcept KeyboardInterrupt:\n    print('interrupted', flush=True)\n"
+            "    raise\n")
+    argv = writerprof_command() + ["record", "-o", str(tmp_path / "run"), "--", sys.executable, "-c", code]
+    out, status = _in_a_terminal(argv, [("writers alive", b"hello\n"), ("got hello", b"\x03")])
+    assert "got hello" in out and "interrupted" in out
+    assert status == 128 + signal.SIGINT
+    run = load(tmp_path / "run")
+    assert run.complete and run.meta["exit_status"] == 130 and run.meta["signal"] == "SIGINT"
+
+
+def test_a_command_that_cannot_run(tmp_path):
+    script = tmp_path / "not-executable.sh"
+    script.write_text("echo hi\n")  # no execute permission
+    done = run_writerprof("record", "-o", tmp_path / "run", "--", script, check=False)
+    assert done.returncode == 126
+    assert done.stderr.strip().splitlines()[-1] == f"writerprof record: cannot run {script}: Permission denied"
+    run = load(tmp_path / "run")
+    assert run.complete and run.meta["ended_by"] == "not_started" and len(run.processes) == 0

@@ -115,7 +115,8 @@ def node_of(cpu):
     return found[0].rsplit("node", 1)[1] if found else "0"
 
 
-def test_shared_memory_placement(tmp_path):
+def test_shared_memory_placement(tmp_path, monkeypatch):
+    monkeypatch.setattr("writerprof.sampler.NUMA_MAPS_EVERY_NS", 200_000_000)
     _, host_dir = new_run(tmp_path)
     cpu, size = min(os.sched_getaffinity(0)), 1 << 20
     child = python(HOLDS_SHARED_MEMORY.format(CPU=cpu, SIZE=size))

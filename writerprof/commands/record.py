@@ -5,9 +5,10 @@ directory for `writerprof report`.
 The probe reaches CMD's Python processes through PYTHONPATH (a sitecustomize
 that does nothing unless WRITERPROF_RUN is set, and runs any sitecustomize it
 shadows); interpreters started with -E, -I or -S ignore it and go unprobed.
-Exits with CMD's exit status (128+N if a signal N killed it); SIGINT and SIGTERM
-are passed on to CMD's process group. The run directory is complete and
-loadable however CMD ended.
+Exits with CMD's exit status (128+N if a signal N killed it). CMD runs in a
+process group of its own, which gets the terminal (Ctrl-C goes to CMD) and any
+SIGINT or SIGTERM sent to record. The run directory is complete and loadable
+however CMD ended.
 """
 
 from __future__ import annotations
@@ -103,21 +104,29 @@ def run(args: argparse.Namespace) -> int:
     directory.write_topology(run_dir, host, topology.snapshot())
     print(f"writerprof record: recording into {run_dir}", file=sys.stderr)
     started = time.monotonic()
+    child, received = None, []
+
+    def forward(signum, frame):  # CMD decides how to end; we wait for it
+        received.append(signum)
+        if child is not None:
+            try:
+                os.killpg(child.pid, signum)
+            except ProcessLookupError:
+                pass
+
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
     # Its own process group, so that a signal reaches all of CMD, not only its leader.
     group = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
     try:
         child = subprocess.Popen(command, env=probe_environment(run_dir, args.probe), **group)
     except OSError as exc:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         directory.finish(run_dir, exit_status=126, ended_by="not_started", signal=None)
         raise CommandNotRunnable(f"cannot run {command[0]}: {exc.strerror}") from None
-
-    def forward(signum, frame):  # CMD decides how to end; we wait for it
-        try:
-            os.killpg(child.pid, signum)
-        except ProcessLookupError:
-            pass
-
-    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    for signum in received:  # came while CMD was being started
+        os.killpg(child.pid, signum)
+    terminal = _give_terminal(child.pid)
     sampler = None
     try:
         if not args.no_sampler:
@@ -127,6 +136,8 @@ def run(args: argparse.Namespace) -> int:
             sampler.start()
         status = _wait(child, sampler, started)
     finally:
+        if terminal is not None:
+            _take_terminal(terminal)
         if sampler is not None:
             sampler.stop()
         for signum, handler in previous.items():
@@ -139,6 +150,35 @@ def run(args: argparse.Namespace) -> int:
                      signal=signal.Signals(-status).name if status < 0 else None)
     print(_summary(run_dir, time.monotonic() - started, exit_status), file=sys.stderr)
     return exit_status
+
+
+def _give_terminal(group: int) -> int | None:
+    """Make CMD's process group the terminal's foreground one, when we hold the
+    terminal: CMD may read it (mpiexec forwards stdin) and Ctrl-C reaches CMD
+    as it would without record. Returns the terminal's fd, to take it back."""
+    try:
+        fd = sys.stdin.fileno()
+        if not os.isatty(fd) or os.tcgetpgrp(fd) != os.getpgrp():
+            return None
+        os.tcsetpgrp(fd, group)
+    except (OSError, ValueError):
+        return None
+    try:  # CMD may have read the terminal before it was its own, and been stopped for it
+        os.killpg(group, signal.SIGCONT)
+    except ProcessLookupError:
+        pass
+    return fd
+
+
+def _take_terminal(fd: int) -> None:
+    # From a background group tcsetpgrp raises SIGTTOU, which would stop us.
+    previous = signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+    try:
+        os.tcsetpgrp(fd, os.getpgrp())
+    except OSError:
+        pass
+    finally:
+        signal.signal(signal.SIGTTOU, previous)
 
 
 def _end(child: subprocess.Popen) -> None:
@@ -154,19 +194,19 @@ def _end(child: subprocess.Popen) -> None:
 
 def _wait(child: subprocess.Popen, sampler, started: float) -> int:
     show = sampler is not None and sys.stderr.isatty()
+    if not show:  # a plain wait: no wake-ups that take CPU from CMD
+        return child.wait()
     while True:
         try:
             status = child.wait(timeout=_STATUS_EVERY_S)
         except subprocess.TimeoutExpired:
-            if show:
-                seen = sampler.status()
-                sys.stderr.write(f"\r\033[K  {time.monotonic() - started:7.1f} s   processes seen "
-                                 f"{seen.processes_seen}   writers alive {seen.writers_alive}   "
-                                 f"{seen.write_bytes / (1 << 30):.2f} GiB written")
-                sys.stderr.flush()
+            seen = sampler.status()
+            sys.stderr.write(f"\r\033[K  {time.monotonic() - started:7.1f} s   processes seen "
+                             f"{seen.processes_seen}   writers alive {seen.writers_alive}   "
+                             f"{seen.write_bytes / (1 << 30):.2f} GiB written")
+            sys.stderr.flush()
             continue
-        if show:
-            sys.stderr.write("\r\033[K")
+        sys.stderr.write("\r\033[K")
         return status
 
 
