@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -40,16 +41,25 @@ def writerprof() -> list[str]:
     return [script] if os.path.exists(script) else [sys.executable, "-m", "writerprof"]
 
 
-def throughput(recorded: bool, args, scratch: str) -> float:
+def _cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def throughput(recorded: bool, args, scratch: str) -> tuple[float, float]:
+    """Mean per-save GiB/s, and the CPU seconds of the run: the reproducer's
+    processes, and writerprof record's own (its sampler) when recorded."""
     where = ["--no-fsync", "--dir", scratch] if args.tmpfs else []
     command = writerprof() + ["repro", "--json", "--saves", str(args.saves), "--size", args.size, *where,
                               *args.extra]
     if recorded:
         run = tempfile.mkdtemp(prefix="run-", dir=scratch)
         command = writerprof() + ["record", "-o", run, "--"] + command
+    cpu = _cpu_s()
     done = subprocess.run(command, capture_output=True, text=True, check=True)
+    cpu = _cpu_s() - cpu
     records = [json.loads(line) for line in done.stdout.splitlines()]
-    return next(r for r in records if r["record"] == "summary")["mean_throughput_gib_s"]
+    return next(r for r in records if r["record"] == "summary")["mean_throughput_gib_s"], cpu
 
 
 def per_call_us(fn, *args, calls_per_round=200_000, rounds=7) -> float:
@@ -107,18 +117,24 @@ def main() -> None:
         where = "no fsync, tmpfs" if args.tmpfs else "fsync, disk"
         print(f"{args.pairs} pairs of `writerprof repro --saves {args.saves} --size {args.size} "
               f"{' '.join(args.extra)}` ({where}), Python {sys.version.split()[0]}")
-        print(f"{'pair':>4} {'plain GiB/s':>12} {'recorded GiB/s':>15} {'ratio':>7}")
-        ratios = []
+        print(f"{'pair':>4} {'plain GiB/s':>12} {'recorded GiB/s':>15} {'ratio':>7} "
+              f"{'plain CPU s':>12} {'recorded CPU s':>15}")
+        ratios, extra_cpu = [], []
         for pair in range(args.pairs):
             order = (False, True) if pair % 2 == 0 else (True, False)
-            rate = {recorded: throughput(recorded, args, scratch) for recorded in order}
-            ratios.append(rate[True] / rate[False])
-            print(f"{pair + 1:>4} {rate[False]:>12.3f} {rate[True]:>15.3f} {ratios[-1]:>7.3f}", flush=True)
+            runs = {recorded: throughput(recorded, args, scratch) for recorded in order}
+            (plain, plain_cpu), (recorded, recorded_cpu) = runs[False], runs[True]
+            ratios.append(recorded / plain)
+            extra_cpu.append(recorded_cpu / plain_cpu - 1)
+            print(f"{pair + 1:>4} {plain:>12.3f} {recorded:>15.3f} {ratios[-1]:>7.3f} "
+                  f"{plain_cpu:>12.2f} {recorded_cpu:>15.2f}", flush=True)
     median = statistics.median(ratios)
     quartiles = statistics.quantiles(ratios, n=4)
     print(f"median ratio {median:.3f} (loss {100 * (1 - median):.1f}%), "
           f"range {min(ratios):.3f}-{max(ratios):.3f}, interquartile {quartiles[0]:.3f}-{quartiles[2]:.3f} "
           f"(target: median loss < 1%)")
+    print(f"CPU time of a recorded run (reproducer, probe, writerprof record and its sampler) over a plain "
+          f"one: median {100 * statistics.median(extra_cpu):+.1f}%")
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ class SamplerStatus:
     processes_seen: int
     alive: frozenset[int]
     writers_alive: int  # alive processes whose journal names a multiprocessing child role
-    write_bytes: int  # the last write_bytes of every process seen, gone ones included
+    written_bytes: int  # bytes passed to write calls (wchar: to tmpfs and the page cache too), gone ones included
     errors: int  # ticks that failed
 
 
@@ -39,7 +39,8 @@ class _Process:
     pid: int
     start_ticks: int
     cpus: str | None = None  # the last affinity recorded
-    write_bytes: int = -1
+    wchar: int = -1
+    ppid: int = 0
     role: str | None = None  # from its journal; None until read
     numa_read_ns: int | None = None
     numa: dict[int, tuple] = field(default_factory=dict)  # address -> last numa_maps recorded
@@ -64,7 +65,7 @@ class Sampler:
         self._closed = False
         self._live: dict[int, _Process] = {}
         self._ended: set[tuple[int, int]] = set()  # (pid, start_ticks): a zombie is not seen again
-        self._ended_write_bytes = 0
+        self._ended_wchar = 0
         self._journal_names: set[str] = set()
         self._journals: dict[int, tuple[int, Path]] = {}  # pid -> (created_ns, events file), the latest
         self._journal_pids: dict[int, int] = {}  # pid -> created_ns, named since the last tick
@@ -98,7 +99,7 @@ class Sampler:
                 processes_seen=len(self._live) + len(self._ended),
                 alive=frozenset(self._live),
                 writers_alive=sum(p.role in WRITER_ROLES for p in live),
-                write_bytes=self._ended_write_bytes + sum(max(p.write_bytes, 0) for p in live),
+                written_bytes=self._ended_wchar + sum(max(p.wchar, 0) for p in live),
                 errors=self._errors)
 
     def tick(self) -> None:
@@ -158,8 +159,9 @@ class Sampler:
         io = procfs.read_io(self.system, pid)
         if proc is None:
             proc = self._first_sight(pid, stat, t_ns)
-        if io.write_bytes >= 0:  # after an exec of a setuid program it is unreadable: keep the last
-            proc.write_bytes = io.write_bytes
+        proc.ppid = stat.ppid
+        if io.wchar >= 0:  # after an exec of a setuid program it is unreadable: keep the last
+            proc.wchar = io.wchar
         self._samples.append(layout.SAMPLE.pack(
             t_ns, pid, stat.cpu, stat.threads, stat.utime_ns, stat.stime_ns, status.voluntary_ctxt,
             status.nonvoluntary_ctxt, stat.minflt, stat.majflt, stat.rss_bytes, io.write_bytes, io.wchar))
@@ -185,7 +187,10 @@ class Sampler:
         self._records.append({"kind": "gone", "t_ns": t_ns, "pid": proc.pid})
         del self._live[proc.pid]
         self._ended.add((proc.pid, proc.start_ticks))
-        self._ended_write_bytes += max(proc.write_bytes, 0)
+        # The kernel adds a reaped child's I/O counters to its parent's: count
+        # a gone process's own only where no parent we follow took them in.
+        if proc.ppid not in self._live:
+            self._ended_wchar += max(proc.wchar, 0)
 
     def _read_numa_maps(self, proc: _Process, t_ns: int) -> None:
         """A numa_maps record for each /dev/shm mapping whose placement changed."""

@@ -60,7 +60,7 @@ def guest_runs(tmp_path_factory):
     env = dict(os.environ, NUMAVM_XFER=str(xfer), NUMAVM_QUIET="1", NUMAVM_TIMEOUT="600",
                # No automatic NUMA balancing: the pages stay where first touch put them.
                NUMAVM_APPEND="numa_balancing=disable")
-    done = subprocess.run([str(HARNESS), "set -e; " + "; ".join(steps)], env=env, capture_output=True,
+    done = subprocess.run(["bash", str(HARNESS), "set -e; " + "; ".join(steps)], env=env, capture_output=True,
                           text=True, timeout=900)
     if done.returncode == 125:
         pytest.skip(f"the numavm guest could not start: {done.stderr.strip().splitlines()[-1:]}")

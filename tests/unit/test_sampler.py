@@ -212,22 +212,23 @@ def test_records_follow_the_process(tmp_path):
     write_process(root, 101, ppid=100, children={101: []}, cpus="1", write_bytes=8192, start=5000)
     sampler.tick()
     assert sampled(host_dir, "affinity", 101)[-1]["cpus"] == "1"
-    assert sampler.status().write_bytes == 8192  # 100's io is unreadable: not counted
+    assert sampler.status().written_bytes == 2 * 8192  # wchar; 100's io is unreadable: not counted
 
-    # It exits: sampled once more as a zombie (final counters), then gone.
+    # It exits: sampled once more as a zombie (final counters), then gone. Its
+    # parent, which we follow, takes its counters in when it reaps it.
     write_process(root, 101, ppid=100, children={101: []}, state="Z", cpus="1", write_bytes=9000,
                   start=5000)
     sampler.tick()
     sampler.tick()  # still a zombie: nothing new
     assert [r["kind"] for r in sampled(host_dir, pid=101)] == ["seen", "affinity", "affinity", "gone"]
     status = sampler.status()
-    assert status.alive == {100} and status.write_bytes == 9000 and status.processes_seen == 2
+    assert status.alive == {100} and status.written_bytes == 0 and status.processes_seen == 2
 
     # Its pid is reused by another child: a new process.
     write_process(root, 101, ppid=100, children={101: []}, write_bytes=10, start=7000)
     sampler.tick()
     assert [r["kind"] for r in sampled(host_dir, pid=101)][-2:] == ["seen", "affinity"]
-    assert sampler.status().processes_seen == 3 and sampler.status().write_bytes == 9010
+    assert sampler.status().processes_seen == 3 and sampler.status().written_bytes == 2 * 10
     sampler.stop()
     rows = samples(host_dir)
     assert list(rows["pid"]) == [100, 101, 100, 101, 100, 101, 100, 100, 101, 100, 101]
@@ -283,3 +284,25 @@ def test_stop_is_final(tmp_path):
     sampler.stop()
     with pytest.raises(OSError):
         sampler.tick()
+
+
+def test_written_bytes_count_each_process_once(tmp_path):
+    """The kernel adds a reaped child's I/O counters to its parent's; a child
+    whose parent we do not follow (the root's, an orphan's) counts on its own."""
+    root = tmp_path / "root"
+    _, host_dir = new_run(tmp_path)
+    write_process(root, 100, children={100: [101]}, write_bytes=1)
+    write_process(root, 101, ppid=100, children={101: []}, write_bytes=50)
+    sampler = Sampler(100, host_dir, INTERVAL_S, System(root))
+    sampler.tick()
+    assert sampler.status().written_bytes == 2 * 51
+    # 100 reaps 101: 101 is gone and its bytes are in 100's counters now.
+    write_process(root, 100, children={100: []}, write_bytes=51)
+    (root / "proc" / "101" / "stat").unlink()
+    sampler.tick()
+    assert sampler.status().written_bytes == 2 * 51
+    # The root ends (reaped by the launcher, which is not followed): its last reading stays.
+    (root / "proc" / "100" / "stat").unlink()
+    sampler.tick()
+    assert sampler.status().written_bytes == 2 * 51 and sampler.status().alive == frozenset()
+    sampler.stop()

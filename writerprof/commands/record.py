@@ -203,7 +203,7 @@ def _wait(child: subprocess.Popen, sampler, started: float) -> int:
             seen = sampler.status()
             sys.stderr.write(f"\r\033[K  {time.monotonic() - started:7.1f} s   processes seen "
                              f"{seen.processes_seen}   writers alive {seen.writers_alive}   "
-                             f"{seen.write_bytes / (1 << 30):.2f} GiB written")
+                             f"{seen.written_bytes / (1 << 30):.2f} GiB written")
             sys.stderr.flush()
             continue
         sys.stderr.write("\r\033[K")

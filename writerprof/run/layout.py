@@ -34,7 +34,9 @@ SAMPLED_FILE = "sampled.jsonl"
 # signal N), ended_by ("exit" | "signal" | "not_started"), signal (name or
 # null), interval_ns, sampler (bool), probes (added specs), env (allow-listed).
 
-# One record per process per sampler tick (CLOCK_MONOTONIC t_ns).
+# One record per process per sampler tick (CLOCK_MONOTONIC t_ns). Counters are
+# the kernel's for the whole process; write_bytes and wchar (/proc/PID/io) also
+# hold those of the children it has reaped, as the kernel adds them in.
 SAMPLE_FIELDS = (
     ("t_ns", "i8"), ("pid", "i4"), ("cpu", "i4"), ("threads", "i4"),
     ("utime_ns", "i8"), ("stime_ns", "i8"),
