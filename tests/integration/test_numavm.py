@@ -60,8 +60,9 @@ def guest_runs(tmp_path_factory):
     env = dict(os.environ, NUMAVM_XFER=str(xfer), NUMAVM_QUIET="1", NUMAVM_TIMEOUT="600",
                # No automatic NUMA balancing: the pages stay where first touch put them.
                NUMAVM_APPEND="numa_balancing=disable")
-    done = subprocess.run(["bash", str(HARNESS), "set -e; " + "; ".join(steps)], env=env, capture_output=True,
-                          text=True, timeout=900)
+    # From /xfer: a checkout in the working directory would shadow the installed package.
+    done = subprocess.run(["bash", str(HARNESS), "set -e; cd /xfer; " + "; ".join(steps)], env=env,
+                          capture_output=True, text=True, timeout=900)
     if done.returncode == 125:
         pytest.skip(f"the numavm guest could not start: {done.stderr.strip().splitlines()[-1:]}")
     assert done.returncode == 0, f"guest exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
