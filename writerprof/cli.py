@@ -17,7 +17,7 @@ import sys
 from writerprof import __version__
 from writerprof.errors import Interrupted, UsageError, WriterprofError
 
-COMMANDS = ("record", "repro")
+COMMANDS = ("export", "record", "repro")
 
 
 class Parser(argparse.ArgumentParser):

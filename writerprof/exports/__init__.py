@@ -1,0 +1,1 @@
+"""Run directories in other tools' formats."""

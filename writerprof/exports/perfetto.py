@@ -1,0 +1,145 @@
+"""A run as Chrome trace-event JSON, which the Perfetto UI and chrome://tracing
+open: one track per process (named by role, rank and pid), its threads as
+tracks below it; start-up phases and every hooked call (gen, put, get, write,
+fsync, ...) as slices; page faults, CPU and NUMA node as counters from the
+sampler; fork, bootstrap, target start and exit as instants.
+
+Times are microseconds from the start of the recording, on the host's
+CLOCK_MONOTONIC (one host per run here)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from writerprof import topology
+from writerprof.run import roles as run_roles
+
+# Events of the journal that are spans (start_ns, end_ns) of a process's start-up.
+_SPANS = {"activated": "probe activation", "main_rerun": "__main__ re-run",
+          "unpickle": "unpickle (imports the target's module)", "process_start": "Process.start()"}
+_CREATED_SLACK_NS = 20_000_000  # two clock ticks
+_INSTANTS = {"bootstrap": "bootstrap", "target_start": "target start", "target_end": "target end",
+             "fork": "fork", "exit": "exit"}
+
+
+def trace(run) -> dict:
+    origin = run.meta.get("started_ns") or _first_ns(run)
+    role_of = run_roles.roles(run)
+    events: list[dict] = []
+
+    def us(ns) -> float:
+        return (int(ns) - origin) / 1000
+
+    tracks = _process_tracks(run, role_of)
+    for row, (track, name, sort) in tracks.items():
+        events.append({"ph": "M", "name": "process_name", "pid": track, "tid": 0, "args": {"name": name}})
+        events.append({"ph": "M", "name": "process_sort_index", "pid": track, "tid": 0,
+                       "args": {"sort_index": sort}})
+    events += _thread_names(run, tracks)
+    phase_names = run.phase_names
+    chunks = run.chunks
+    for chunk in chunks:
+        track = tracks[int(chunk["proc"])][0]
+        events.append({"ph": "X", "cat": "call", "name": phase_names.get(int(chunk["phase"]), "?"),
+                       "pid": track, "tid": int(chunk["tid"]), "ts": us(chunk["start_ns"]),
+                       "dur": (int(chunk["end_ns"]) - int(chunk["start_ns"])) / 1000,
+                       "args": {"bytes": int(chunk["bytes"]), "buffer": int(chunk["buffer"]),
+                                "cpu": int(chunk["cpu"]), "minflt": int(chunk["minflt"]),
+                                "majflt": int(chunk["majflt"]), "writer_seq": int(chunk["writer_seq"])}})
+    for event in run.events:
+        data, kind = event["data"], event["kind"]
+        track = tracks[int(event["proc"])][0]
+        main_tid = int(event["pid"])
+        if kind in _SPANS and isinstance(data.get("start_ns"), int) and isinstance(data.get("end_ns"), int):
+            events.append({"ph": "X", "cat": "startup", "name": _SPANS[kind], "pid": track, "tid": main_tid,
+                           "ts": us(data["start_ns"]), "dur": (data["end_ns"] - data["start_ns"]) / 1000,
+                           "args": _plain(data)})
+        elif kind in _INSTANTS:
+            events.append({"ph": "i", "s": "p", "cat": "lifecycle", "name": _INSTANTS[kind], "pid": track,
+                           "tid": main_tid, "ts": us(event["t_ns"]), "args": _plain(data)})
+    events += _counters(run, tracks, us)
+    # Metadata first, then everything in time order: viewers read it in one pass.
+    events.sort(key=lambda e: (e["ph"] != "M", e.get("ts", 0)))
+    return {"traceEvents": events, "displayTimeUnit": "ms",
+            "otherData": {"writerprof_run": str(run.path), "command": " ".join(run.meta.get("command", []))}}
+
+
+def _first_ns(run) -> int:
+    times = [int(run.chunks["start_ns"].min())] if len(run.chunks) else []
+    times += [int(run.events["t_ns"].min())] if len(run.events) else []
+    return min(times) if times else 0
+
+
+def _process_tracks(run, role_of) -> dict[int, tuple[int, str, int]]:
+    """Row of run.processes -> (track id, name, sort index). A track id is the
+    row plus one: pids may be reused within a run, and repeat across hosts."""
+    tracks = {}
+    order = np.argsort(run.processes["created_ns"], kind="stable")
+    for sort, row in enumerate(order):
+        p = run.processes[row]
+        rank = f" rank {p['rank']}" if p["rank"] >= 0 else ""
+        host = f" on {p['host']}" if len(run.hosts) > 1 else ""
+        tracks[int(row)] = (int(row) + 1, f"{role_of[row]}{rank} pid {p['pid']}{host}", sort)
+    return tracks
+
+
+def _thread_names(run, tracks) -> list[dict]:
+    names = []
+    pairs = {(int(c["proc"]), int(c["tid"])) for c in run.chunks[["proc", "tid"]]}
+    pairs |= {(row, int(run.processes["pid"][row])) for row in tracks}
+    for row, tid in sorted(pairs):
+        main = tid == int(run.processes["pid"][row])
+        names.append({"ph": "M", "name": "thread_name", "pid": tracks[row][0], "tid": tid,
+                      "args": {"name": "main thread" if main else f"thread {tid}"}})
+    return names
+
+
+def _counters(run, tracks, us) -> list[dict]:
+    """CPU, NUMA node and page faults of each probed process, from the sampler."""
+    samples = run.samples
+    if not len(samples) or not len(run.processes):
+        return []
+    rows = _sample_rows(run)
+    nodes = {host: topology.cpu_nodes(t) for host, t in run.topology.items()}
+    out = []
+    for sample, row in zip(samples, rows):
+        if row < 0:
+            continue
+        host = run.hosts[int(sample["host_index"])]
+        cpu = int(sample["cpu"])
+        values = {"cpu": cpu, "minflt": int(sample["minflt"]), "majflt": int(sample["majflt"])}
+        node = nodes.get(host, {}).get(cpu)
+        track, ts = tracks[row][0], us(sample["t_ns"])
+        out.append({"ph": "C", "name": "cpu", "pid": track, "tid": 0, "ts": ts, "args": {"cpu": cpu}})
+        if node is not None:
+            out.append({"ph": "C", "name": "node", "pid": track, "tid": 0, "ts": ts, "args": {"node": node}})
+        out.append({"ph": "C", "name": "page faults", "pid": track, "tid": 0, "ts": ts,
+                    "args": {k: values[k] for k in ("minflt", "majflt")}})
+    return out
+
+
+def _sample_rows(run) -> np.ndarray:
+    """For each sample, the row of the probed process it was taken of (-1: a
+    process the probe was not in): same host and pid, the newest created by
+    then (a pid can be reused; an exec'd process's creation time is rounded
+    down to a clock tick, a forked one's is read just after the fork)."""
+    p, s = run.processes, run.samples
+    host_index = np.array([run.hosts.index(h) for h in p["host"]], dtype=np.int64)
+    process_key = (host_index << 32) | p["pid"].astype(np.int64)
+    sample_key = (s["host_index"].astype(np.int64) << 32) | s["pid"].astype(np.int64)
+    rows = np.full(len(s), -1, dtype=np.int64)
+    by_key = np.argsort(sample_key, kind="stable")
+    keys, starts = np.unique(sample_key[by_key], return_index=True)
+    for key, mine in zip(keys, np.split(by_key, starts[1:])):
+        procs = np.flatnonzero(process_key == key)
+        if not len(procs):
+            continue
+        procs = procs[np.argsort(p["created_ns"][procs], kind="stable")]
+        at = np.searchsorted(p["created_ns"][procs], s["t_ns"][mine] + _CREATED_SLACK_NS, side="right") - 1
+        rows[mine[at >= 0]] = procs[at[at >= 0]]
+    return rows
+
+
+def _plain(data: dict) -> dict:
+    """An event's fields as trace args, less what the trace already says."""
+    return {k: v for k, v in data.items() if k not in ("kind", "t_ns", "start_ns", "end_ns")}
