@@ -4,6 +4,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -306,3 +307,19 @@ def test_written_bytes_count_each_process_once(tmp_path):
     sampler.tick()
     assert sampler.status().written_bytes == 2 * 51 and sampler.status().alive == frozenset()
     sampler.stop()
+
+
+def test_the_sampler_thread_yields_to_the_recorded_processes(tmp_path):
+    _, host_dir = new_run(tmp_path)
+    sampler = Sampler(os.getpid(), host_dir, INTERVAL_S)
+    sampler.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not samples(host_dir).size and time.monotonic() < deadline:
+            time.sleep(0.01)
+        (thread,) = [t for t in threading.enumerate() if t.name == "writerprof-sampler"]
+        with open(f"/proc/self/task/{thread.native_id}/stat") as f:
+            nice = int(f.read().rsplit(")", 1)[1].split()[16])
+    finally:
+        sampler.stop()
+    assert nice == min(19, os.getpriority(os.PRIO_PROCESS, 0) + 10)
