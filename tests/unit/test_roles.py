@@ -17,3 +17,4 @@ def test_roles_from_what_each_process_did(tmp_path):
     run = load(run_dir)
     assert dict(zip(run.processes["pid"].tolist(), roles(run).tolist())) == {
         100: "producer", 200: "forkserver", 250: "resource_tracker", 300: "writer", 400: "other"}
+

@@ -107,14 +107,13 @@ def _counters(run, tracks, us) -> list[dict]:
             continue
         host = run.hosts[int(sample["host_index"])]
         cpu = int(sample["cpu"])
-        values = {"cpu": cpu, "minflt": int(sample["minflt"]), "majflt": int(sample["majflt"])}
         node = nodes.get(host, {}).get(cpu)
         track, ts = tracks[row][0], us(sample["t_ns"])
         out.append({"ph": "C", "name": "cpu", "pid": track, "tid": 0, "ts": ts, "args": {"cpu": cpu}})
         if node is not None:
             out.append({"ph": "C", "name": "node", "pid": track, "tid": 0, "ts": ts, "args": {"node": node}})
         out.append({"ph": "C", "name": "page faults", "pid": track, "tid": 0, "ts": ts,
-                    "args": {k: values[k] for k in ("minflt", "majflt")}})
+                    "args": {"minflt": int(sample["minflt"]), "majflt": int(sample["majflt"])}})
     return out
 
 
@@ -136,7 +135,11 @@ def _sample_rows(run) -> np.ndarray:
             continue
         procs = procs[np.argsort(p["created_ns"][procs], kind="stable")]
         at = np.searchsorted(p["created_ns"][procs], s["t_ns"][mine] + _CREATED_SLACK_NS, side="right") - 1
-        rows[mine[at >= 0]] = procs[at[at >= 0]]
+        mine, row = mine[at >= 0], procs[at[at >= 0]]
+        # Not after it exited: the pid may belong to a process the probe was not in by then.
+        exited = p["exited_ns"][row]
+        alive = (exited < 0) | (s["t_ns"][mine] <= exited + _CREATED_SLACK_NS)
+        rows[mine[alive]] = row[alive]
     return rows
 
 
