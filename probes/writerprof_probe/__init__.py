@@ -10,6 +10,7 @@ from . import calls, format, identity, lifecycle, mp, osio, shm, specs
 from .journal import Journal
 
 FORCE_ENV = "WRITERPROF_FORCE_START_METHOD"
+MITIGATE_ENV = "WRITERPROF_MITIGATE"  # comma-separated mitigation names (mitigate.py)
 PROBES_ENV = "WRITERPROF_PROBES"  # added specs, one per line
 
 
@@ -50,7 +51,7 @@ def activate(started_ns=None):
 
     forced = os.environ.get(FORCE_ENV, "").strip() or None
     osio.install(hook_status)
-    mp.install(journal, hook_status, forced)
+    mp.install(journal, hook_status, forced, os.environ.get(MITIGATE_ENV, ""))
     shm.install(journal, hook_status)
     added = [line.strip() for line in os.environ.get(PROBES_ENV, "").splitlines() if line.strip()]
     for spec in specs.BUILT_IN + tuple(added):

@@ -29,6 +29,13 @@ a host); spans also have "start_ns" and "end_ns". The kinds:
   target_start, target_end   the first and last line of the target
   forced_start_method        WRITERPROF_FORCE_START_METHOD acted: forced,
                 requested, via, applied (false: reason)
+  mitigation    WRITERPROF_MITIGATE acted: name ("pin" | "preload" | an unknown
+                name), applied (false: reason); pin, in the child: cpus (set
+                before the target), inherited (the affinity it had); preload:
+                where ("parent" | "forkserver" | "child"), in the parent method,
+                modules (the forkserver's preload list), skip_main; in the
+                forkserver daemon modules (imported); in a child, applied false
+                when unpickling needed __main__ and it was re-run after all
   fork          os.fork in this process: native_threads, python_threads,
                 threads (names), forking_thread
   shm           a SharedMemory mapped here: op ("create" | "attach" |

@@ -1,13 +1,16 @@
 """multiprocessing, from both sides. In the parent: each Process.start()
 (method, target, child pid, call start and end). In the child: the re-run of
 the parent's __main__ (spawn and forkserver), the unpickling that imports the
-target's module, the target's first and last line. And the what-if switch
-WRITERPROF_FORCE_START_METHOD."""
+target's module, the target's first and last line. And the what-if switches:
+WRITERPROF_FORCE_START_METHOD=METHOD starts every writer with METHOD;
+WRITERPROF_MITIGATE=pin,preload applies those mitigations (mitigate.py): pin,
+the writer takes its starting thread's affinity; preload, the forkserver
+daemon imports the target's module and children skip the __main__ re-run."""
 
 import sys
 import time
 
-from . import calls, imports
+from . import calls, imports, mitigate
 
 _now = time.monotonic_ns
 _POPEN_METHODS = {
@@ -21,14 +24,18 @@ _hook_status = None
 _prepare_end = [None]  # when spawn.prepare() finished in this child
 
 
-def install(journal_, hook_status, forced):
+def install(journal_, hook_status, forced, mitigations=""):
     global journal, _hook_status
     journal, _hook_status = journal_, hook_status
+    mitigate.install(journal_, hook_status, mitigations)  # before the hooks that consult it
     imports.when_imported("multiprocessing.process", _guard("multiprocessing.process", _process))
     imports.when_imported("multiprocessing.spawn", _guard("multiprocessing.spawn", _spawn))
     if forced:
         imports.when_imported("multiprocessing.context",
                               _guard("multiprocessing.context", lambda m: _force(m, forced)))
+    if "preload" in mitigate.active:
+        imports.when_imported("multiprocessing.forkserver",
+                              _guard("multiprocessing.forkserver", _forkserver))
 
 
 def _guard(name, apply):
@@ -63,10 +70,12 @@ def _process(module):
     def start_wrapper(self, *args, **kwargs):
         t0 = _now()
         target = _target_name(self)  # start() drops _target once the child has it
+        mitigate.before_start(self)  # turns itself off on failure, never raises
         try:
             return start(self, *args, **kwargs)
         finally:
             t1 = _now()
+            mitigate.after_start(self)
             try:
                 popen = getattr(self, "_popen", None)
                 method = _POPEN_METHODS.get(type(popen).__module__, type(popen).__module__)
@@ -94,6 +103,7 @@ def _process(module):
                     journal.event("target_end")
 
             self.run = run_wrapper  # an instance attribute: subclasses' run() too
+            mitigate.at_bootstrap(self)
         except Exception as exc:
             _hook_status("multiprocessing.process", "failed", repr(exc))
         return bootstrap(self, *args, **kwargs)
@@ -105,6 +115,12 @@ def _process(module):
 
 def _spawn(module):
     missing = []
+    preparation = getattr(module, "get_preparation_data", None)
+    if "preload" in mitigate.active and preparation is not None:
+        def preparation_wrapper(*args, **kwargs):
+            return mitigate.preparation_data(preparation(*args, **kwargs))
+        preparation_wrapper.__wrapped__ = preparation
+        module.get_preparation_data = preparation_wrapper
     for name, key in (("_fixup_main_from_path", "path"), ("_fixup_main_from_name", "module")):
         fn = getattr(module, name, None)
         if fn is None:
@@ -117,7 +133,9 @@ def _spawn(module):
     else:
         def prepare_wrapper(*args, **kwargs):
             try:
-                return prepare(*args, **kwargs)
+                done = prepare(*args, **kwargs)
+                mitigate.after_prepare(args[0] if args else kwargs.get("data"))
+                return done
             finally:
                 _prepare_end[0] = _now()
         prepare_wrapper.__wrapped__ = prepare
@@ -179,5 +197,14 @@ def _force(module, forced):
     return []
 
 
+def _forkserver(module):
+    main = getattr(module, "main", None)
+    if main is None:
+        return ["forkserver.main"]
+    module.main = mitigate.forkserver_main(main)  # the daemon runs it; others never call it
+    return []
+
+
 def reset_after_fork():
     _prepare_end[0] = None
+    mitigate.reset_after_fork()

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from writerprof import topology
+from writerprof.analysis.summary import summarize
 from writerprof.run import load
 
 from helpers import attached_placements
@@ -117,3 +118,24 @@ def test_a_sample_of_interleaved_pages_sees_both_nodes(guest_runs):
     assert placement["stride"] == 17 and placement["sampled"] == 482 and placement["unfaulted"] == 0
     assert set(placement["nodes"]) == {"0", "1"}
     assert abs(placement["nodes"]["0"] - placement["nodes"]["1"]) <= 1
+
+
+def _numa_mismatches(run, role):
+    summary = summarize(run)
+    roles = {p["pid"]: p["role"] for p in summary["processes"]}
+    return [d for d in summary["diagnoses"] if d["code"] == "numa-mismatch" and roles[d["pid"]] == role]
+
+
+def test_report_names_the_numa_mismatch_of_a_writer_away_from_its_buffers(guest_runs):
+    """Buffers first touched from node 0, the writer pinned to cpu 1 (node 1)."""
+    (mismatch,) = _numa_mismatches(guest_runs["touch0"], "writer")
+    assert mismatch["pid"] == _writer_pid(guest_runs["touch0"])
+    assert mismatch["evidence"]["buffer_node"] == 0 and mismatch["evidence"]["buffer_nodes"] == {"0": 1.0}
+    assert mismatch["evidence"]["run_node"] == 1 and mismatch["evidence"]["run_nodes"] == {"1": 1.0}
+    assert "node 1" in mismatch["message"] and "node 0" in mismatch["message"]
+
+
+def test_report_finds_no_numa_mismatch_when_writer_and_buffers_share_a_node(guest_runs):
+    """Buffers first touched from node 1, the writer pinned to cpu 1: nothing
+    to say about the writer (the unpinned producer may still generate from node 0)."""
+    assert _numa_mismatches(guest_runs["touch1"], "writer") == []

@@ -1,5 +1,5 @@
 from test_run_load import sample, write_journal, write_meta, write_samples
-from writerprof.exports.perfetto import _sample_rows
+from writerprof.analysis.samples import sample_rows
 from writerprof.run import load
 
 
@@ -12,6 +12,6 @@ def test_samples_go_to_the_process_that_had_the_pid_then(tmp_path):
     write_samples(run_dir, "alpha", [sample(t, 100) for t in (1_500_000_000, 3_000_000_000, 5_500_000_000)]
                   + [sample(1_500_000_000, 200)])
     run = load(run_dir)
-    rows = _sample_rows(run)
+    rows = sample_rows(run)
     created = run.processes["created_ns"]
     assert [int(created[r]) if r >= 0 else None for r in rows] == [1_000_000_000, None, 5_000_000_000, None]

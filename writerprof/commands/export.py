@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     trace = perfetto.trace(recorded)
     try:
         with open(args.perfetto, "w") as f:
-            json.dump(trace, f, separators=(",", ":"))
+            f.write(json.dumps(trace, separators=(",", ":")))  # dumps: json's C encoder
     except OSError as exc:
         raise WriterprofError(f"cannot write {args.perfetto}: {exc.strerror}") from None
     slices = sum(e["ph"] == "X" for e in trace["traceEvents"])

@@ -33,6 +33,7 @@ from writerprof.units import format_size, parse_duration
 HELP = "record a command's writer subprocesses into a run directory"
 PROBE_DIR = os.path.dirname(os.path.abspath(writerprof.probes.__file__))
 _STATUS_EVERY_S = 0.5
+INTERVAL_NS = parse_duration("50ms")  # the default sampling interval
 
 
 class CommandNotFound(WriterprofError):
@@ -56,7 +57,7 @@ _duration.__name__ = "duration"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", type=Path, metavar="RUN",
                         help="run directory, new or empty (default: writerprof-YYYYmmdd-HHMMSS here)")
-    parser.add_argument("--interval", type=_duration, default=parse_duration("50ms"),
+    parser.add_argument("--interval", type=_duration, default=INTERVAL_NS,
                         metavar="TIME", help="sampling interval (default: 50ms)")
     parser.add_argument("--probe", action="append", default=[], metavar="MODULE:QUALNAME=PHASE",
                         help="also time this callable as PHASE (repeatable)")
@@ -78,8 +79,9 @@ def _resolve(command: list[str]) -> list[str]:
     return command
 
 
-def probe_environment(run: Path, added: list[str], environ=os.environ) -> dict:
-    """CMD's environment: the probe first on PYTHONPATH, the run directory named."""
+def probe_environment(run: Path, added: list[str], environ=os.environ, extra: dict | None = None) -> dict:
+    """CMD's environment: the probe first on PYTHONPATH, the run directory
+    named, and any what-if switches (`extra`) for the probe."""
     env = dict(environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (PROBE_DIR, env.get("PYTHONPATH")) if p)
     env["WRITERPROF_RUN"] = str(run.resolve())
@@ -87,6 +89,7 @@ def probe_environment(run: Path, added: list[str], environ=os.environ) -> dict:
         env["WRITERPROF_PROBES"] = "\n".join(added)
     else:
         env.pop("WRITERPROF_PROBES", None)
+    env.update(extra or {})
     return env
 
 
@@ -100,9 +103,20 @@ def run(args: argparse.Namespace) -> int:
     run_dir = directory.create(args.output, command, interval_ns=args.interval,
                                sampler=not args.no_sampler, probes=args.probe,
                                env=identity.allowed_env(os.environ))
+    print(f"writerprof record: recording into {run_dir}", file=sys.stderr)
+    started = time.monotonic()
+    exit_status = record(run_dir, command, args.interval, args.probe, sampler=not args.no_sampler)
+    print(_summary(run_dir, time.monotonic() - started, exit_status), file=sys.stderr)
+    return exit_status
+
+
+def record(run_dir: Path, command: list[str], interval_ns: int, probes: list[str], sampler: bool = True,
+           extra_env: dict | None = None, output=None) -> int:
+    """Run CMD under the probe into the created run_dir, sampling it, and
+    finish the run directory however CMD ends; CMD's exit status (128+N if
+    signal N killed it). output: a file for CMD's stdout and stderr (else ours)."""
     host = host_name()
     directory.write_topology(run_dir, host, topology.snapshot())
-    print(f"writerprof record: recording into {run_dir}", file=sys.stderr)
     started = time.monotonic()
     child, received = None, []
 
@@ -118,7 +132,9 @@ def run(args: argparse.Namespace) -> int:
     # Its own process group, so that a signal reaches all of CMD, not only its leader.
     group = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
     try:
-        child = subprocess.Popen(command, env=probe_environment(run_dir, args.probe), **group)
+        streams = {"stdout": output, "stderr": subprocess.STDOUT} if output is not None else {}
+        child = subprocess.Popen(command, env=probe_environment(run_dir, probes, extra=extra_env), **group,
+                                 **streams)
     except OSError as exc:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
@@ -127,19 +143,19 @@ def run(args: argparse.Namespace) -> int:
     for signum in received:  # came while CMD was being started
         os.killpg(child.pid, signum)
     terminal = _give_terminal(child.pid)
-    sampler = None
+    running = None
     try:
-        if not args.no_sampler:
+        if sampler:
             from writerprof.sampler import Sampler
 
-            sampler = Sampler(child.pid, layout.host_dir(run_dir, host), args.interval / 1e9)
-            sampler.start()
-        status = _wait(child, sampler, started)
+            running = Sampler(child.pid, layout.host_dir(run_dir, host), interval_ns / 1e9)
+            running.start()
+        status = _wait(child, running, started)
     finally:
         if terminal is not None:
             _take_terminal(terminal)
-        if sampler is not None:
-            sampler.stop()
+        if running is not None:
+            running.stop()
         for signum, handler in previous.items():
             signal.signal(signum, handler)
         if child.returncode is None:  # record itself failed: CMD must not outlive it
@@ -148,7 +164,6 @@ def run(args: argparse.Namespace) -> int:
     directory.finish(run_dir, exit_status=exit_status,
                      ended_by="signal" if status < 0 else "exit",
                      signal=signal.Signals(-status).name if status < 0 else None)
-    print(_summary(run_dir, time.monotonic() - started, exit_status), file=sys.stderr)
     return exit_status
 
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from writerprof import topology
+from writerprof.analysis.samples import sample_rows
 from writerprof.run import roles as run_roles
 
 # Events of the journal that are spans (start_ns, end_ns) of a process's start-up.
 _SPANS = {"activated": "probe activation", "main_rerun": "__main__ re-run",
           "unpickle": "unpickle (imports the target's module)", "process_start": "Process.start()"}
-_CREATED_SLACK_NS = 20_000_000  # two clock ticks
 _INSTANTS = {"bootstrap": "bootstrap", "target_start": "target start", "target_end": "target end",
              "fork": "fork", "exit": "exit"}
 
@@ -99,7 +99,7 @@ def _counters(run, tracks, us) -> list[dict]:
     samples = run.samples
     if not len(samples) or not len(run.processes):
         return []
-    rows = _sample_rows(run)
+    rows = sample_rows(run)
     nodes = {host: topology.cpu_nodes(t) for host, t in run.topology.items()}
     out = []
     for sample, row in zip(samples, rows):
@@ -115,32 +115,6 @@ def _counters(run, tracks, us) -> list[dict]:
         out.append({"ph": "C", "name": "page faults", "pid": track, "tid": 0, "ts": ts,
                     "args": {"minflt": int(sample["minflt"]), "majflt": int(sample["majflt"])}})
     return out
-
-
-def _sample_rows(run) -> np.ndarray:
-    """For each sample, the row of the probed process it was taken of (-1: a
-    process the probe was not in): same host and pid, the newest created by
-    then (a pid can be reused; an exec'd process's creation time is rounded
-    down to a clock tick, a forked one's is read just after the fork)."""
-    p, s = run.processes, run.samples
-    host_index = np.array([run.hosts.index(h) for h in p["host"]], dtype=np.int64)
-    process_key = (host_index << 32) | p["pid"].astype(np.int64)
-    sample_key = (s["host_index"].astype(np.int64) << 32) | s["pid"].astype(np.int64)
-    rows = np.full(len(s), -1, dtype=np.int64)
-    by_key = np.argsort(sample_key, kind="stable")
-    keys, starts = np.unique(sample_key[by_key], return_index=True)
-    for key, mine in zip(keys, np.split(by_key, starts[1:])):
-        procs = np.flatnonzero(process_key == key)
-        if not len(procs):
-            continue
-        procs = procs[np.argsort(p["created_ns"][procs], kind="stable")]
-        at = np.searchsorted(p["created_ns"][procs], s["t_ns"][mine] + _CREATED_SLACK_NS, side="right") - 1
-        mine, row = mine[at >= 0], procs[at[at >= 0]]
-        # Not after it exited: the pid may belong to a process the probe was not in by then.
-        exited = p["exited_ns"][row]
-        alive = (exited < 0) | (s["t_ns"][mine] <= exited + _CREATED_SLACK_NS)
-        rows[mine[alive]] = row[alive]
-    return rows
 
 
 def _plain(data: dict) -> dict:

@@ -58,10 +58,10 @@ def run(config: ReproConfig) -> int:
             shutil.rmtree(directory, ignore_errors=True)
         elif config.keep:
             print(f"writerprof repro: files kept in {directory}", file=sys.stderr)
-    summary = summary_record(results, config)
+    summary = summary_record(results, config, ctx.get_start_method())
     print(
         f"writerprof repro: {summary['saves']} saves of {config.size} bytes with"
-        f" {config.start_method}: mean {summary['mean_throughput_gib_s']:.2f} GiB/s",
+        f" {summary['start_method']}: mean {summary['mean_throughput_gib_s']:.2f} GiB/s",
         file=sys.stderr,
     )
     if config.json:

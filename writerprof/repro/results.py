@@ -86,12 +86,14 @@ def save_record(result: SaveResult, config: ReproConfig) -> dict:
     }
 
 
-def summary_record(results: list[SaveResult], config: ReproConfig) -> dict:
+def summary_record(results: list[SaveResult], config: ReproConfig, start_method: str) -> dict:
+    """start_method: the one the writers were started with (a profiler's
+    what-if switch may have overridden --start-method)."""
     rates = [result.throughput_gib_s for result in results]
     return {
         "record": "summary",
         "saves": len(results),
-        "start_method": config.start_method,
+        "start_method": start_method,
         "generator": config.generator,
         "bytes": sum(result.bytes for result in results),
         "size": config.size,

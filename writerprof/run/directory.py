@@ -15,9 +15,10 @@ from writerprof.run.load import RunDirectoryError, read_meta
 
 
 def create(path: Path | None, command: list[str], *, interval_ns: int, sampler: bool,
-           probes: list[str], env: dict) -> Path:
-    """A new run directory with run.json (still recording) and this host's procs/."""
-    path = _new_default() if path is None else _claim(Path(path))
+           probes: list[str], env: dict, what_if: dict | None = None) -> Path:
+    """A new run directory with run.json (still recording) and this host's procs/.
+    what_if: the probe's what-if switches this run was recorded with (contrast)."""
+    path = _new_default() if path is None else claim(Path(path))
     host = host_name()
     layout.procs_dir(path, host).mkdir(parents=True, exist_ok=True)
     _write_json(path / layout.RUN_FILE, {
@@ -37,6 +38,7 @@ def create(path: Path | None, command: list[str], *, interval_ns: int, sampler: 
         "sampler": sampler,
         "probes": list(probes),
         "env": dict(env),
+        "what_if": dict(what_if or {}),
     })
     return path
 
@@ -66,12 +68,12 @@ def _new_default() -> Path:
     raise RunDirectoryError(f"{stem}: too many run directories of that name here")
 
 
-def _claim(path: Path) -> Path:
-    """An empty or new directory at path."""
+def claim(path: Path, what: str = "run directory") -> Path:
+    """An empty or new directory at path (`what` it is for, in the message)."""
     if path.exists() and not path.is_dir():
-        raise RunDirectoryError(f"{path}: exists and is not a directory; choose another run directory")
+        raise RunDirectoryError(f"{path}: exists and is not a directory; choose another {what}")
     if path.is_dir() and any(path.iterdir()):
-        raise RunDirectoryError(f"{path}: exists and is not empty; choose another run directory")
+        raise RunDirectoryError(f"{path}: exists and is not empty; choose another {what}")
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -32,7 +32,8 @@ SAMPLED_FILE = "sampled.jsonl"
 # cwd, host, started_wall_ns, started_ns (CLOCK_MONOTONIC), ended_ns (null
 # while recording), exit_status (null while recording; 128+N if killed by
 # signal N), ended_by ("exit" | "signal" | "not_started"), signal (name or
-# null), interval_ns, sampler (bool), probes (added specs), env (allow-listed).
+# null), interval_ns, sampler (bool), probes (added specs), env (allow-listed),
+# what_if (the probe's what-if variables set for CMD by contrast: name -> value).
 
 # One record per process per sampler tick (CLOCK_MONOTONIC t_ns). Counters are
 # the kernel's for the whole process; write_bytes and wchar (/proc/PID/io) also

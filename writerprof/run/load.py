@@ -251,13 +251,17 @@ def _processes(hosts: list[str], journals: list[_Journal]) -> np.ndarray:
 
 
 def _events(hosts: list[str], journals: list[_Journal]) -> np.ndarray:
-    rows = [(hosts[j.host_index], _int(j.identity.get("pid")), i, _int(e.get("t_ns")), e["kind"], e)
-            for i, j in enumerate(journals) for e in j.events]
-    out = np.empty(len(rows), EVENTS_DTYPE)
-    for column, name in enumerate(EVENTS_DTYPE.names):
-        values = np.empty(len(rows), EVENTS_DTYPE[name])
-        values[:] = [row[column] for row in rows]  # through an array: dicts stay whole
-        out[name] = values
+    counts = [len(j.events) for j in journals]
+    out = np.empty(sum(counts), EVENTS_DTYPE)
+    out["host"] = np.repeat(np.array([hosts[j.host_index] for j in journals], dtype=object), counts)
+    out["pid"] = np.repeat([_int(j.identity.get("pid")) for j in journals], counts)
+    out["proc"] = np.repeat(np.arange(len(journals)), counts)
+    every = [e for j in journals for e in j.events]
+    out["t_ns"] = [_int(e.get("t_ns")) for e in every]
+    out["kind"] = [e["kind"] for e in every]
+    data = np.empty(len(every), dtype=object)
+    data[:] = every  # through an object array: the dicts stay whole
+    out["data"] = data
     return out[np.argsort(out["t_ns"], kind="stable")]
 
 

@@ -1,0 +1,90 @@
+"""Saves' critical paths add up to their time, comparisons add up to the
+difference, and the text reports say so within 100 columns: on synthetic runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from writerprof.analysis import compare, saves
+from writerprof.analysis.summary import summarize
+from writerprof.render import terminal
+from writerprof.run import load
+from writerprof.synthetic import Scenario, write_run
+
+
+def _summary(path, **fields) -> dict:
+    write_run(path, Scenario(**fields))
+    return summarize(load(path))
+
+
+@pytest.fixture(scope="module")
+def fork_and_forkserver(tmp_path_factory):
+    root = tmp_path_factory.mktemp("runs")
+    return (_summary(root / "fork", jitter=0.2, seed=1),
+            _summary(root / "forkserver", start_method="forkserver", main_rerun_s=0.5, jitter=0.2, seed=2))
+
+
+def test_a_saves_critical_path_adds_up_to_its_time(fork_and_forkserver):
+    for summary in fork_and_forkserver:
+        for save in summary["saves"]:
+            assert set(save["critical_path"]) == set(saves.COMPONENTS)
+            assert all(v >= 0 for v in save["critical_path"].values()) and save["unexplained_s"] >= 0
+            assert sum(save["critical_path"].values()) + save["unexplained_s"] == pytest.approx(save["duration_s"])
+            assert sum(save["startup"].values()) == pytest.approx(save["startup_s"])
+            # On the critical path only while the producer had nothing else to do.
+            assert save["critical_path"]["startup:main_rerun"] <= save["startup"]["main_rerun"] + 1e-9
+            assert save["critical_path"]["generation"] <= save["gen_s"] + 1e-9
+
+
+def test_the_comparison_adds_up_to_the_difference_and_names_the_re_run(fork_and_forkserver):
+    a, b = fork_and_forkserver
+    result = compare.compare([a], [b])
+    assert result["schema"] == "writerprof.compare/1"
+    mean = lambda s: sum(x["duration_s"] for x in s["saves"]) / len(s["saves"])  # noqa: E731
+    assert result["difference_s"] == pytest.approx(mean(b) - mean(a))
+    total = sum(c["diff_s"] for c in result["components"]) + result["unexplained_s"]
+    assert total == pytest.approx(result["difference_s"])
+    top = max(result["components"], key=lambda c: c["diff_s"])
+    assert top["name"] == "startup:main_rerun" and top["share"] > 0.5
+    assert result["verdict"].startswith(f"forkserver saves are {result['difference_s']:.2f} s slower than fork")
+    assert "re-running the parent's __main__" in result["verdict"] and "(main.py)" in result["verdict"]
+    assert [s["save"] for s in result["per_save"]] == [1, 2, 3]
+    assert result["b"]["placement"]["writer_parent"] == ["forkserver"]
+
+
+def test_a_run_against_itself_takes_the_same_time(fork_and_forkserver):
+    a, _ = fork_and_forkserver
+    result = compare.compare([a], [a])
+    assert result["difference_s"] == 0 and "same time within 1%" in result["verdict"]
+
+
+def test_pooled_repeats_weigh_every_save(fork_and_forkserver):
+    a, b = fork_and_forkserver
+    result = compare.compare([a, a], [b])
+    assert result["a"]["saves"] == 2 * len(a["saves"]) and result["a"]["runs"] == [a["run"]["path"]] * 2
+
+
+def test_compare_text_shows_the_components_adding_up(fork_and_forkserver):
+    a, b = fork_and_forkserver
+    result = compare.compare([a], [b])
+    text = terminal.compare_text(result)
+    assert max(map(len, text.splitlines())) <= terminal.WIDTH
+    total = next(line for line in text.splitlines() if line.strip().startswith("total"))
+    assert total.split()[-1] == f"{result['difference_s']:+.3f}"
+    assert "start-up: __main__ re-run" in text and "Verdict: forkserver saves are" in text
+
+
+def test_report_text_says_a_run_is_synthetic_and_fits_100_columns(fork_and_forkserver):
+    _, b = fork_and_forkserver
+    text = terminal.report_text(b)
+    assert "SYNTHETIC" in text and "main-reimport" in text
+    assert max(map(len, text.splitlines())) <= terminal.WIDTH
+
+
+def test_report_text_aggregates_many_ranks(tmp_path):
+    summary = _summary(tmp_path / "wide", ranks_per_host=32, hosts=2, saves=2, chunks_per_save=8)
+    text = terminal.report_text(summary)
+    lines = text.splitlines()
+    assert max(map(len, lines)) <= terminal.WIDTH
+    assert len(lines) < 60  # 64 producers, 128 writers: grouped, not listed
+    assert "Processes (" in text and "Saves (128 over 64 producers" in text

@@ -1,0 +1,173 @@
+"""The process table: who each recorded process is, where it was allowed to
+run and where it ran, where its buffers' pages are, and what it cost the
+kernel (faults, involuntary switches)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from writerprof import topology
+from writerprof.analysis.samples import sample_rows
+from writerprof.run import roles as run_roles
+from writerprof.units import parse_cpu_list
+
+# The calls that are a process's own work, whose CPUs say where it worked.
+WORK_PHASES = {run_roles.WRITER: "write", run_roles.PRODUCER: "gen"}
+
+
+def shares(weights: dict) -> dict[str, float]:
+    """{key: weight} -> {key: share of the total}, largest first; keys as strings (JSON)."""
+    total = sum(weights.values())
+    if total <= 0:
+        return {}
+    return {str(k): v / total for k, v in sorted(weights.items(), key=lambda kv: (-kv[1], kv[0]))}
+
+
+def mean_shares(many: list[dict]) -> dict[str, float]:
+    """The mean of several {node: share} (empty ones left out), largest first."""
+    many = [s for s in many if s]
+    total: dict = {}
+    for share in many:
+        for node, value in share.items():
+            total[node] = total.get(node, 0.0) + value / len(many)
+    return dict(sorted(total.items(), key=lambda kv: -kv[1]))
+
+
+def dominant(share: dict[str, float]) -> tuple[int | None, float]:
+    """The node with the largest share, and that share."""
+    if not share:
+        return None, 0.0
+    node, value = next(iter(share.items()))
+    return int(node), value
+
+
+def table(run, idx, saves: list[dict]) -> list[dict]:
+    role_of = run_roles.roles(run)
+    p = run.processes
+    origin = run.meta.get("started_ns") or 0
+    node_of = {host: topology.cpu_nodes(t) for host, t in run.topology.items()}
+    rows_of_samples = sample_rows(run)
+    by_proc = np.argsort(rows_of_samples, kind="stable")
+    bounds = np.searchsorted(rows_of_samples[by_proc], np.arange(-1, len(p) + 1))
+    affinity_log = _affinity_log(run)
+    methods = _start_methods(saves)
+    codes = {name: code for code, name in run.phase_names.items()}
+    rows_of_pid: dict = {}
+    for row, (h, pid) in enumerate(zip(p["host"], p["pid"].tolist())):
+        rows_of_pid.setdefault((h, pid), []).append(row)
+    out = []
+    for row in range(len(p)):
+        host, pid = p["host"][row], int(p["pid"][row])
+        nodes = node_of.get(host, {})
+        identity = idx.events[row][0][1] if idx.events[row] else {}
+        samples = run.samples[by_proc[bounds[row + 1]:bounds[row + 2]]]
+        inherited = sorted(identity.get("affinity") or [])
+        # The what-if pin sets a child's CPUs before its target runs: those are the ones it worked with.
+        pinned = [d.get("cpus") for k, d in idx.events[row]
+                  if k == "mitigation" and d.get("name") == "pin" and d.get("applied")]
+        allowed = sorted(pinned[-1]) if pinned else inherited
+        changes = [(t, cpus) for t, cpus in affinity_log.get((host, pid), [])
+                   if t >= p["created_ns"][row] and (p["exited_ns"][row] < 0 or t <= p["exited_ns"][row])]
+        usage = next((d.get("rusage") for k, d in reversed(idx.events[row]) if k == "exit"), None) or {}
+        last = samples[-1] if len(samples) else None
+        work = WORK_PHASES.get(role_of[row])
+        out.append({
+            "id": row,
+            "host": host,
+            "rank": int(p["rank"][row]),
+            "pid": pid,
+            "ppid": int(p["ppid"][row]),
+            "parent": _parent(run, row, rows_of_pid),
+            "role": str(role_of[row]),
+            "start_method": methods.get(row),
+            "python": identity.get("python"),
+            "created_s": (int(p["created_ns"][row]) - origin) / 1e9,
+            "exited_s": (int(p["exited_ns"][row]) - origin) / 1e9 if p["exited_ns"][row] >= 0 else None,
+            "allowed_cpus": allowed,
+            "inherited_cpus": inherited,
+            "allowed_nodes": sorted({nodes[c] for c in allowed if c in nodes}),
+            "affinity_changes": [{"t_s": (t - origin) / 1e9, "cpus": cpus} for t, cpus in changes],
+            "samples": int(len(samples)),
+            "cpu_nodes": shares(Counter(nodes[c] for c in samples["cpu"].tolist() if c in nodes)),
+            "work_nodes": _work_nodes(idx.chunks(row), codes.get(work), nodes) if work else {},
+            "buffer_nodes": _buffer_nodes(idx.events[row]),
+            "minflt": _counter(usage, "minflt", last, "minflt"),
+            "majflt": _counter(usage, "majflt", last, "majflt"),
+            "nonvoluntary_switches": _counter(usage, "nivcsw", last, "nonvoluntary_ctxt"),
+            "voluntary_switches": _counter(usage, "nvcsw", last, "voluntary_ctxt"),
+            "cpu_s": (usage["utime_s"] + usage["stime_s"]) if "utime_s" in usage else (
+                (int(last["utime_ns"]) + int(last["stime_ns"])) / 1e9 if last is not None else None),
+            "threads_max": int(samples["threads"].max()) if len(samples) else None,
+        })
+    return out
+
+
+def _parent(run, row, rows_of_pid) -> int | None:
+    """The row of the probed process that started this one: its ppid, the
+    newest by that pid created before it."""
+    p = run.processes
+    rows = [r for r in rows_of_pid.get((p["host"][row], int(p["ppid"][row])), [])
+            if p["created_ns"][r] <= p["created_ns"][row]]
+    return max(rows, key=lambda r: p["created_ns"][r]) if rows else None
+
+
+def _counter(usage: dict, key: str, sample, field: str) -> int | None:
+    """The process's own count at exit (getrusage), else the sampler's last reading."""
+    if key in usage:
+        return int(usage[key])
+    return int(sample[field]) if sample is not None else None
+
+
+def _affinity_log(run) -> dict:
+    log: dict = {}
+    for record in run.sampled:
+        if record.get("kind") == "affinity" and isinstance(record.get("cpus"), str):
+            try:
+                cpus = sorted(parse_cpu_list(record["cpus"]))
+            except ValueError:
+                continue
+            log.setdefault((record["host"], record.get("pid")), []).append((int(record["t_ns"]), cpus))
+    return log
+
+
+def _start_methods(saves: list[dict]) -> dict[int, str]:
+    """Writer row -> the method it was started with; producer row -> the methods it used."""
+    out: dict = {}
+    used: dict = {}
+    for save in saves:
+        if save["writer"] is not None:
+            out[save["writer"]] = save["start_method"]
+        used.setdefault(save["producer"], set()).add(save["start_method"] or "?")
+    out.update((row, ",".join(sorted(methods))) for row, methods in used.items())
+    return out
+
+
+def _work_nodes(chunks, code, nodes) -> dict[str, float]:
+    """Node -> share of the time of the process's work calls, by the CPU each ended on."""
+    if code is None or not nodes:
+        return {}
+    calls = chunks[chunks["phase"] == code]
+    node_of = np.full(max(nodes) + 2, -1)  # the last slot: CPUs unknown (-1) or off the map
+    node_of[list(nodes)] = list(nodes.values())
+    cpu = np.where((calls["cpu"] >= 0) & (calls["cpu"] <= max(nodes)), calls["cpu"], len(node_of) - 1)
+    node = node_of[cpu]
+    known = node >= 0
+    weights = np.bincount(node[known], weights=(calls["end_ns"] - calls["start_ns"])[known])
+    return shares({n: float(w) for n, w in enumerate(weights) if w > 0})
+
+
+def _buffer_nodes(events) -> dict[str, float]:
+    """Node -> share of the sampled pages of the buffers this process created
+    or attached, as last measured (an inherited mapping is its parent's)."""
+    own = {d.get("index") for k, d in events if k == "shm" and d.get("op") in ("create", "attach")}
+    latest: dict = {}
+    for kind, data in events:
+        if kind == "placement" and data.get("index") in own and data.get("nodes"):
+            latest[data["index"]] = data["nodes"]
+    pages: Counter = Counter()
+    for nodes in latest.values():
+        for node, count in nodes.items():
+            pages[int(node)] += count
+    return shares(pages)

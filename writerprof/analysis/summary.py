@@ -1,0 +1,52 @@
+"""A run's summary: the one object every report renderer and `compare` reads
+(`writerprof report --json` prints it)."""
+
+from __future__ import annotations
+
+from writerprof import topology
+from writerprof.analysis import diagnoses, processes, saves
+
+SCHEMA = "writerprof.summary/1"
+
+
+def summarize(run) -> dict:
+    idx = saves.index(run)
+    found = saves.find(run, idx)
+    procs = processes.table(run, idx, found)
+    origin = run.meta.get("started_ns") or 0
+    for save in found:
+        save["start_s"] = (save["start_ns"] - origin) / 1e9
+        save["end_s"] = (save["end_ns"] - origin) / 1e9
+    pythons = sorted({p["python"] for p in procs if p["python"]})
+    return {
+        "schema": SCHEMA,
+        "run": {
+            "path": str(run.path),
+            "command": run.meta.get("command"),
+            "complete": run.complete,
+            "exit_status": run.meta.get("exit_status"),
+            "synthetic": bool(run.meta.get("synthetic")),
+            "hosts": run.hosts,
+            "python": pythons,
+            "start_methods": sorted({s["start_method"] for s in found if s["start_method"]}),
+            "started_ns": origin,
+            "losses": run.losses,
+        },
+        "topology": {host: {"nodes": {n: info["cpus"] for n, info in t.get("nodes", {}).items()},
+                            "cpus": len(topology.cpu_nodes(t)), "cpu_model": t.get("cpu_model")}
+                     for host, t in run.topology.items()},
+        "processes": procs,
+        "saves": found,
+        "throughput": throughput(found),
+        "diagnoses": diagnoses.diagnose(run, procs, found),
+    }
+
+
+def throughput(found: list[dict]) -> dict:
+    """Bytes saved over time saving: per save, and for the run (all saves'
+    bytes over their summed durations)."""
+    total_bytes = sum(s["bytes"] for s in found)
+    total_s = sum(s["duration_s"] for s in found)
+    return {"saves": len(found), "bytes": total_bytes, "save_s": total_s,
+            "mean_save_s": total_s / len(found) if found else None,
+            "gib_s": total_bytes / total_s / 2**30 if total_s else None}

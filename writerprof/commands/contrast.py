@@ -1,0 +1,233 @@
+"""Record one command under each start method, interleaved (A B A B ...) so
+that drift cancels, and explain the difference: per cause, in seconds per
+save, adding up to the measured difference.
+
+Without CMD it runs the built-in reproducer modelling the benchmark:
+  writerprof repro --saves 4 --size 512MiB --main-imports numpy,matplotlib.pyplot
+(4 x 32 MiB shared-memory buffers, one os.write per chunk, fsync at close, a
+main module that imports numpy and matplotlib at module level, as a benchmark
+script does). With the default --repeat 3 it takes about a minute.
+
+Every run uses the command's own code; only the start method is switched,
+by the probe (WRITERPROF_FORCE_START_METHOD), whatever the command asks for.
+Methods: fork, forkserver, spawn, and two what-ifs on forkserver:
+  forkserver+preload  the target's module preloaded in the forkserver, and the
+                      parent's __main__ not re-run in the children
+  forkserver+pin      each child takes the CPU affinity of the process that
+                      started it, not the forkserver's
+The first method is the reference. A what-if that cannot apply (the target
+lives in __main__; this Python does not re-run __main__; the writers already
+had their producer's CPUs) is reported and not run.
+
+Writes DIR/runs/NN-METHOD (the recordings, each with the command's output in
+output.log), DIR/contrast.json
+("schema": "writerprof.contrast/1") and DIR/contrast.html, and prints the verdict.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from writerprof.errors import UsageError, WriterprofError
+
+HELP = "record CMD (default: the built-in reproducer) under fork and forkserver, and explain the difference"
+
+SCHEMA = "writerprof.contrast/1"
+METHODS = ("fork", "forkserver", "spawn")
+WHAT_IFS = {"forkserver+preload": ("forkserver", "preload"), "forkserver+pin": ("forkserver", "pin")}
+FORCE_ENV = "WRITERPROF_FORCE_START_METHOD"
+MITIGATE_ENV = "WRITERPROF_MITIGATE"
+REPRO_ARGS = ["repro", "--saves", "4", "--size", "512MiB", "--main-imports", "numpy,matplotlib.pyplot"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--methods", default="fork,forkserver", metavar="M,M,...",
+                        help="start methods to record, the first the reference (default: fork,forkserver;"
+                        f" also: {', '.join(('spawn',) + tuple(WHAT_IFS))})")
+    parser.add_argument("--repeat", type=int, default=3, metavar="N",
+                        help="recordings of each method, interleaved (default: 3)")
+    parser.add_argument("-o", "--output", type=Path, metavar="DIR",
+                        help="where to write (default: writerprof-contrast-YYYYmmdd-HHMMSS here)")
+    parser.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]")
+
+
+def methods_from(text: str) -> list[str]:
+    methods = [m.strip() for m in text.split(",") if m.strip()]
+    known = METHODS + tuple(WHAT_IFS)
+    for m in methods:
+        if m not in known:
+            raise UsageError(f"--methods: unknown method {m!r} (known: {', '.join(known)})")
+    if len(methods) < 2 or len(set(methods)) != len(methods):
+        raise UsageError("--methods: name at least two different methods, the reference first")
+    return methods
+
+
+def writerprof_command() -> list[str]:
+    """This writerprof's console script (a venv need not be on PATH)."""
+    script = Path(sys.executable).with_name("writerprof")
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("writerprof")
+    if found:
+        return [found]
+    return [sys.executable, "-m", "writerprof"]
+
+
+def run(args: argparse.Namespace) -> int:
+    from writerprof.commands import record as recording
+    from writerprof.run import directory
+
+    methods = methods_from(args.methods)
+    if args.repeat < 1:
+        raise UsageError("--repeat must be at least 1")
+    command = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    command = recording._resolve(command) if command else writerprof_command() + REPRO_ARGS
+    out = _output(args.output)
+    total = len(methods) * args.repeat
+    print(f"writerprof contrast: {' vs '.join(methods)}, {args.repeat} of each, interleaved, into {out}",
+          file=sys.stderr)
+    print(f"  command: {' '.join(command)}", file=sys.stderr)
+    started = time.monotonic()
+    runs: list[dict] = []
+    skipped: dict[str, str] = {}
+    count = 0
+    for repeat in range(1, args.repeat + 1):
+        for method in methods:
+            if method in skipped:
+                continue
+            count += 1
+            base, what_if = WHAT_IFS.get(method, (method, None))
+            env = {FORCE_ENV: base}
+            if what_if:
+                env[MITIGATE_ENV] = what_if
+            path = out / "runs" / f"{count:02d}-{method.replace('+', '-')}"
+            run_dir = directory.create(path, command, interval_ns=recording.INTERVAL_NS,
+                                       sampler=True, probes=[], env={}, what_if=env)
+            print(f"  [{count}/{total}] {method:<19} repeat {repeat}  ...", end="", file=sys.stderr, flush=True)
+            t0 = time.monotonic()
+            log = run_dir / "output.log"
+            with open(log, "wb") as output:
+                status = recording.record(run_dir, command, recording.INTERVAL_NS, [], extra_env=env,
+                                          output=output)
+            summary = _summarize(run_dir)
+            rate = summary["throughput"]["gib_s"]
+            print(f" {time.monotonic() - t0:5.1f} s, {summary['throughput']['saves']} saves"
+                  + (f", {rate:.2f} GiB/s" if rate else "") + f"   (elapsed {time.monotonic() - started:.0f} s)",
+                  file=sys.stderr)
+            if status != 0:
+                raise WriterprofError(f"the {method} recording failed: the command exited with status "
+                                      f"{status}; its output is in {log}")
+            if not summary["saves"]:
+                raise WriterprofError(f"the {method} recording has no saves: no probed process started a "
+                                      f"writer (see 'writerprof report {run_dir}')")
+            runs.append({"method": method, "repeat": repeat, "path": str(run_dir), "summary": summary})
+            if repeat == 1 and method == "forkserver":
+                skipped.update(_cannot_apply(summary, methods))
+                total -= args.repeat * len(skipped)
+    result = _result(command, methods, args.repeat, runs, skipped)
+    (out / "contrast.json").write_text(json.dumps(result, indent=1))
+    _write_html(out, result, runs)
+    _print(result, out)
+    return 0
+
+
+def _output(path: Path | None) -> Path:
+    from writerprof.run.directory import claim
+
+    return claim(path or Path(time.strftime("writerprof-contrast-%Y%m%d-%H%M%S")), "contrast directory")
+
+
+def _summarize(run_dir: Path) -> dict:
+    from writerprof.analysis import collector_paused
+    from writerprof.analysis.summary import summarize
+    from writerprof.run import load
+
+    with collector_paused():
+        return summarize(load(run_dir))
+
+
+def _cannot_apply(forkserver: dict, methods: list[str]) -> dict[str, str]:
+    """The what-ifs that the plain forkserver recording shows would change nothing."""
+    reasons = {}
+    saves = forkserver["saves"]
+    targets = {s["target"] for s in saves}
+    if "forkserver+preload" in methods:
+        in_main = sorted(t for t in targets if t and t.split(".")[0] in ("__main__", "__mp_main__"))
+        if in_main:
+            reasons["forkserver+preload"] = (f"the writer's target {in_main[0]} lives in __main__: the children "
+                                             f"must re-run it to find the target")
+        elif not any(s["startup"].get("main_rerun") for s in saves):
+            python = ", ".join(forkserver["run"]["python"])
+            reasons["forkserver+preload"] = (f"the forkserver writers did not re-run __main__ (Python {python}): "
+                                             f"nothing to preload away")
+    if "forkserver+pin" in methods and not any(d["code"] == "affinity-divergence" for d in forkserver["diagnoses"]):
+        reasons["forkserver+pin"] = "the forkserver writers already had their producer's CPUs: nothing to pin"
+    for method, reason in reasons.items():
+        print(f"  {method}: not run: {reason}", file=sys.stderr)
+    return reasons
+
+
+def _result(command, methods, repeat, runs, skipped) -> dict:
+    from writerprof.analysis.compare import compare
+
+    sides = {m: [r["summary"] for r in runs if r["method"] == m] for m in methods if m not in skipped}
+    reference = methods[0]
+    comparisons = {m: compare(sides[reference], sides[m], (reference, m)) for m in sides if m != reference}
+    primary = next(iter(comparisons.values()))
+    what_ifs = []
+    plain = sides.get("forkserver")
+    for method in WHAT_IFS:
+        if method not in methods:
+            continue
+        if method in skipped:
+            what_ifs.append({"method": method, "ran": False, "reason": skipped[method]})
+            continue
+        entry = {"method": method, "ran": True, "gib_s": comparisons.get(method, {}).get("throughput", {}).get("b_gib_s")}
+        if plain and reference != "forkserver":
+            lost = comparisons["forkserver"]["difference_s"]
+            regained = lost - comparisons[method]["difference_s"]
+            entry.update(recovered_s=regained, recovered_share=regained / lost if lost else None)
+        what_ifs.append(entry)
+    return {
+        "schema": SCHEMA,
+        "command": command,
+        "methods": methods,
+        "repeat": repeat,
+        "runs": [{"method": r["method"], "repeat": r["repeat"], "path": r["path"],
+                  "saves": r["summary"]["throughput"]["saves"], "gib_s": r["summary"]["throughput"]["gib_s"]}
+                 for r in runs],
+        "comparisons": comparisons,
+        "what_ifs": what_ifs,
+        "verdict": primary["verdict"],
+    }
+
+
+def _write_html(out: Path, result: dict, runs: list[dict]) -> None:
+    from writerprof.render import html, plots
+
+    sides = {m: [r["summary"] for r in runs if r["method"] == m] for m in result["methods"]
+             if any(r["method"] == m for r in runs)}
+    primary = next(iter(result["comparisons"].values()))
+    figures = {"save_decomposition": plots.save_decomposition(sides),
+               "compare_waterfall": plots.compare_waterfall(primary)}
+    (out / "contrast.html").write_text(html.contrast_html(primary, sides, figures, contrast=result))
+
+
+def _print(result: dict, out: Path) -> None:
+    from writerprof.render import terminal
+
+    for method, comparison in result["comparisons"].items():
+        print(f"\n=== {result['methods'][0]} vs {method} ===")
+        sys.stdout.write(terminal.compare_text(comparison))
+    for entry in result["what_ifs"]:
+        if not entry["ran"]:
+            print(f"{entry['method']}: not run: {entry['reason']}")
+        elif entry.get("recovered_share") is not None:
+            print(f"{entry['method']}: recovers {entry['recovered_s']:.3f} s per save, "
+                  f"{entry['recovered_share']:.0%} of what forkserver lost against {result['methods'][0]}")
+    print(f"\nReport: {out / 'contrast.html'}")

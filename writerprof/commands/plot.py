@@ -1,0 +1,39 @@
+"""Draw a run's plots, PNG and SVG each: the affinity timeline (which CPU
+each process ran on, coloured by NUMA node, allowed CPUs shaded), buffer
+placement (pages per node per buffer, with the writer's node), the chunk
+timeline (gen / put-wait / get-wait / write / fsync per producer and writer,
+start-up phases first) and the save decomposition (the critical path of
+each save). Many ranks are aggregated by host and role.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+HELP = "draw a run's plots (PNG and SVG): affinity, placement, chunks, save decomposition"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir", type=Path, metavar="RUN", help="run directory made by writerprof record")
+    parser.add_argument("-o", "--output", type=Path, metavar="DIR",
+                        help="where to write them (default: RUN/plots)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from writerprof.analysis import collector_paused
+    from writerprof.analysis.summary import summarize
+    from writerprof.commands.report import make_directory
+    from writerprof.render import plots
+    from writerprof.run import load
+
+    with collector_paused():
+        recorded = load(args.run_dir)
+        summary = summarize(recorded)
+    out = make_directory(args.output or args.run_dir / "plots")
+    written = plots.save_figures(plots.report_figures(recorded, summary), out)
+    for path in written:
+        print(path)
+    print(f"writerprof plot: {len(written)} files in {out}", file=sys.stderr)
+    return 0

@@ -1,0 +1,539 @@
+"""Reports as one self-contained HTML file: the plots embedded as base64
+images (PNG, or SVG), the style inline, no script, no external reference,
+readable offline. They format what the analysis found and compute nothing of
+their own; many processes or saves (MPI runs) are shown one row per
+(host, role) or per save index, with mean, min and max.
+
+Every string that comes from the data (commands, paths, host names,
+messages, evidence) goes through html.escape.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import shlex
+from collections import defaultdict
+
+from writerprof.analysis.saves import COMPONENTS, STARTUP_PHASES
+from writerprof.units import format_cpu_list, format_size
+
+MAX_ROWS = 40  # beyond this many processes or saves, one row per group
+MAX_INSTANCES = 20  # a diagnosis's instances listed before "... and N more"
+FULL_INSTANCES = 3  # instances of one diagnosis shown with their evidence (else the costliest, and a table)
+MIN_S = 0.0005  # a component below this on both sides is shown dimmed
+
+_STYLE = """
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif;
+       margin: 1.5em auto; max-width: 1250px; padding: 0 1em; color: #222; line-height: 1.4; }
+h1 { font-size: 1.5em; margin-bottom: 0.2em; } h2 { font-size: 1.2em; margin-top: 1.8em;
+     border-bottom: 1px solid #ddd; padding-bottom: 0.2em; } h3 { font-size: 1.05em; margin: 0.2em 0; }
+table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.86em; }
+th, td { border: 1px solid #ddd; padding: 0.2em 0.5em; vertical-align: top; }
+th { background: #f3f3f3; text-align: left; } td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
+tr.dim td { color: #999; } tr.total td { font-weight: bold; border-top: 2px solid #999; }
+tr.differs td { background: #fff7d6; }
+table.kv th { width: 12em; }
+code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 0.92em; }
+.diagnosis { margin: 0.8em 0; padding: 0.5em 0.8em; border-left: 5px solid #999; background: #f7f7f7; }
+.diagnosis.warning { border-left-color: #d9822b; background: #fff5ea; }
+.diagnosis.info { border-left-color: #3b7dd8; background: #f1f6fd; }
+.badge { display: inline-block; padding: 0 0.45em; border-radius: 3px; font-size: 0.8em; font-weight: bold;
+         color: #fff; background: #888; margin-right: 0.4em; text-transform: uppercase; }
+.badge.warning { background: #c8691a; } .badge.info { background: #2f6fc4; }
+.instance { margin: 0.5em 0 0.5em 0.8em; }
+.where { color: #555; font-size: 0.9em; }
+.verdict { font-size: 1.25em; padding: 0.8em 1em; border: 2px solid #333; background: #fffbe6; margin: 1em 0; }
+.notice { padding: 0.5em 0.8em; background: #fdecea; border-left: 5px solid #c62828; }
+.note { color: #555; font-size: 0.9em; }
+figure { margin: 1em 0 2em 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+figcaption { color: #555; font-size: 0.9em; }
+"""
+
+# What each plot shows, under it.
+CAPTIONS = {
+    "affinity_timeline": "Where each process ran over time (sampled CPU, coloured by NUMA node), against the CPUs "
+                         "it was allowed; at scale the share of samples per node by host and role.",
+    "buffer_placement": "Pages of each shared-memory buffer per NUMA node at the end of the writer's loop, and the "
+                        "node the writer ran on.",
+    "chunk_timeline": "Each producer/writer pair on one time axis: gen, put-wait, the writer's start-up phases, "
+                      "get-wait, write, fsync.",
+    "save_decomposition": "The critical path of each save by component (mean per save index at scale).",
+    "compare_waterfall": "From A's mean save time to B's, through each component's difference.",
+}
+
+
+class _Html(str):
+    """Markup made here: not escaped again."""
+
+
+def _e(value) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _cell(value) -> str:
+    return value if isinstance(value, _Html) else _e(value)
+
+
+def _table(headers: list[str], rows: list[list], numeric: set[int] = frozenset(), row_classes=None,
+           cls: str = "") -> str:
+    out = [f'<table class="{cls}">' if cls else "<table>", "<thead><tr>"]
+    out += [f'<th class="n">{_cell(h)}</th>' if i in numeric else f"<th>{_cell(h)}</th>"
+            for i, h in enumerate(headers)]
+    out.append("</tr></thead><tbody>")
+    for r, row in enumerate(rows):
+        klass = (row_classes or {}).get(r) if isinstance(row_classes, dict) else (
+            row_classes[r] if row_classes else None)
+        out.append(f'<tr class="{klass}">' if klass else "<tr>")
+        out += [f'<td class="n">{_cell(v)}</td>' if i in numeric else f"<td>{_cell(v)}</td>"
+                for i, v in enumerate(row)]
+        out.append("</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def _kv(rows: list[tuple[str, object]]) -> str:
+    return ('<table class="kv">' + "".join(f"<tr><th>{_cell(k)}</th><td>{_cell(v)}</td></tr>" for k, v in rows)
+            + "</table>")
+
+
+def _s(value, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _signed(value) -> str:
+    if value is None:
+        return "-"
+    return "0.000" if abs(value) < 0.0005 else f"{value:+.3f}"
+
+
+def _rate(value) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _pct(value) -> str:
+    if value is None:
+        return "-"
+    return "0%" if abs(value) < 0.005 else f"{value:.0%}"
+
+
+def _num(value) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.0f}" if isinstance(value, float) else f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def _has_rank(rank) -> bool:
+    return rank is not None and rank >= 0
+
+
+def _rank(rank) -> str:
+    return str(rank) if _has_rank(rank) else "-"
+
+
+def _shares(share: dict, limit: int = 3) -> str:
+    if not share:
+        return "-"
+    return " ".join(f"{n}:{v:.0%}" for n, v in list(share.items())[:limit])
+
+
+def _mean_shares(many: list[dict]) -> dict:
+    many = [s for s in many if s]
+    total: dict = defaultdict(float)
+    for share in many:
+        for node, value in share.items():
+            total[node] += value / len(many)
+    return dict(sorted(total.items(), key=lambda kv: -kv[1]))
+
+
+def _stats(values) -> tuple:
+    values = [v for v in values if v is not None]
+    if not values:
+        return None, None, None
+    return sum(values) / len(values), min(values), max(values)
+
+
+def _mmm(values, digits: int = 3) -> str:
+    mean, low, high = _stats(values)
+    if mean is None:
+        return "-"
+    return f"{mean:.{digits}f} ({low:.{digits}f}–{high:.{digits}f})"
+
+
+def _ranks(ranks) -> str:
+    """[0, 1, 2, 5] -> '0-2,5'."""
+    ranks = sorted({r for r in ranks if _has_rank(r)})
+    return format_cpu_list(ranks) if ranks else "-"
+
+
+def _command(command) -> str:
+    if not command:
+        return "-"
+    return shlex.join(command) if isinstance(command, list) else str(command)
+
+
+def _value(key: str, value) -> str:
+    """An evidence value as text."""
+    if isinstance(value, float):
+        return f"{value:.3f}" if abs(value) >= 0.001 or value == 0 else f"{value:.3g}"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {_value(k, v)}" for k, v in value.items()) or "-"
+    if isinstance(value, list):
+        if value and all(isinstance(v, int) and not isinstance(v, bool) for v in value) and "cpu" in key:
+            return format_cpu_list(value)
+        return ", ".join(_value(key, v) for v in value) or "-"
+    return "-" if value is None else str(value)
+
+
+# --- figures -----------------------------------------------------------------------------------
+
+def figure_data_uri(figure, image_format: str = "png", dpi: int = 100) -> str:
+    """A figure as a data: URI (base64 PNG or SVG): an image without a file."""
+    buffer = io.BytesIO()
+    metadata = {"Date": None} if image_format == "svg" else {}
+    figure.savefig(buffer, format=image_format, dpi=dpi, metadata=metadata)
+    mime = "image/svg+xml" if image_format == "svg" else "image/png"
+    return f"data:{mime};base64,{base64.b64encode(buffer.getvalue()).decode('ascii')}"
+
+
+def _figures(figures: dict, image_format: str) -> str:
+    if not figures:
+        return ""
+    out = ["<h2>Plots</h2>"]
+    for name, figure in figures.items():
+        if figure is None:
+            continue
+        out.append(f'<figure id="{_e(name)}"><img alt="{_e(name)}" src="{figure_data_uri(figure, image_format)}">'
+                   f"<figcaption><b>{_e(name.replace('_', ' '))}</b>. {_e(CAPTIONS.get(name, ''))}</figcaption>"
+                   f"</figure>")
+    return "\n".join(out)
+
+
+def _page(title: str, body: list[str]) -> str:
+    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            f"<title>{_e(title)}</title>\n<style>{_STYLE}</style>\n</head>\n<body>\n"
+            + "\n".join(body) + "\n</body>\n</html>\n")
+
+
+# --- diagnoses ---------------------------------------------------------------------------------
+
+_SEVERITY = {"warning": 0, "info": 1}
+
+
+def _where(d: dict, run: str | None = None) -> str:
+    parts = [f"host {d['host']}" if d.get("host") else "", f"rank {d['rank']}" if _has_rank(d.get("rank")) else "",
+             f"pid {d['pid']}" if d.get("pid") else "", f"run {run}" if run else ""]
+    return " · ".join(p for p in parts if p)
+
+
+def _instance(d: dict, run: str | None = None) -> str:
+    cost = f" · cost {d['cost_s']:.3f} s" if d.get("cost_s") is not None else ""
+    evidence = _kv([(k, _value(k, v)) for k, v in (d.get("evidence") or {}).items()])
+    return (f'<div class="instance"><div class="where">{_e(_where(d, run))}{_e(cost)}</div>'
+            f"<div>{_e(d['message'])}</div>{evidence}</div>")
+
+
+def diagnoses_html(diagnoses: list[dict], runs: list[str | None] | None = None) -> str:
+    """The diagnoses grouped by code, most costly first, each with its
+    evidence; many instances of one code: the first few in full, then a table."""
+    if not diagnoses:
+        return '<p class="note">No diagnosis applies to this run.</p>'
+    runs = runs or [None] * len(diagnoses)
+    groups: dict = defaultdict(list)
+    for d, run in zip(diagnoses, runs):
+        groups[d["code"]].append((d, run))
+    def cost(items):
+        return sum(d.get("cost_s") or 0 for d, _ in items)
+    order = sorted(groups, key=lambda code: (-cost(groups[code]), min(_SEVERITY.get(d["severity"], 2)
+                                                                        for d, _ in groups[code]), code))
+    out = []
+    for code in order:
+        items = sorted(groups[code], key=lambda x: (-(x[0].get("cost_s") or 0), _SEVERITY.get(x[0]["severity"], 2)))
+        severity = min((d["severity"] for d, _ in items), key=lambda s: _SEVERITY.get(s, 2))
+        costs = [d["cost_s"] for d, _ in items if d.get("cost_s") is not None]
+        head = (f'<span class="badge {_e(severity)}">{_e(severity)}</span><code>{_e(code)}</code>'
+                + (f" ×{len(items)}" if len(items) > 1 else ""))
+        if len(costs) == 1:
+            head += f" · cost {costs[0]:.3f} s"
+        elif costs:
+            head += f" · cost {_mmm(costs)} s each"
+        if len(items) > 1:
+            hosts = sorted({d["host"] for d, _ in items if d.get("host")})
+            head += _e(f" · ranks {_ranks(d.get('rank') for d, _ in items)}" if any(
+                _has_rank(d.get("rank")) for d, _ in items) else "") + _e(
+                f" · hosts {', '.join(hosts)}" if len(hosts) > 1 else "")
+        body = [f'<div class="diagnosis {_e(severity)}"><h3>{head}</h3>']
+        full = FULL_INSTANCES if len(items) <= FULL_INSTANCES else 1
+        body += [_instance(d, run) for d, run in items[:full]]
+        rest = items[full:]
+        if rest:
+            rows = [[_where(d, run), _s(d.get("cost_s")), d["message"]] for d, run in rest[:MAX_INSTANCES]]
+            body.append(f'<p class="note">{len(rest)} more of the same kind:</p>')
+            body.append(_table(["where", "cost s", "message"], rows, numeric={1}))
+            if len(rest) > MAX_INSTANCES:
+                body.append(f'<p class="note">… and {len(rest) - MAX_INSTANCES} more.</p>')
+        body.append("</div>")
+        out.append("".join(body))
+    return "\n".join(out)
+
+
+# --- one run -----------------------------------------------------------------------------------
+
+def _header(summary: dict) -> str:
+    run, t = summary["run"], summary["throughput"]
+    rows = [("command", _Html(f'<code>{_e(_command(run.get("command")))}</code>')),
+            ("ended", ("complete" if run.get("complete") else "INCOMPLETE (the recording did not finish)")
+             + f", exit status {run.get('exit_status')}"),
+            ("start methods", ", ".join(run.get("start_methods") or []) or "-"),
+            ("Python", ", ".join(run.get("python") or []) or "-")]
+    if t.get("saves"):
+        rows += [("saves", f"{t['saves']} of {format_size(t['bytes'] // t['saves'])}"),
+                 ("mean save", f"{_s(t['mean_save_s'])} s"),
+                 ("throughput", f"{_rate(t['gib_s'])} GiB/s (bytes saved over time saving)")]
+    else:
+        rows.append(("saves", "none found (no writer started by a probed process)"))
+    for host, topo in summary.get("topology", {}).items():
+        nodes = "; ".join(f"node {n}: CPUs {format_cpu_list(c)}" for n, c in topo.get("nodes", {}).items())
+        rows.append((f"host {host}", f"{topo.get('cpus')} CPUs, {len(topo.get('nodes', {}))} NUMA node(s) "
+                                     f"({nodes}){', ' + topo['cpu_model'] if topo.get('cpu_model') else ''}"))
+    out = [_kv(rows)]
+    if run.get("synthetic"):
+        out.append('<p class="notice">SYNTHETIC run: generated, not measured.</p>')
+    if run.get("losses"):
+        out.append('<div class="notice"><b>Data lost</b> (the rest is complete and used):<ul>'
+                   + "".join(f"<li>{_e(loss)}</li>" for loss in run["losses"]) + "</ul></div>")
+    return "\n".join(out)
+
+
+def _processes(summary: dict) -> str:
+    procs = summary["processes"]
+    if len(procs) <= MAX_ROWS:
+        rows = [[p["id"], p["host"], _rank(p["rank"]), p["pid"], p["role"], p.get("start_method") or "-",
+                 format_cpu_list(p["allowed_cpus"]) or "-", _shares(p["work_nodes"] or p["cpu_nodes"]),
+                 _shares(p["buffer_nodes"]), _num(p.get("minflt")), _num(p.get("nonvoluntary_switches")),
+                 _s(p.get("cpu_s"), 2), p.get("samples")] for p in procs]
+        return (f"<h2>Processes ({len(procs)})</h2>"
+                + _table(["id", "host", "rank", "pid", "role", "method", "allowed CPUs", "ran on node",
+                          "buffers on node", "minor faults", "invol. switches", "CPU s", "samples"],
+                         rows, numeric={0, 3, 9, 10, 11, 12}))
+    groups: dict = defaultdict(list)
+    for p in procs:
+        groups[(p["host"], p["role"])].append(p)
+    rows = []
+    for (host, role), group in sorted(groups.items()):
+        masks = {format_cpu_list(p["allowed_cpus"]) for p in group}
+        methods = sorted({p["start_method"] for p in group if p.get("start_method")})
+        rows.append([host, role, len(group), _ranks(p["rank"] for p in group), ", ".join(methods) or "-",
+                     next(iter(masks)) if len(masks) == 1 else f"{len(masks)} different",
+                     _shares(_mean_shares([p["work_nodes"] or p["cpu_nodes"] for p in group])),
+                     _shares(_mean_shares([p["buffer_nodes"] for p in group])),
+                     _mmm([p.get("minflt") for p in group], 0), _mmm([p.get("nonvoluntary_switches") for p in group], 0),
+                     _mmm([p.get("cpu_s") for p in group], 2)])
+    return (f"<h2>Processes ({len(procs)}, one row per host and role)</h2>"
+            '<p class="note">Counts as mean (min–max) over the group.</p>'
+            + _table(["host", "role", "count", "ranks", "methods", "allowed CPUs", "ran on node (mean)",
+                      "buffers on node (mean)", "minor faults", "invol. switches", "CPU s"],
+                     rows, numeric={2}))
+
+
+_SAVE_COLUMNS = (("startup_s", "start-up"), ("gen_s", "gen"), ("put_wait_s", "put-wait"),
+                 ("get_wait_s", "get-wait"), ("write_s", "write"), ("fsync_s", "fsync"), ("duration_s", "total"))
+
+
+def _saves(summary: dict) -> str:
+    saves = summary["saves"]
+    if not saves:
+        return "<h2>Saves</h2><p class=\"note\">No saves found.</p>"
+    note = ('<p class="note">Seconds. start-up = Process.start() to the writer\'s first write; re-run = the writer '
+            're-running the parent\'s __main__; put-wait = producer blocked on the full queue; get-wait = writer '
+            'waiting for a chunk.</p>')
+    if len(saves) <= MAX_ROWS:
+        rows = [[s["save"], s["host"], _rank(s["rank"]), s.get("writer_pid") or "-", s.get("start_method") or "-",
+                 _s(s["startup_s"]), _s((s["startup"] or {}).get("main_rerun")),
+                 *[_s(s[k]) for k, _ in _SAVE_COLUMNS[1:]], _rate(s.get("gib_s")), s.get("bottleneck") or "-"]
+                for s in saves]
+        table = _table(["save", "host", "rank", "writer pid", "method", "start-up", "re-run",
+                        *[h for _, h in _SAVE_COLUMNS[1:]], "GiB/s", "bottleneck"], rows,
+                       numeric=set(range(5, 14)) | {0, 3})
+        title = f"<h2>Saves ({len(saves)})</h2>"
+    else:
+        by_index: dict = defaultdict(list)
+        for s in saves:
+            by_index[s["save"]].append(s)
+        rows = []
+        for index, group in sorted(by_index.items()):
+            slowest = max(group, key=lambda s: s["duration_s"])
+            bottlenecks: dict = defaultdict(int)
+            for s in group:
+                bottlenecks[s.get("bottleneck")] += 1
+            rows.append([index, len(group), *[_mmm([s[k] for s in group]) for k, _ in _SAVE_COLUMNS],
+                         _mmm([s.get("gib_s") for s in group], 2),
+                         f"rank {_rank(slowest['rank'])} on {slowest['host']}",
+                         max(bottlenecks, key=bottlenecks.get) or "-"])
+        producers = len({(s["host"], s["producer"]) for s in saves})
+        table = _table(["save", "ranks", *[h for _, h in _SAVE_COLUMNS], "GiB/s", "slowest", "bottleneck"], rows,
+                       numeric={0, 1})
+        title = (f"<h2>Saves ({len(saves)} over {producers} producers, one row per save index)</h2>"
+                 '<p class="note">Mean (min–max) over the ranks.</p>')
+    mean = {c: sum(s["critical_path"][c] for s in saves) / len(saves) for c in COMPONENTS}
+    mean["unexplained"] = sum(s["unexplained_s"] for s in saves) / len(saves)
+    duration = sum(s["duration_s"] for s in saves) / len(saves)
+    path_rows = [[c, _s(v), _pct(v / duration if duration else None)] for c, v in mean.items() if v >= MIN_S
+                 or c == "unexplained"]
+    path_rows.append(["total (mean save)", _s(duration), _pct(1.0)])
+    path = ("<h3>Where the time of a save goes (critical path, mean per save)</h3>"
+            + _table(["component", "seconds", "share"], path_rows, numeric={1, 2},
+                     row_classes={len(path_rows) - 1: "total"}))
+    return title + note + table + path
+
+
+def report_html(summary: dict, figures: dict | None = None, image_format: str = "png") -> str:
+    """One run's report: the run and its throughput, the diagnoses (most
+    costly first, with evidence), the process and save tables, the plots."""
+    run = summary["run"]
+    body = [f"<h1>writerprof report</h1><p class=\"mono\">{_e(run.get('path'))}</p>", _header(summary),
+            f"<h2>Diagnoses ({sum(d['severity'] == 'warning' for d in summary['diagnoses'])} warnings, "
+            f"{len(summary['diagnoses'])} in all; most costly first)</h2>",
+            diagnoses_html(summary["diagnoses"]), _processes(summary), _saves(summary),
+            _figures(figures or {}, image_format)]
+    return _page(f"writerprof report {run.get('path')}", body)
+
+
+# --- a comparison ------------------------------------------------------------------------------
+
+def _side_label(side: dict, default: str) -> str:
+    return side.get("name") or "/".join(side.get("start_methods") or []) or default
+
+
+def _placement_value(value) -> str:
+    if isinstance(value, dict):
+        return _shares(value, 4)
+    if isinstance(value, list):
+        return "; ".join(format_cpu_list(v) if isinstance(v, list) else str(v) for v in value) or "-"
+    return "-" if value is None else str(value)
+
+
+def _components(comparison: dict, name_a: str, name_b: str) -> str:
+    a, b = comparison["a"], comparison["b"]
+    rows, classes = [], {}
+    difference = comparison["difference_s"]
+    for c in comparison["components"]:
+        if max(abs(c["a_s"]), abs(c["b_s"])) < MIN_S:
+            classes[len(rows)] = "dim"
+        rows.append([c.get("label") or c["name"], c.get("description", ""), _s(c["a_s"]), _s(c["b_s"]),
+                     _signed(c["diff_s"]), _pct(c.get("share"))])
+    unexplained = comparison["unexplained_s"]
+    rows.append(["unexplained", "no recorded activity on the critical path", _s(a["unexplained_s"]),
+                 _s(b["unexplained_s"]), _signed(unexplained), _pct(unexplained / difference if difference else None)])
+    total = sum(c["diff_s"] for c in comparison["components"]) + unexplained
+    classes[len(rows)] = "total"
+    rows.append(["total", "= the difference in mean save time", _s(a["mean_save_s"]), _s(b["mean_save_s"]),
+                 _signed(total), _pct(1.0 if difference else None)])
+    return ("<h2>Where the difference goes (critical path, mean per save)</h2>"
+            + _table(["component", "what it is", f"A {name_a} s", f"B {name_b} s", "B − A s", "share"], rows,
+                     numeric={2, 3, 4, 5}, row_classes=classes))
+
+
+def _startup(comparison: dict, name_a: str, name_b: str) -> str:
+    a, b = comparison["a"], comparison["b"]
+    rows = [[p, _s(a["startup"].get(p)), _s(b["startup"].get(p)),
+             _signed((b["startup"].get(p) or 0) - (a["startup"].get(p) or 0))]
+            for p in STARTUP_PHASES if max(a["startup"].get(p) or 0, b["startup"].get(p) or 0) >= MIN_S]
+    if not rows:
+        return ""
+    return ("<h2>Start-up phases (mean per writer)</h2>"
+            + _table(["phase", f"A {name_a} s", f"B {name_b} s", "B − A s"], rows, numeric={1, 2, 3}))
+
+
+def _placement(comparison: dict, name_a: str, name_b: str) -> str:
+    a, b = comparison["a"], comparison["b"]
+    rows, classes = [], {}
+    for key in ("writer_cpus", "producer_cpus", "writer_parent", "writer_nodes", "buffer_nodes"):
+        va, vb = _placement_value(a["placement"].get(key)), _placement_value(b["placement"].get(key))
+        if va != vb:
+            classes[len(rows)] = "differs"
+        rows.append([key.replace("_", " "), va, vb])
+    placement = ("<h2>Placement</h2><p class=\"note\">Rows that differ are highlighted.</p>"
+                 + _table(["", f"A {name_a}", f"B {name_b}"], rows, row_classes=classes))
+    rows, classes = [], {}
+    for key, va in a["kernel"].items():
+        vb = b["kernel"].get(key)
+        ratio = vb / va if va and vb is not None else None
+        if ratio is not None and not 0.8 <= ratio <= 1.25:
+            classes[len(rows)] = "differs"
+        rows.append([key.replace("_", " "), _num(va), _num(vb), f"{ratio:.2f}×" if ratio is not None else "-"])
+    kernel = ("<h2>Kernel counts</h2><p class=\"note\">Highlighted: B differs from A by more than 25%.</p>"
+              + _table(["", f"A {name_a}", f"B {name_b}", "B / A"], rows, numeric={1, 2, 3}, row_classes=classes))
+    warnings = _kv([(f"A {name_a}", ", ".join(a.get("diagnoses") or []) or "none"),
+                    (f"B {name_b}", ", ".join(b.get("diagnoses") or []) or "none")])
+    return placement + kernel + "<h3>Warnings on each side</h3>" + warnings
+
+
+def _per_save(comparison: dict, name_a: str, name_b: str) -> str:
+    per_save = comparison.get("per_save") or []
+    if not per_save:
+        return ""
+    rows = []
+    for s in per_save[:MAX_ROWS]:
+        top = max(COMPONENTS, key=lambda c: abs(s["components"][c]))
+        rows.append([s["save"], _s(s["a_s"]), _s(s["b_s"]), _signed(s["diff_s"]),
+                     f"{top} {s['components'][top]:+.3f}"])
+    more = (f'<p class="note">… and {len(per_save) - MAX_ROWS} more save indices.</p>'
+            if len(per_save) > MAX_ROWS else "")
+    return ("<h2>Per save (matched by their order within each producer; mean over ranks and runs)</h2>"
+            + _table(["save", f"A {name_a} s", f"B {name_b} s", "B − A s", "largest part of the difference"],
+                     rows, numeric={0, 1, 2, 3}) + more)
+
+
+def _what_ifs(contrast: dict | None) -> str:
+    if not contrast or not contrast.get("what_ifs"):
+        return ""
+    rows = []
+    for w in contrast["what_ifs"]:
+        if not w.get("ran"):
+            rows.append([w["method"], "not run: " + str(w.get("reason") or ""), "-", "-"])
+        else:
+            rows.append([w["method"], "ran", _rate(w.get("gib_s")),
+                         f"{_s(w.get('recovered_s'))} s ({_pct(w.get('recovered_share'))})"
+                         if w.get("recovered_s") is not None else "-"])
+    return ("<h2>What-ifs</h2>" + _table(["method", "", "GiB/s", "recovers of what forkserver lost"], rows,
+                                         numeric={2}))
+
+
+def contrast_html(comparison: dict, sides: dict[str, list[dict]], figures: dict | None = None,
+                  contrast: dict | None = None, image_format: str = "png") -> str:
+    """A comparison's report: the verdict, the component table (adding up to
+    the difference with the unexplained), throughput, placement and kernel
+    differences, the per-save table, each side's diagnoses and the plots.
+    `contrast` (writerprof contrast's result) adds its what-ifs."""
+    a, b = comparison["a"], comparison["b"]
+    name_a, name_b = _side_label(a, "A"), _side_label(b, "B")
+    t = comparison["throughput"]
+    change = f"{t['change']:+.1%}" if t.get("change") is not None else "-"
+    body = [f"<h1>writerprof contrast: {_e(name_a)} vs {_e(name_b)}</h1>",
+            f'<div class="verdict" id="verdict">{_e(comparison["verdict"])}</div>']
+    if contrast and contrast.get("command"):
+        body.append(_kv([("command", _Html(f"<code>{_e(_command(contrast['command']))}</code>")),
+                         ("methods", ", ".join(contrast.get("methods") or [])),
+                         ("repeats", contrast.get("repeat"))]))
+    body.append(_kv([(f"A {name_a}", ", ".join(map(str, a.get("runs") or [])) or "-"),
+                     (f"B {name_b}", ", ".join(map(str, b.get("runs") or [])) or "-")]))
+    body.append("<h2>Throughput</h2>" + _table(
+        ["", f"A {name_a}", f"B {name_b}", "B − A"],
+        [["saves", a["saves"], b["saves"], ""],
+         ["bytes per save", format_size(int(a["bytes_per_save"])), format_size(int(b["bytes_per_save"])), ""],
+         ["throughput GiB/s", _rate(t.get("a_gib_s")), _rate(t.get("b_gib_s")), change],
+         ["mean save s", _s(a["mean_save_s"]), _s(b["mean_save_s"]), _signed(comparison["difference_s"])]],
+        numeric={1, 2, 3}))
+    body += [_components(comparison, name_a, name_b), _startup(comparison, name_a, name_b),
+             _placement(comparison, name_a, name_b), _per_save(comparison, name_a, name_b), _what_ifs(contrast)]
+    body.append("<h2>Diagnoses of each side</h2>")
+    for label, summaries in sides.items():
+        diagnoses = [d for s in summaries for d in s["diagnoses"]]
+        runs = [s["run"]["path"] if len(summaries) > 1 else None for s in summaries for _ in s["diagnoses"]]
+        saves = sum(len(s["saves"]) for s in summaries)
+        body.append(f"<h3>{_e(label)} ({len(summaries)} run{'s' * (len(summaries) != 1)}, {saves} saves)</h3>")
+        body.append(diagnoses_html(diagnoses, runs))
+    body.append(_figures(figures or {}, image_format))
+    return _page(f"writerprof contrast {name_a} vs {name_b}", body)

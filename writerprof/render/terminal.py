@@ -1,0 +1,260 @@
+"""Reports as text for a terminal, 100 columns: they format what the analysis
+found and compute nothing of their own. Many processes or saves (MPI runs)
+are aggregated into one row per host and role, or per save index."""
+
+from __future__ import annotations
+
+import textwrap
+from collections import defaultdict
+
+from writerprof.analysis.processes import mean_shares
+from writerprof.analysis.saves import COMPONENTS
+from writerprof.units import format_cpu_list, format_size
+
+WIDTH = 100
+MAX_ROWS = 40  # beyond this many processes or saves, one row per group
+SAME_CODE_SHOWN = 3  # diagnoses of one code shown in full; the rest are listed by who
+
+
+def report_text(summary: dict) -> str:
+    out = [_header(summary)]
+    if summary["run"]["losses"]:
+        out.append("\nData lost (the rest is complete and used):")
+        out += [f"  - {loss}" for loss in summary["run"]["losses"]]
+    out += ["", _processes(summary), "", _saves(summary), "", _diagnoses(summary["diagnoses"])]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _header(summary: dict) -> str:
+    run, t = summary["run"], summary["throughput"]
+    command = " ".join(run["command"] or [])
+    ended = "complete" if run["complete"] else "INCOMPLETE"
+    lines = [_clip(f"writerprof report {run['path']}"), _clip(f"  command   {command}"),
+             f"  ended     {ended}, exit status {run['exit_status']}"
+             + ("   (SYNTHETIC run: generated, not measured)" if run["synthetic"] else "")]
+    if t["saves"]:
+        lines.append(f"  saves     {t['saves']} of {format_size(t['bytes'] // t['saves'])}, mean "
+                     f"{t['mean_save_s']:.3f} s, {t['gib_s']:.2f} GiB/s"
+                     f" ({', '.join(run['start_methods'])}; Python {', '.join(run['python'])})")
+    else:
+        lines.append("  saves     none found (no writer started by a probed process)")
+    for host, topo in summary["topology"].items():
+        nodes = ", ".join(f"node {n}: CPUs {format_cpu_list(c)}" for n, c in topo["nodes"].items())
+        lines.append(_clip(f"  host      {host}: {topo['cpus']} CPUs, {len(topo['nodes'])} node(s) ({nodes})"))
+    return "\n".join(lines)
+
+
+def _shares(share: dict, limit: int = 2) -> str:
+    if not share:
+        return "-"
+    return " ".join(f"{n}:{v:.0%}" for n, v in list(share.items())[:limit])
+
+
+def _processes(summary: dict) -> str:
+    procs = summary["processes"]
+    head = (f"{'host':<10} {'rank':>4} {'pid':>7} {'role':<16} {'method':<10} {'allowed':<9} "
+            f"{'ran on':<11} {'buffers':<8} {'faults':>8} {'invol.':>7}")
+    rows = [f"Processes ({len(procs)})", head]
+    if len(procs) <= MAX_ROWS:
+        for p in procs:
+            rows.append(
+                f"{_cut(p['host'], 10):<10} {_rank(p['rank']):>4} {p['pid']:>7} {p['role']:<16} "
+                f"{p['start_method'] or '-':<10.10} {format_cpu_list(p['allowed_cpus']) or '-':<9.9} "
+                f"{_shares(p['work_nodes'] or p['cpu_nodes']):<11.11} {_shares(p['buffer_nodes'], 1):<8.8} "
+                f"{_num(p['minflt']):>8} {_num(p['nonvoluntary_switches']):>7}")
+        return "\n".join(rows)
+    groups = defaultdict(list)
+    for p in procs:
+        groups[(p["host"], p["role"])].append(p)
+    rows[1] = (f"{'host':<10} {'role':<16} {'count':>6} {'methods':<12} {'allowed masks':<16} "
+               f"{'ran on node':<12} {'buffers':<10} {'faults/proc':>11}")
+    for (host, role), group in sorted(groups.items()):
+        masks = {format_cpu_list(p["allowed_cpus"]) for p in group}
+        methods = {p["start_method"] for p in group if p["start_method"]}
+        faults = [p["minflt"] for p in group if p["minflt"] is not None]
+        rows.append(
+            f"{_cut(host, 10):<10} {role:<16} {len(group):>6} {','.join(sorted(methods)) or '-':<12.12} "
+            f"{(next(iter(masks)) if len(masks) == 1 else f'{len(masks)} different'):<16.16} "
+            f"{_shares(mean_shares([p['work_nodes'] or p['cpu_nodes'] for p in group])):<12.12} "
+            f"{_shares(mean_shares([p['buffer_nodes'] for p in group])):<10.10} "
+            f"{_num(sum(faults) // len(faults) if faults else None):>11}")
+    return "\n".join(rows)
+
+
+def _saves(summary: dict) -> str:
+    saves = summary["saves"]
+    head = (f"{'save':>4} {'rank':>4} {'writer':>7} {'start-up':>8} {'re-run':>6} {'gen':>6} "
+            f"{'put-wait':>8} {'get-wait':>8} {'write':>6} {'fsync':>6} {'total':>6} {'GiB/s':>5} bottleneck")
+    rows = [f"Saves ({len(saves)}; seconds; start-up: Process.start() to first write; re-run: of __main__)",
+            head]
+    if len(saves) <= MAX_ROWS:
+        for s in saves:
+            rows.append(
+                f"{s['save']:>4} {_rank(s['rank']):>4} {s['writer_pid'] or '-':>7} {_sec(s['startup_s']):>8} "
+                f"{_sec(s['startup'].get('main_rerun') or None):>6} {_sec(s['gen_s']):>6} {_sec(s['put_wait_s']):>8} "
+                f"{_sec(s['get_wait_s']):>8} {_sec(s['write_s']):>6} {_sec(s['fsync_s']):>6} "
+                f"{_sec(s['duration_s']):>6} {_rate(s['gib_s']):>5} {s['bottleneck']}")
+        return "\n".join(rows)
+    by_index = defaultdict(list)
+    for s in saves:
+        by_index[s["save"]].append(s)
+    rows[0] = (f"Saves ({len(saves)} over {len({(s['host'], s['rank']) for s in saves})} producers; seconds, "
+               f"mean over ranks; slowest: the rank whose save took longest)")
+    rows[1] = (f"{'save':>4} {'ranks':>5} {'start-up':>8} {'re-run':>6} {'gen':>6} {'put-wait':>8} "
+               f"{'write':>6} {'fsync':>6} {'mean':>6} {'max':>6} {'slowest':<14} bottleneck")
+    for index, group in sorted(by_index.items()):
+        slowest = max(group, key=lambda s: s["duration_s"])
+        rows.append(
+            f"{index:>4} {len(group):>5} {_sec(_avg(s['startup_s'] for s in group)):>8} "
+            f"{_sec(_avg(s['startup'].get('main_rerun') for s in group) or None):>6} "
+            f"{_sec(_avg(s['gen_s'] for s in group)):>6} {_sec(_avg(s['put_wait_s'] for s in group)):>8} "
+            f"{_sec(_avg(s['write_s'] for s in group)):>6} {_sec(_avg(s['fsync_s'] for s in group)):>6} "
+            f"{_sec(_avg(s['duration_s'] for s in group)):>6} {_sec(slowest['duration_s']):>6} "
+            f"{_cut('rank ' + _rank(slowest['rank']) + ' ' + slowest['host'], 14):<14} "
+            f"{_most(s['bottleneck'] for s in group)}")
+    return "\n".join(rows)
+
+
+def _diagnoses(diagnoses: list[dict]) -> str:
+    if not diagnoses:
+        return "Diagnoses: none. No warning applies to this run."
+    warnings = sum(d["severity"] == "warning" for d in diagnoses)
+    rows = [f"Diagnoses ({warnings} warning{'s' * (warnings != 1)}, most costly first)"]
+    shown: dict = defaultdict(int)
+    alike: dict = defaultdict(list)
+    for d in diagnoses:
+        key = (d["code"], d["severity"])
+        shown[key] += 1
+        if shown[key] > SAME_CODE_SHOWN:  # many ranks, one finding: the costliest in full, then who else
+            alike[key].append(d)
+            continue
+        where = " ".join(x for x in (f"host {d['host']}" if d["host"] else "",
+                                     f"rank {d['rank']}" if d["rank"] is not None and d["rank"] >= 0 else "",
+                                     f"pid {d['pid']}" if d["pid"] else "") if x)
+        cost = f"  cost {d['cost_s']:.2f} s" if d.get("cost_s") is not None else ""
+        rows.append(f"  {d['severity'].upper():<7} {d['code']:<22} {where}{cost}")
+        rows += _wrap(d["message"], "      ")
+        rows += _wrap("evidence: " + _evidence(d["evidence"]), "      ")
+    for (code, severity), more in alike.items():
+        by_host = defaultdict(set)
+        for d in more:
+            by_host[d["host"] or "-"].add(d["rank"] if d["rank"] is not None else -1)
+        # Ranks as ranges (the kernel's list format reads as well for them as for CPUs).
+        who = "; ".join(f"{host} ranks {format_cpu_list(r for r in ranks if r >= 0) or '-'}"
+                        for host, ranks in sorted(by_host.items()))
+        rows += _wrap(f"... and {len(more)} more {severity} {code} alike ({who}; all in --json)", "  ")
+    return "\n".join(rows)
+
+
+def compare_text(comparison: dict) -> str:
+    a, b = comparison["a"], comparison["b"]
+    name_a, name_b = a["name"], b["name"]
+    t = comparison["throughput"]
+    rows = [
+        _clip(f"A  {name_a:<12} {', '.join(a['runs'])}"),
+        _clip(f"B  {name_b:<12} {', '.join(b['runs'])}"),
+        "",
+        f"{'':<44} {'A':>9} {'B':>9} {'B - A':>9}",
+        f"{'saves':<44} {a['saves']:>9} {b['saves']:>9}",
+        f"{'throughput (GiB/s)':<44} {_rate(t['a_gib_s']):>9} {_rate(t['b_gib_s']):>9} "
+        f"{format(t['change'], '+.1%') if t['change'] is not None else '-':>9}",
+        f"{'mean save (s)':<44} {a['mean_save_s']:>9.3f} {b['mean_save_s']:>9.3f} {comparison['difference_s']:>+9.3f}",
+        "",
+        f"Where the time of a save goes (critical path, mean per save; seconds){'':<2} {'share':>6}",
+    ]
+    for c in comparison["components"]:
+        if max(abs(c["a_s"]), abs(c["b_s"])) < 0.0005:
+            continue
+        share = f"{c['share']:.0%}" if c["share"] is not None else "-"
+        rows.append(f"  {c['label']:<42} {c['a_s']:>9.3f} {c['b_s']:>9.3f} {c['diff_s']:>+9.3f} {share:>6}")
+    unexplained = comparison["unexplained_s"]
+    share = f"{unexplained / comparison['difference_s']:.0%}" if comparison["difference_s"] else "-"
+    rows.append(f"  {'unexplained (no recorded activity)':<42} {a['unexplained_s']:>9.3f} "
+                f"{b['unexplained_s']:>9.3f} {unexplained:>+9.3f} {share:>6}")
+    total = sum(c["diff_s"] for c in comparison["components"]) + unexplained
+    rows.append(f"  {'total (= the difference in mean save time)':<42} {'':>9} {'':>9} {total:>+9.3f}")
+    rows += ["", "Start-up phases (mean per writer, seconds)"]
+    for phase in a["startup"]:
+        if max(a["startup"][phase], b["startup"][phase]) >= 0.0005:
+            rows.append(f"  {phase:<42} {a['startup'][phase]:>9.3f} {b['startup'][phase]:>9.3f} "
+                        f"{b['startup'][phase] - a['startup'][phase]:>+9.3f}")
+    rows += ["", "Placement and kernel"]
+    for key in ("writer_cpus", "producer_cpus", "writer_parent", "writer_nodes", "buffer_nodes"):
+        rows.append(f"  {key.replace('_', ' '):<20} A {_cut(_placement(a['placement'][key]), 33):<34} "
+                    f"B {_cut(_placement(b['placement'][key]), 33)}")
+    for key, value in a["kernel"].items():
+        rows.append(f"  {key.replace('_', ' '):<32} {_num(value):>9} {_num(b['kernel'][key]):>9}")
+    rows.append(f"  {'warnings':<20} A {_cut(', '.join(a['diagnoses']) or 'none', 33):<34} "
+                f"B {_cut(', '.join(b['diagnoses']) or 'none', 33)}")
+    if comparison["per_save"] and len(comparison["per_save"]) > 1:
+        rows += ["", f"{'Per save (matched by order; seconds)':<38} {'A':>8} {'B':>8} {'B - A':>8}  largest part"]
+        for s in comparison["per_save"]:
+            top = max(COMPONENTS, key=lambda c: abs(s["components"][c]))
+            rows.append(_clip(f"  save {s['save']:<31} {s['a_s']:>8.3f} {s['b_s']:>8.3f} {s['diff_s']:>+8.3f}  "
+                              f"{top} {s['components'][top]:+.3f}"))
+    rows += [""] + _wrap("Verdict: " + comparison["verdict"], "")
+    return "\n".join(rows) + "\n"
+
+
+def _placement(value) -> str:
+    if isinstance(value, dict):
+        return _shares(value, 4)
+    if isinstance(value, list):
+        return "; ".join(format_cpu_list(v) if isinstance(v, list) else str(v) for v in value) or "-"
+    return str(value)
+
+
+def _evidence(evidence: dict) -> str:
+    parts = []
+    for key, value in evidence.items():
+        if isinstance(value, float):
+            value = f"{value:.3f}"
+        elif isinstance(value, dict):
+            value = "{" + ", ".join(f"{k}: {v:.3f}" if isinstance(v, float) else f"{k}: {v}"
+                                    for k, v in value.items()) + "}"
+        elif isinstance(value, list) and value and all(isinstance(v, int) for v in value):
+            value = format_cpu_list(value)
+        parts.append(f"{key}={value}")
+    return ", ".join(parts)
+
+
+def _wrap(text: str, indent: str) -> list[str]:
+    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ") or [indent]
+
+
+def _avg(values):
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values) if values else None
+
+
+def _most(values) -> str:
+    counts = defaultdict(int)
+    for v in values:
+        counts[v] += 1
+    return max(counts, key=counts.get) if counts else "-"
+
+
+def _rank(rank) -> str:
+    return "-" if rank is None or rank < 0 else str(rank)
+
+
+def _sec(value) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _rate(value) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _num(value) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.0f}" if isinstance(value, float) else str(value)
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _clip(line: str) -> str:
+    return _cut(line, WIDTH)
