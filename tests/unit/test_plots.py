@@ -255,12 +255,14 @@ def test_a_run_without_samples_or_saves_still_gives_figures(tmp_path_factory):
     assert "no sampler" in plots.affinity_timeline(run, empty).axes[0].texts[0].get_text()
 
 
-def test_plots_leave_pyplot_alone():
+def test_plots_leave_pyplot_alone(tmp_path):
     """Importing and drawing never loads pyplot: a caller's figures and backend are untouched."""
     code = ("import sys; from writerprof.render import plots; from matplotlib.figure import Figure; "
             "plots._empty('t', 'w').savefig(__import__('io').BytesIO(), format='png'); "
             "print('matplotlib.pyplot' in sys.modules)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    # Not from the checkout: `-c` puts the working directory first on sys.path.
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path)
     assert done.stdout.strip() == "False", done.stderr
 
 

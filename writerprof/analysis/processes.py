@@ -53,7 +53,7 @@ def table(run, idx, saves: list[dict]) -> list[dict]:
     bounds = np.searchsorted(rows_of_samples[by_proc], np.arange(-1, len(p) + 1))
     affinity_log = _affinity_log(run)
     methods = _start_methods(saves)
-    codes = {name: code for code, name in run.phase_names.items()}
+    work_nodes = _work_nodes(run, role_of, node_of)
     rows_of_pid: dict = {}
     for row, (h, pid) in enumerate(zip(p["host"], p["pid"].tolist())):
         rows_of_pid.setdefault((h, pid), []).append(row)
@@ -72,7 +72,6 @@ def table(run, idx, saves: list[dict]) -> list[dict]:
                    if t >= p["created_ns"][row] and (p["exited_ns"][row] < 0 or t <= p["exited_ns"][row])]
         usage = next((d.get("rusage") for k, d in reversed(idx.events[row]) if k == "exit"), None) or {}
         last = samples[-1] if len(samples) else None
-        work = WORK_PHASES.get(role_of[row])
         out.append({
             "id": row,
             "host": host,
@@ -91,7 +90,7 @@ def table(run, idx, saves: list[dict]) -> list[dict]:
             "affinity_changes": [{"t_s": (t - origin) / 1e9, "cpus": cpus} for t, cpus in changes],
             "samples": int(len(samples)),
             "cpu_nodes": shares(Counter(nodes[c] for c in samples["cpu"].tolist() if c in nodes)),
-            "work_nodes": _work_nodes(idx.chunks(row), codes.get(work), nodes) if work else {},
+            "work_nodes": work_nodes[row],
             "buffer_nodes": _buffer_nodes(idx.events[row]),
             "minflt": _counter(usage, "minflt", last, "minflt"),
             "majflt": _counter(usage, "majflt", last, "majflt"),
@@ -144,18 +143,28 @@ def _start_methods(saves: list[dict]) -> dict[int, str]:
     return out
 
 
-def _work_nodes(chunks, code, nodes) -> dict[str, float]:
-    """Node -> share of the time of the process's work calls, by the CPU each ended on."""
-    if code is None or not nodes:
-        return {}
-    calls = chunks[chunks["phase"] == code]
-    node_of = np.full(max(nodes) + 2, -1)  # the last slot: CPUs unknown (-1) or off the map
-    node_of[list(nodes)] = list(nodes.values())
-    cpu = np.where((calls["cpu"] >= 0) & (calls["cpu"] <= max(nodes)), calls["cpu"], len(node_of) - 1)
-    node = node_of[cpu]
+def _work_nodes(run, role_of, node_of) -> list[dict[str, float]]:
+    """Per process: node -> share of the time of its work calls (WORK_PHASES
+    of its role), by the CPU each ended on; all processes at once."""
+    c = run.chunks
+    codes = {name: code for code, name in run.phase_names.items()}
+    work_code = np.array([codes.get(WORK_PHASES.get(role), -1) for role in role_of] or [-1])
+    mine = c["phase"] == work_code[c["proc"]]
+    proc, cpu, ns = c["proc"][mine], c["cpu"][mine].astype(np.int64), (c["end_ns"] - c["start_ns"])[mine]
+    # CPU -> node per host, as one table: a row per host, a last column for CPUs off the map.
+    width = max((max(nodes) for nodes in node_of.values() if nodes), default=0) + 2
+    lut = np.full((len(run.hosts), width), -1)
+    for h, host in enumerate(run.hosts):
+        for c_, node in node_of.get(host, {}).items():
+            lut[h, c_] = node
+    number = {host: i for i, host in enumerate(run.hosts)}
+    host_of = np.array([number[h] for h in run.processes["host"]] or [0])
+    node = lut[host_of[proc], np.where((cpu >= 0) & (cpu < width - 1), cpu, width - 1)]
     known = node >= 0
-    weights = np.bincount(node[known], weights=(calls["end_ns"] - calls["start_ns"])[known])
-    return shares({n: float(w) for n, w in enumerate(weights) if w > 0})
+    n_nodes = int(lut.max()) + 1 if lut.size else 0
+    table = np.bincount(proc[known] * max(n_nodes, 1) + node[known], weights=ns[known],
+                        minlength=len(run.processes) * max(n_nodes, 1)).reshape(len(run.processes), -1)
+    return [shares({n: float(w) for n, w in enumerate(row) if w > 0}) for row in table]
 
 
 def _buffer_nodes(events) -> dict[str, float]:

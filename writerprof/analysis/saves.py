@@ -48,13 +48,9 @@ BOTTLENECK_GROUPS = {
 class _Index:
     """The run's chunks and events grouped by process, found once."""
 
-    chunks_by_proc: np.ndarray  # run.chunks ordered by process, then time
-    chunk_bounds: np.ndarray
+    chunks_of: np.ndarray  # rows of run.chunks in process, then time order
+    chunk_bounds: np.ndarray  # process p's are chunks_of[bounds[p]:bounds[p + 1]]
     events: list  # per process: [(kind, data)] in time order
-
-    def chunks(self, proc: int) -> np.ndarray:
-        """The process's chunk records in time order (a view, not a copy)."""
-        return self.chunks_by_proc[self.chunk_bounds[proc]:self.chunk_bounds[proc + 1]]
 
 
 _indexed: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # run -> its _Index, made once
@@ -68,43 +64,190 @@ def index(run) -> _Index:
 
 def _make_index(run) -> _Index:
     order = np.argsort(run.chunks["proc"], kind="stable")  # stays in time order within a process
-    # Whole records moved as opaque bytes: several times faster than field by field.
-    void = np.dtype((np.void, run.chunks.dtype.itemsize))
-    by_proc = run.chunks.view(void)[order].view(run.chunks.dtype)
-    bounds = np.searchsorted(by_proc["proc"], np.arange(len(run.processes) + 1))
+    bounds = np.searchsorted(run.chunks["proc"][order], np.arange(len(run.processes) + 1))
     grouped = np.argsort(run.events["proc"], kind="stable")  # stays in time order within a process
     kinds, data = run.events["kind"][grouped].tolist(), run.events["data"][grouped].tolist()
     edges = np.searchsorted(run.events["proc"][grouped], np.arange(len(run.processes) + 1)).tolist()
     events = [list(zip(kinds[a:b], data[a:b])) for a, b in zip(edges, edges[1:])]
-    return _Index(by_proc, bounds, events)
+    return _Index(order, bounds, events)
 
 
 def find(run, idx: _Index | None = None) -> list[dict]:
     """Every save of the run, in the order they started."""
     idx = idx or index(run)
     codes = {name: code for code, name in run.phase_names.items()}
-    child_rows = _children_by_pid(run)
+    # Field by field (views): whole records are wide, and there are millions of them.
+    c = {name: run.chunks[name] for name in ("proc", "phase", "depth", "tid", "start_ns", "end_ns", "bytes")}
+    per_proc = _per_process(run, c)
+    found = _starts(run, idx, codes, c)
+    if not found:
+        return []
+    n = len(found)
+    proc, writer = (np.array([f[k] for f in found], dtype=np.int64) for k in ("proc", "writer"))
+    w0, w1, thread = (np.array([f[k] for f in found], dtype=np.int64) for k in ("w0", "w1", "thread"))
+    # The producer's calls of each save: in its window, on its thread.
+    owner = _owner(c, proc, w0, w1, thread)
+    mine = owner >= 0
+    save_of = owner[mine]
+    size = max(run.phase_names, default=0) + 1
+    producer_s = _table(save_of, c["phase"][mine], (c["end_ns"] - c["start_ns"])[mine], n, size) / 1e9
+    is_gen = mine & (c["phase"] == codes.get("gen", -1))
+    gen = {"start_ns": c["start_ns"][is_gen], "end_ns": c["end_ns"][is_gen], "save": owner[is_gen]}
+    # The writer's loop: every call of its own, the save's.
+    save_of_writer = np.full(len(run.processes), -1)
+    save_of_writer[writer[writer >= 0]] = np.flatnonzero(writer >= 0)
+    in_loop = np.isin(c["phase"], list(_loop_components(codes)))
+    in_loop[in_loop] = save_of_writer[c["proc"][in_loop]] >= 0
+    loop = {name: c[name][in_loop] for name in ("start_ns", "end_ns", "depth", "phase", "proc")}
+    loop["save"] = save_of_writer[loop["proc"]]
+    del c, owner, mine, in_loop, is_gen  # the columns are big: let them go before the next peak
+    paths = _critical_paths(found, w0, w1, gen, loop, codes)
+    at = {name: codes.get(name, size) for name in ("gen", "put", "get", "write", "fadvise", "fsync", "close")}
+    seconds, calls, nbytes = (np.pad(t, ((0, 1), (0, 1))) for t in per_proc)  # row -1, column `size`: none
+    producer_s = np.pad(producer_s, ((0, 0), (0, 1)))
+    p = run.processes
     saves = []
+    for i, f in enumerate(found):
+        row, start, path = int(writer[i]), f["start"], paths[i]
+        duration = (w1[i] - w0[i]) / 1e9
+        written = int(nbytes[row, at["write"]])
+        saves.append({
+            "save": f["count"],
+            "host": p["host"][proc[i]],
+            "rank": int(p["rank"][proc[i]]),
+            "producer": int(proc[i]),
+            "producer_pid": int(p["pid"][proc[i]]),
+            "writer": row if row >= 0 else None,
+            "writer_pid": int(start["child_pid"]) if start.get("child_pid") is not None else None,
+            "start_method": start.get("method"),
+            "target": start.get("target"),
+            "start_ns": int(w0[i]),
+            "end_ns": int(w1[i]),
+            "duration_s": duration,
+            "bytes": written,
+            "chunks": int(calls[row, at["write"]]),
+            "gib_s": written / duration / 2**30 if duration > 0 else None,
+            "startup": f["startup"],
+            "startup_s": sum(f["startup"].values()) if f["startup"] else None,
+            "gen_s": float(producer_s[i, at["gen"]]),
+            "put_wait_s": float(producer_s[i, at["put"]]),
+            "get_wait_s": float(seconds[row, at["get"]]),
+            **{f"{phase}_s": float(seconds[row, at[phase]]) for phase in ("write", "fadvise", "fsync", "close")},
+            "critical_path": {name: float(x) for name, x in zip(COMPONENTS, path[:-1])},
+            "unexplained_s": float(path[-1]),
+            "bottleneck": _bottleneck(path),
+        })
+    return sorted(saves, key=lambda s: s["start_ns"])
+
+
+def _table(rows, phases, weights, n_rows, n_phases) -> np.ndarray:
+    """A (row, phase) table of summed weights."""
+    flat = rows.astype(np.int64) * n_phases + phases
+    return np.bincount(flat, weights=weights, minlength=n_rows * n_phases).reshape(n_rows, n_phases)
+
+
+def _per_process(run, c):
+    """Per process and phase code: seconds, calls and bytes of its calls."""
+    n, size = len(run.processes), max(run.phase_names, default=0) + 1
+    seconds = _table(c["proc"], c["phase"], c["end_ns"] - c["start_ns"], n, size) / 1e9
+    calls = _table(c["proc"], c["phase"], None, n, size).astype(np.int64)
+    nbytes = _table(c["proc"], c["phase"], c["bytes"].clip(0), n, size).astype(np.int64)
+    return seconds, calls, nbytes
+
+
+def _starts(run, idx, codes, c) -> list[dict]:
+    """Each save's producer, writer, Process.start() event, window, thread and start-up."""
+    child_rows = _children_by_pid(run)
+    firsts = _first_calls(run, idx, codes, c)
+    # The hooked calls that span a save, grouped by process (few: one a save).
+    all_save_calls = run.chunks[np.isin(c["phase"], [codes.get(p, -1) for p in _SAVE_PHASES])]
+    all_save_calls = all_save_calls[np.argsort(all_save_calls["proc"], kind="stable")]
+    bounds = np.searchsorted(all_save_calls["proc"], np.arange(len(run.processes) + 1))
+    found = []
     for proc in range(len(run.processes)):
         starts = [d for kind, d in idx.events[proc] if kind == "process_start" and d.get("started")]
         if not starts:
             continue
-        chunks = idx.chunks(proc)
-        save_calls = chunks[np.isin(chunks["phase"], [codes.get(p, -1) for p in _SAVE_PHASES])]
+        save_calls = all_save_calls[bounds[proc]:bounds[proc + 1]]
         count = 0
         for start in starts:
             writer = _child(run, child_rows, proc, start)
-            if writer is None or not any(k == "bootstrap" for k, _ in idx.events[writer]):
-                if writer is not None:  # a child that is not a writer (a pool worker, ...)
-                    continue
+            if writer is not None and not any(k == "bootstrap" for k, _ in idx.events[writer]):
+                continue  # a child that is not a writer (a pool worker, ...)
             count += 1
-            saves.append(_save(run, idx, codes, proc, chunks, save_calls, start, writer, count))
-    paths = _critical_paths([part for _, part in saves], codes)
-    for (save, _), path in zip(saves, paths):
-        save["critical_path"] = {name: float(s) for name, s in zip(COMPONENTS, path[:-1])}
-        save["unexplained_s"] = float(path[-1])
-        save["bottleneck"] = _bottleneck(path)
-    return sorted((save for save, _ in saves), key=lambda s: s["start_ns"])
+            t_start, t_started = int(start["start_ns"]), int(start["end_ns"])
+            window = _window(save_calls, t_start, t_started)
+            if window is None:  # no hooked call spans the save: from the start to the writer's end
+                ends = [t_started]
+                if writer is not None:
+                    ends += [int(firsts["last_end"][writer])] if firsts["last_end"][writer] >= 0 else []
+                    ends += [int(d["t_ns"]) for k, d in idx.events[writer] if k == "exit"]
+                window = (t_start, max(ends))
+            thread = _main_thread(save_calls, *window)
+            startup, boundaries = _startup(run, writer, idx.events[writer] if writer is not None else [],
+                                           firsts, t_start)
+            found.append({"proc": proc, "writer": -1 if writer is None else writer, "start": start,
+                          "count": count, "w0": window[0], "w1": window[1],
+                          "thread": -1 if thread is None else thread, "t_start": t_start,
+                          "t_started": t_started, "startup": startup, "boundaries": boundaries})
+    return found
+
+
+def _first_calls(run, idx, codes, c) -> dict[str, np.ndarray]:
+    """Per process: the start of its first loop call and of its first write,
+    and the end of its last call (-1: none). The chunks are in time order: a
+    process's first call of a kind is its first occurrence."""
+    n = len(run.processes)
+    out = {}
+    for name, phases in (("loop", list(_loop_components(codes))), ("write", [codes.get("write", -1)])):
+        chosen = np.isin(c["phase"], phases)
+        procs, first = np.unique(c["proc"][chosen], return_index=True)
+        out[name] = np.full(n, -1, dtype=np.int64)
+        out[name][procs] = c["start_ns"][chosen][first]
+    ends = run.chunks["end_ns"][idx.chunks_of]  # in process order: each process's calls together
+    bounds = idx.chunk_bounds
+    out["last_end"] = np.full(n, -1, dtype=np.int64)
+    has = bounds[1:] > bounds[:-1]
+    if has.any():
+        out["last_end"][has] = np.maximum.reduceat(ends, bounds[:-1][has])
+    return out
+
+
+def _owner(c, proc, w0, w1, thread) -> np.ndarray:
+    """For each chunk record, the save whose producer made it inside the
+    save's window on the save's thread (-1: none)."""
+    owner = np.full(len(c["proc"]), -1)
+    producers = np.isin(c["proc"], proc)
+    owner[producers] = _owner_of(
+        {name: c[name][producers] for name in ("proc", "tid", "start_ns", "end_ns")}, proc, w0, w1, thread)
+    return owner
+
+
+def _owner_of(c, proc, w0, w1, thread) -> np.ndarray:
+    n = max(int(proc.max()), int(c["proc"].max()) if len(c["proc"]) else 0) + 1
+    # Times from each process's own first one: hosts' clocks are unrelated.
+    base = np.full(n, np.iinfo(np.int64).max)
+    np.minimum.at(base, c["proc"], c["start_ns"])
+    np.minimum.at(base, proc, w0)
+    chunk_time = c["start_ns"] - base[c["proc"]]
+    save_time = w0 - base[proc]
+    shift = _shift(max(int(chunk_time.max()) if len(c["proc"]) else 0, int(save_time.max())), n)
+    order = np.lexsort((w0, proc))
+    save_keys = (proc[order] << shift) | save_time[order]
+    chunk_keys = (c["proc"].astype(np.int64) << shift) | chunk_time
+    at = np.searchsorted(save_keys, chunk_keys, side="right") - 1
+    save = order[np.maximum(at, 0)]
+    inside = ((at >= 0) & (proc[save] == c["proc"]) & (c["end_ns"] <= w1[save])
+              & ((thread[save] < 0) | (c["tid"] == thread[save])))
+    return np.where(inside, save, -1)
+
+
+def _shift(span: int, count: int) -> int:
+    """Bits for a value up to `span`, so that count << bits | value fits in an int64."""
+    bits = max(span, 1).bit_length()
+    if bits + max(count, 1).bit_length() > 62:
+        raise ValueError(f"a run spanning {span} ns over {count} keys is too large to index")
+    return bits
 
 
 def _children_by_pid(run) -> dict:
@@ -122,65 +265,6 @@ def _child(run, child_rows, proc: int, start: dict) -> int | None:
     return min(rows, key=lambda r: run.processes["created_ns"][r]) if rows else None
 
 
-def _spans(chunks: np.ndarray, code: int | None) -> np.ndarray:
-    return chunks[chunks["phase"] == code] if code is not None else chunks[:0]
-
-
-def _save(run, idx, codes, proc, chunks, save_calls, start, writer, count) -> dict:
-    t_start, t_started = int(start["start_ns"]), int(start["end_ns"])
-    window = _window(save_calls, t_start, t_started)
-    writer_chunks = idx.chunks(writer) if writer is not None else run.chunks[:0]
-    writer_events = idx.events[writer] if writer is not None else []
-    if window is None:  # no hooked call spans the save: from the start to the writer's end
-        ends = [int(writer_chunks["end_ns"].max())] if len(writer_chunks) else []
-        ends += [int(d["t_ns"]) for k, d in writer_events if k == "exit"]
-        window = (t_start, max(ends + [t_started]))
-    w0, w1 = window
-    inside = chunks[np.searchsorted(chunks["start_ns"], w0):np.searchsorted(chunks["start_ns"], w1, "right")]
-    inside = inside[inside["end_ns"] <= w1]
-    thread = _main_thread(save_calls, w0, w1)
-    mine = inside[inside["tid"] == thread] if thread is not None else inside
-    gen = _spans(mine, codes.get("gen"))
-    startup, boundaries = _startup(run, writer, writer_events, writer_chunks, codes, t_start)
-    loop = writer_chunks[np.isin(writer_chunks["phase"], list(_loop_components(codes)))]
-    part = _Part(w0, w1, t_start, t_started, gen["start_ns"], gen["end_ns"], boundaries,
-                 loop["start_ns"], loop["end_ns"], loop["depth"], loop["phase"])
-    # Per phase code: seconds, calls and bytes of the writer's calls, and the producer's.
-    size = max(run.phase_names, default=0) + 1
-    writer_s = np.bincount(writer_chunks["phase"], writer_chunks["end_ns"] - writer_chunks["start_ns"], size) / 1e9
-    calls = np.bincount(writer_chunks["phase"], minlength=size)
-    nbytes = np.bincount(writer_chunks["phase"], writer_chunks["bytes"].clip(0), size)
-    producer_s = np.bincount(mine["phase"], mine["end_ns"] - mine["start_ns"], size) / 1e9
-    at = {name: codes.get(name, size) for name in ("gen", "put", "get", "write", "fadvise", "fsync", "close")}
-    writer_s, calls, nbytes, producer_s = (np.append(a, 0) for a in (writer_s, calls, nbytes, producer_s))
-    nbytes = int(nbytes[at["write"]])
-    duration = (w1 - w0) / 1e9
-    p = run.processes
-    return {
-        "save": count,
-        "host": p["host"][proc],
-        "rank": int(p["rank"][proc]),
-        "producer": proc,
-        "producer_pid": int(p["pid"][proc]),
-        "writer": writer,
-        "writer_pid": int(start["child_pid"]) if start.get("child_pid") is not None else None,
-        "start_method": start.get("method"),
-        "target": start.get("target"),
-        "start_ns": w0,
-        "end_ns": w1,
-        "duration_s": duration,
-        "bytes": nbytes,
-        "chunks": int(calls[at["write"]]),
-        "gib_s": nbytes / duration / 2**30 if duration > 0 else None,
-        "startup": startup,
-        "startup_s": sum(startup.values()) if startup else None,
-        "gen_s": float(producer_s[at["gen"]]),
-        "put_wait_s": float(producer_s[at["put"]]),
-        "get_wait_s": float(writer_s[at["get"]]),
-        **{f"{phase}_s": float(writer_s[at[phase]]) for phase in ("write", "fadvise", "fsync", "close")},
-    }, part
-
-
 def _window(save_calls, t_start, t_started) -> tuple[int, int] | None:
     """The innermost hooked save (or producer) call around this Process.start()."""
     around = save_calls[(save_calls["start_ns"] <= t_start) & (save_calls["end_ns"] >= t_started)]
@@ -196,7 +280,7 @@ def _main_thread(save_calls, w0, w1):
     return int(spans["tid"][0]) if len(spans) else None
 
 
-def _startup(run, writer, events, chunks, codes, t_start) -> tuple[dict, list]:
+def _startup(run, writer, events, firsts, t_start) -> tuple[dict, list]:
     """Start-up phase -> seconds, and the phases' (name, start_ns) boundaries
     up to the writer's first wait for a chunk (its loop starts there)."""
     if writer is None:
@@ -211,12 +295,10 @@ def _startup(run, writer, events, chunks, codes, t_start) -> tuple[dict, list]:
     for name in ("bootstrap", "target_start"):
         if name in at:
             marks.append(("bootstrap" if name == "bootstrap" else "target_setup", at[name]))
-    loop = chunks[np.isin(chunks["phase"], [codes.get(p, -1) for p in _WRITER_PHASES])]
-    if len(loop):
-        marks.append(("first_chunk", int(loop["start_ns"].min())))
-    writes = _spans(chunks, codes.get("write"))
-    end = int(writes["start_ns"].min()) if len(writes) else None
-    if end is None:
+    if firsts["loop"][writer] >= 0:
+        marks.append(("first_chunk", int(firsts["loop"][writer])))
+    end = int(firsts["write"][writer])
+    if end < 0:
         return {}, marks
     times = [max(t, marks[0][1]) for _, t in marks]  # never before Process.start()
     times = [int(t) for t in np.maximum.accumulate(times)]
@@ -237,63 +319,31 @@ def _label_at(points, starts, ends, labels) -> np.ndarray:
     return np.where(inside, labels[np.maximum(at, 0)], -1)
 
 
-@dataclass(frozen=True)
-class _Part:
-    """What one save's critical path is made from (times in ns)."""
-
-    w0: int
-    w1: int
-    t_start: int  # Process.start() called
-    t_started: int  # and returned
-    gen_start: np.ndarray  # the producer's gen calls
-    gen_end: np.ndarray
-    boundaries: list  # the writer's start-up phases: (name, start_ns)
-    loop_start: np.ndarray  # the writer's calls in its loop
-    loop_end: np.ndarray
-    loop_depth: np.ndarray
-    loop_phase: np.ndarray
-
-
 def _loop_components(codes) -> dict[int, int]:
     """Phase code of a writer's loop call -> the component a save waits on in it."""
     return {codes[p]: _CODE[c] for p, c in _WRITER_PHASES.items() if p in codes}
 
 
-# All saves are cut at once: a time t of save i becomes the key i << _SHIFT |
-# (t - its start), so that one sorted array holds every save's timeline and
-# the saves cannot overlap (a save may last up to 2**44 ns, 4.9 hours).
-_SHIFT = 44
-
-
-def _critical_paths(parts: list[_Part], codes) -> np.ndarray:
+def _critical_paths(found, w0, w1, gen, loop, codes) -> np.ndarray:
     """Seconds of each component, then the unexplained, per save."""
-    n = len(parts)
-    if not n:
-        return np.zeros((0, UNEXPLAINED + 1))
-    w0 = np.array([p.w0 for p in parts], dtype=np.int64)
-    w1 = np.array([p.w1 for p in parts], dtype=np.int64)
+    n = len(found)
+    saves = np.arange(n)
+    shift = _shift(int((w1 - w0).max()), n)
 
     def keys(times, save):
         times = np.asarray(times, dtype=np.int64)
-        return (save.astype(np.int64) << _SHIFT) | (np.clip(times, w0[save], w1[save]) - w0[save])
+        return (save.astype(np.int64) << shift) | (np.clip(times, w0[save], w1[save]) - w0[save])
 
-    def gather(arrays):
-        """Every save's array end to end, and the save each element is of."""
-        return np.concatenate(arrays), np.repeat(np.arange(n), [len(a) for a in arrays])
-
-    saves = np.arange(n)
-    t_start, t_started = (np.array([getattr(p, f) for p in parts], dtype=np.int64) for f in ("t_start", "t_started"))
-    gen_start, gen_save = gather([p.gen_start for p in parts])
-    gen_end, _ = gather([p.gen_end for p in parts])
-    loop_start, loop_save = gather([p.loop_start for p in parts])
-    loop_end, _ = gather([p.loop_end for p in parts])
-    loop_depth, _ = gather([p.loop_depth for p in parts])
-    loop_phase, _ = gather([p.loop_phase for p in parts])
+    t_start = np.array([f["t_start"] for f in found], dtype=np.int64)
+    t_started = np.array([f["t_started"] for f in found], dtype=np.int64)
+    gen_start, gen_end, gen_save = gen["start_ns"], gen["end_ns"], gen["save"]
+    loop_start, loop_end, loop_depth, loop_phase = loop["start_ns"], loop["end_ns"], loop["depth"], loop["phase"]
+    loop_save = loop["save"]
     # The writer's start-up phases: each until the next begins, the last until its loop does.
     up_name, up_start, up_end, up_save = [], [], [], []
-    for i, p in enumerate(parts):
-        marks = [(name, t) for name, t in p.boundaries if name != "first_chunk"]
-        stop = min([t for name, t in p.boundaries if name == "first_chunk"] or [p.w1])
+    for i, f in enumerate(found):
+        marks = [(name, t) for name, t in f["boundaries"] if name != "first_chunk"]
+        stop = min([t for name, t in f["boundaries"] if name == "first_chunk"] or [int(w1[i])])
         for (name, t), (_, t_next) in zip(marks, marks[1:] + [(None, stop)]):
             up_name.append(_CODE["startup:" + name])
             up_start.append(t)
@@ -312,31 +362,31 @@ def _critical_paths(parts: list[_Part], codes) -> np.ndarray:
         keys(loop_end, loop_save), keys(up_start, up_save)])
     points.sort()  # then drop repeats (np.unique hashes: several times slower here)
     points = points[np.append(True, points[1:] != points[:-1])]
-    same = (points[1:] >> _SHIFT) == (points[:-1] >> _SHIFT)  # a segment lies within one save
+    same = (points[1:] >> shift) == (points[:-1] >> shift)  # a segment lies within one save
     lengths = np.diff(points)[same]
     mid = points[:-1][same] + lengths // 2
-    seg_save = mid >> _SHIFT
+    seg_save = mid >> shift
     # What the writer is doing: start-up phases, then its calls (deeper calls
     # inside outer ones win), after its last call its teardown, else nothing known.
     label = np.full(len(mid), UNEXPLAINED)
-    found = _label_at(mid, keys(up_start, up_save), keys(up_end, up_save), np.array(up_name, dtype=np.int64))
-    label = np.where(found >= 0, found, label)
+    hit = _label_at(mid, keys(up_start, up_save), keys(up_end, up_save), np.array(up_name, dtype=np.int64))
+    label = np.where(hit >= 0, hit, label)
     label = np.where(mid >= last_loop_end[seg_save], _CODE["teardown"], label)
     components = _loop_components(codes)
     component_of = np.full(max(components, default=0) + 1, UNEXPLAINED)
     component_of[list(components)] = list(components.values())
     for depth in range(int(loop_depth.max()) + 1 if len(loop_depth) else 0):
         level = loop_depth == depth
-        found = _label_at(mid, keys(loop_start[level], loop_save[level]), keys(loop_end[level], loop_save[level]),
-                          component_of[loop_phase[level]])
-        label = np.where(found >= 0, found, label)
+        hit = _label_at(mid, keys(loop_start[level], loop_save[level]), keys(loop_end[level], loop_save[level]),
+                        component_of[loop_phase[level]])
+        label = np.where(hit >= 0, hit, label)
     # What the producer is doing wins where it is doing something.
     label = np.where(mid < keys(t_start, saves)[seg_save], _CODE["setup"], label)
     label = np.where((mid >= keys(t_start, saves)[seg_save]) & (mid < keys(t_started, saves)[seg_save]),
                      _CODE["startup:start"], label)
-    found = _label_at(mid, keys(gen_start, gen_save), keys(gen_end, gen_save),
-                      np.full(len(gen_start), _CODE["generation"]))
-    label = np.where(found >= 0, found, label)
+    hit = _label_at(mid, keys(gen_start, gen_save), keys(gen_end, gen_save),
+                    np.full(len(gen_start), _CODE["generation"]))
+    label = np.where(hit >= 0, hit, label)
     width = UNEXPLAINED + 1
     totals = np.bincount(seg_save * width + label, weights=lengths, minlength=n * width)
     return totals.reshape(n, width) / 1e9
