@@ -147,6 +147,8 @@ def _work_nodes(run, role_of, node_of) -> list[dict[str, float]]:
     """Per process: node -> share of the time of its work calls (WORK_PHASES
     of its role), by the CPU each ended on; all processes at once."""
     c = run.chunks
+    if not len(run.processes):
+        return []
     codes = {name: code for code, name in run.phase_names.items()}
     work_code = np.array([codes.get(WORK_PHASES.get(role), -1) for role in role_of] or [-1])
     mine = c["phase"] == work_code[c["proc"]]
