@@ -355,12 +355,13 @@ def test_in_a_terminal_the_command_reads_it_and_gets_ctrl_c(tmp_path):
     stdin) and Ctrl-C goes to it. The status line shows while it runs."""
     # Short sleeps: a signal that lands just before a long sleep starts would
     # only be handled after it (CPython checks for signals between calls).
-    code = ("import time\nprint('got', input(), flush=True)\n"
-            "try:\n    while True:\n        time.sleep(0.05)\nexcept KeyboardInterrupt:\n"
+    # The print inside the try: Ctrl-C is typed as soon as "got hello" shows.
+    code = ("import time\ntry:\n    print('got', input(), flush=True)\n    while True:\n"
+            "        time.sleep(0.05)\nexcept KeyboardInterrupt:\n"
             "    print('interrupted', flush=True)\n    raise\n")
     argv = writerprof_command() + ["record", "-o", str(tmp_path / "run"), "--", sys.executable, "-c", code]
     out, status = _in_a_terminal(argv, [("writers alive", b"hello\n"), ("got hello", b"\x03")])
-    assert "got hello" in out and "interrupted" in out
+    assert "got hello" in out and "interrupted" in out, out
     assert status == 128 + signal.SIGINT
     run = load(tmp_path / "run")
     assert run.complete and run.meta["exit_status"] == 130 and run.meta["signal"] == "SIGINT"
