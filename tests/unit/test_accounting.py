@@ -88,3 +88,46 @@ def test_report_text_aggregates_many_ranks(tmp_path):
     assert max(map(len, lines)) <= terminal.WIDTH
     assert len(lines) < 60  # 64 producers, 128 writers: grouped, not listed
     assert "Processes (" in text and "Saves (128 over 64 producers" in text
+
+
+@pytest.fixture(scope="module")
+def two_hosts(tmp_path_factory):
+    """8 ranks on 2 hosts; rank 5's second save writes 3x slower."""
+    path = tmp_path_factory.mktemp("mpi") / "run"
+    return _summary(path, hosts=2, ranks_per_host=4, saves=2, jitter=0.2, seed=3,
+                    overrides={(5, 1): {"write_s": 0.06}})
+
+
+def test_the_aggregate_is_the_benchmarks(two_hosts):
+    agg = two_hosts["aggregate"]
+    for row in agg["saves"]:
+        mine = [s for s in two_hosts["saves"] if s["save"] == row["save"]]
+        rank0 = next(s for s in mine if s["rank"] == 0)
+        assert row["ranks"] == 8 and row["bytes"] == sum(s["bytes"] for s in mine)
+        assert row["rank0_s"] == rank0["duration_s"]
+        assert row["gib_s"] == pytest.approx(row["bytes"] / rank0["duration_s"] / 2**30)
+        assert row["span_s"] >= max(s["duration_s"] for s in mine) - 1e-9
+    assert agg["mean_gib_s"] == pytest.approx(sum(r["gib_s"] for r in agg["saves"]) / 2)
+
+
+def test_the_straggler_and_why(two_hosts):
+    (second,) = [s for s in two_hosts["stragglers"] if s["save"] == 2]
+    assert (second["rank"], second["host"], second["component"]) == (5, "host1", "write")
+    assert second["excess_s"] > 0.5 and second["component_excess_s"] > 0.5
+
+
+def test_hosts_are_put_on_one_time_line(two_hosts):
+    """Each synthetic host's monotonic clock starts elsewhere; aligned by the
+    wall-clock anchors, the ranks' first saves start within a second."""
+    clocks = two_hosts["clocks"]
+    assert clocks["host0"]["offset_ns"] == 0 and abs(clocks["host1"]["offset_ns"]) > 60 * 10**9
+    firsts = [s["start_s"] for s in two_hosts["saves"] if s["save"] == 1]
+    assert max(firsts) - min(firsts) < 1.0
+    assert all(0 <= p["created_s"] < 60 for p in two_hosts["processes"])
+
+
+def test_rank_tables_in_the_report(two_hosts):
+    text = terminal.report_text(two_hosts)
+    assert "Ranks (8" in text and "Aggregate, as the benchmark reports it" in text
+    assert "save 2   rank 5 on host1" in text and "Placement: the same on every rank" in text
+    assert max(map(len, text.splitlines())) <= terminal.WIDTH

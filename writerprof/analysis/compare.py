@@ -69,6 +69,9 @@ def side(summaries: list[dict]) -> dict:
         "unexplained_s": _mean([s["unexplained_s"] for s in saves]),
         "startup": {p: _mean([s["startup"].get(p, 0.0) for s in saves if s["startup"]]) for p in STARTUP_PHASES},
         "per_save": _by_order(saves),
+        "per_rank": _by_rank(saves),
+        "aggregate_gib_s": _mean([s["aggregate"]["mean_gib_s"] for s in summaries
+                                  if s.get("aggregate", {}).get("mean_gib_s") is not None]) or None,
         "placement": {
             "writer_cpus": _distinct(p["allowed_cpus"] for p in writers),
             "producer_cpus": _distinct(p["allowed_cpus"] for p in producers),
@@ -113,10 +116,18 @@ def compare(a: list[dict], b: list[dict], names: tuple[str, str] | None = None) 
         per_save.append({"save": index, "a_s": sa["duration_s"], "b_s": sb["duration_s"],
                          "diff_s": sb["duration_s"] - sa["duration_s"],
                          "components": {c: sb["components"][c] - sa["components"][c] for c in COMPONENTS}})
+    per_rank = []
+    for rank in sorted(set(A["per_rank"]) & set(B["per_rank"])):
+        ra, rb = A["per_rank"][rank], B["per_rank"][rank]
+        diffs = {c: rb["components"][c] - ra["components"][c] for c in COMPONENTS}
+        top = max(diffs, key=lambda c: abs(diffs[c]))
+        per_rank.append({"rank": rank, "a_s": ra["duration_s"], "b_s": rb["duration_s"],
+                         "diff_s": rb["duration_s"] - ra["duration_s"], "top": top, "top_s": diffs[top]})
     return {
         "schema": SCHEMA,
         "a": A,
         "b": B,
+        "per_rank": per_rank,
         "throughput": {"a_gib_s": A["gib_s"], "b_gib_s": B["gib_s"],
                        "change": B["gib_s"] / A["gib_s"] - 1 if A["gib_s"] and B["gib_s"] else None},
         "difference_s": difference,
@@ -164,6 +175,17 @@ def _by_order(saves) -> dict[int, dict]:
     return {i: {"duration_s": _mean([s["duration_s"] for s in g]),
                 "components": {c: _mean([s["critical_path"][c] for s in g]) for c in COMPONENTS}}
             for i, g in groups.items()}
+
+
+def _by_rank(saves) -> dict[int, dict]:
+    """Rank -> its mean save time and components (ranks of MPI runs; a run
+    without MPI has the one rank -1)."""
+    groups = defaultdict(list)
+    for s in saves:
+        groups[s["rank"]].append(s)
+    return {rank: {"duration_s": _mean([s["duration_s"] for s in g]),
+                   "components": {c: _mean([s["critical_path"][c] for s in g]) for c in COMPONENTS}}
+            for rank, g in groups.items()}
 
 
 def _distinct(values) -> list:

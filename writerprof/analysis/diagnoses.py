@@ -102,7 +102,7 @@ def affinity_divergence(run, procs, saves):
         if save["writer"] is None:
             continue
         writer, producer = by_id[save["writer"]], by_id[save["producer"]]
-        mask = _mask_at(producer, save["start_ns"], run)
+        mask = _mask_at(producer, save["start_s"])
         if not writer["allowed_cpus"] or not mask or writer["allowed_cpus"] == mask:
             continue
         parent = by_id.get(writer["parent"]) if writer["parent"] is not None else None
@@ -334,12 +334,12 @@ def _nodes_of(run, host, cpus) -> list[int]:
     return sorted({nodes[c] for c in cpus if c in nodes})
 
 
-def _mask_at(proc, t_ns, run) -> list[int]:
-    """The process's allowed CPUs at t_ns: its last recorded change before then."""
+def _mask_at(proc, t_s: float) -> list[int]:
+    """The process's allowed CPUs at t_s (the summary's time line): its last
+    recorded change before then."""
     mask = proc["allowed_cpus"]
-    origin = run.meta.get("started_ns") or 0
     for change in proc["affinity_changes"]:
-        if origin + change["t_s"] * 1e9 <= t_ns:
+        if change["t_s"] <= t_s:
             mask = change["cpus"]
     return mask
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from writerprof import topology
-from writerprof.analysis import diagnoses, processes, saves
+from writerprof.analysis import clocks, diagnoses, processes, ranks, saves
 
 SCHEMA = "writerprof.summary/1"
 
@@ -14,10 +14,18 @@ def summarize(run) -> dict:
     found = saves.find(run, idx)
     procs = processes.table(run, idx, found)
     origin = run.meta.get("started_ns") or 0
+    clock = clocks.alignment(run)
+    offsets = {host: a["offset_ns"] for host, a in clock.items()}
+    # Every "_s" time on the recording host's time line; "_ns" ones stay on their host's clock.
     for save in found:
-        save["start_s"] = (save["start_ns"] - origin) / 1e9
-        save["end_s"] = (save["end_ns"] - origin) / 1e9
+        save["start_s"] = (save["start_ns"] + offsets.get(save["host"], 0) - origin) / 1e9
+        save["end_s"] = (save["end_ns"] + offsets.get(save["host"], 0) - origin) / 1e9
+    for proc in procs:
+        _shift(proc, offsets.get(proc["host"], 0) / 1e9)
     pythons = sorted({p["python"] for p in procs if p["python"]})
+    topology_of = {host: {"nodes": {n: info["cpus"] for n, info in t.get("nodes", {}).items()},
+                          "cpus": len(topology.cpu_nodes(t)), "cpu_model": t.get("cpu_model")}
+                   for host, t in run.topology.items()}
     return {
         "schema": SCHEMA,
         "run": {
@@ -32,12 +40,15 @@ def summarize(run) -> dict:
             "started_ns": origin,
             "losses": run.losses,
         },
-        "topology": {host: {"nodes": {n: info["cpus"] for n, info in t.get("nodes", {}).items()},
-                            "cpus": len(topology.cpu_nodes(t)), "cpu_model": t.get("cpu_model")}
-                     for host, t in run.topology.items()},
+        "topology": topology_of,
+        "clocks": clock,
         "processes": procs,
         "saves": found,
         "throughput": throughput(found),
+        "ranks": ranks.per_rank(found),
+        "aggregate": ranks.aggregate(found, offsets),
+        "stragglers": ranks.stragglers(found),
+        "placement": ranks.placement_consistency(procs, topology_of),
         "diagnoses": diagnoses.diagnose(run, procs, found),
     }
 
@@ -50,3 +61,13 @@ def throughput(found: list[dict]) -> dict:
     return {"saves": len(found), "bytes": total_bytes, "save_s": total_s,
             "mean_save_s": total_s / len(found) if found else None,
             "gib_s": total_bytes / total_s / 2**30 if total_s else None}
+
+
+def _shift(proc: dict, seconds: float) -> None:
+    """A process row's times, moved onto the recording host's time line."""
+    if seconds:
+        proc["created_s"] += seconds
+        if proc["exited_s"] is not None:
+            proc["exited_s"] += seconds
+        for change in proc["affinity_changes"]:
+            change["t_s"] += seconds

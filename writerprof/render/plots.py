@@ -22,6 +22,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from writerprof.analysis.clocks import host_offsets
 from writerprof.analysis.samples import sample_rows
 from writerprof.analysis.saves import COMPONENTS, STARTUP_PHASES
 from writerprof.run import roles as run_roles
@@ -170,35 +171,6 @@ def _sample_nodes(run) -> np.ndarray:
     return out
 
 
-def host_offsets(run) -> dict[str, int]:
-    """Per host, nanoseconds to add to its CLOCK_MONOTONIC readings to put
-    them on the recording host's: each host has its own monotonic clock, and
-    each probed process journals one (wall_ns, mono_ns) pair that ties it to
-    wall time. 0 for the recording host, and where no anchor is known."""
-    wall, mono = run.meta.get("started_wall_ns"), run.meta.get("started_ns")
-    out = {host: 0 for host in run.hosts}
-    if not wall or not mono:
-        return out
-    anchors = defaultdict(list)
-    for host, kind, data in zip(run.events["host"], run.events["kind"], run.events["data"]):
-        if kind == "process" and isinstance(data.get("wall_ns"), int) and isinstance(data.get("mono_ns"), int):
-            anchors[host].append(data["wall_ns"] - data["mono_ns"])
-    for host, values in anchors.items():
-        if host != run.meta.get("host"):
-            out[host] = int(np.median(values)) - (wall - mono)
-    return out
-
-
-def _shifted(proc: dict, offset_ns: int) -> dict:
-    """A process row with its times on the recording host's clock."""
-    if not offset_ns:
-        return proc
-    shift = offset_ns / 1e9
-    return dict(proc, created_s=proc["created_s"] + shift,
-                exited_s=proc["exited_s"] + shift if proc["exited_s"] is not None else None,
-                affinity_changes=[dict(c, t_s=c["t_s"] + shift) for c in proc["affinity_changes"]])
-
-
 def _run_end_s(run, summary: dict, times: np.ndarray) -> float:
     ended = run.meta.get("ended_ns")
     if ended:
@@ -214,8 +186,8 @@ def affinity_timeline(run, summary: dict, max_rows: int = MAX_PROCESS_ROWS) -> F
     row its writers' lifetimes. More than max_rows processes: one row per
     (host, role), the share of samples on each node over time, with the
     number of live processes."""
-    offsets = host_offsets(run)
-    procs = [_shifted(p, offsets.get(p["host"], 0)) for p in summary["processes"]
+    offsets = host_offsets(run)  # the summary's times are on one time line already; the run's are not
+    procs = [p for p in summary["processes"]
              if p["samples"] or p["role"] in (run_roles.PRODUCER, run_roles.WRITER)]
     title = "Where each process ran"
     if not len(run.samples) or not procs:

@@ -21,7 +21,10 @@ def report_text(summary: dict) -> str:
     if summary["run"]["losses"]:
         out.append("\nData lost (the rest is complete and used):")
         out += [f"  - {loss}" for loss in summary["run"]["losses"]]
-    out += ["", _processes(summary), "", _saves(summary), "", _diagnoses(summary["diagnoses"])]
+    out += ["", _processes(summary), "", _saves(summary)]
+    if len(summary["ranks"]) > 1:
+        out += ["", _ranks(summary)]
+    out += ["", _diagnoses(summary["diagnoses"])]
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -38,9 +41,18 @@ def _header(summary: dict) -> str:
                      f" ({', '.join(run['start_methods'])}; Python {', '.join(run['python'])})")
     else:
         lines.append("  saves     none found (no writer started by a probed process)")
+    alike = defaultdict(list)  # hosts of one shape on one line
     for host, topo in summary["topology"].items():
         nodes = ", ".join(f"node {n}: CPUs {format_cpu_list(c)}" for n, c in topo["nodes"].items())
-        lines.append(_clip(f"  host      {host}: {topo['cpus']} CPUs, {len(topo['nodes'])} node(s) ({nodes})"))
+        alike[f"{topo['cpus']} CPUs, {len(topo['nodes'])} node(s) ({nodes})"].append(host)
+    for shape, hosts in alike.items():
+        names = hosts[0] if len(hosts) == 1 else f"{len(hosts)} hosts ({hosts[0]} ... {hosts[-1]})"
+        lines.append(_clip(f"  host      {names}: {shape}"))
+    off = [(h, c) for h, c in summary.get("clocks", {}).items() if c["offset_ns"]]
+    if off:
+        worst = max((c["spread_ns"] or 0) for _, c in off) / 1e6
+        lines.append(_clip(f"  clocks    {len(off)} other host(s) put on this host's time line by their wall-clock "
+                           f"anchors; their anchors agree within {worst:.1f} ms"))
     return "\n".join(lines)
 
 
@@ -113,6 +125,48 @@ def _saves(summary: dict) -> str:
             f"{_cut('rank ' + _rank(slowest['rank']) + ' ' + slowest['host'], 14):<14} "
             f"{_most(s['bottleneck'] for s in group)}")
     return "\n".join(rows)
+
+
+def _ranks(summary: dict) -> str:
+    ranks, agg = summary["ranks"], summary["aggregate"]
+    rows = [f"Ranks ({len(ranks)}; seconds)"]
+    if len(ranks) <= MAX_ROWS:
+        rows.append(f"{'host':<12} {'rank':>5} {'pid':>7} {'saves':>5} {'mean save':>9} {'slowest':>8} {'GiB/s':>6}")
+        for r in ranks:
+            rows.append(f"{_cut(r['host'], 12):<12} {_rank(r['rank']):>5} {r['producer_pid']:>7} {r['saves']:>5} "
+                        f"{r['mean_save_s']:>9.3f} {r['slowest_save_s']:>8.3f} {_rate(r['gib_s']):>6}")
+    else:
+        by_host = defaultdict(list)
+        for r in ranks:
+            by_host[r["host"]].append(r)
+        rows.append(f"{'host':<12} {'ranks':>5} {'mean save':>9} {'slowest':>8} {'slowest rank':>12}")
+        for host, group in sorted(by_host.items()):
+            worst = max(group, key=lambda r: r["slowest_save_s"])
+            rows.append(f"{_cut(host, 12):<12} {len(group):>5} {_avg(r['mean_save_s'] for r in group):>9.3f} "
+                        f"{worst['slowest_save_s']:>8.3f} {_rank(worst['rank']):>12}")
+    rows += ["", "Aggregate, as the benchmark reports it: the size summed over ranks / rank 0's save time",
+             f"{'save':>4} {'ranks':>5} {'size':>10} {'rank 0 s':>9} {'GiB/s':>7} {'span s':>8} {'GiB/s':>7}  "
+             f"(span: first rank's start to last rank's end)"]
+    for a in agg["saves"]:
+        rows.append(f"{a['save']:>4} {a['ranks']:>5} {format_size(a['bytes']):>10} {a['rank0_s']:>9.3f} "
+                    f"{_rate(a['gib_s']):>7} {a['span_s']:>8.3f} {_rate(a['span_gib_s']):>7}")
+    if agg["mean_gib_s"] is not None:
+        rows.append(f"  mean of the per-save rates: {agg['mean_gib_s']:.2f} GiB/s")
+    if summary["stragglers"]:
+        rows += ["", "Stragglers (the rank whose save took longest, against the median rank)"]
+        for st in summary["stragglers"]:
+            rows.append(_clip(f"  save {st['save']:<3} rank {_rank(st['rank'])} on {st['host']}: "
+                              f"{st['duration_s']:.3f} s, +{st['excess_s']:.3f} s over the median; most of it "
+                              f"{st['component']} (+{st['component_excess_s']:.3f} s)"))
+    placement = summary["placement"]
+    rows.append("")
+    rows.append("Placement: " + ("the same on every rank of each host" if placement["consistent"] else
+                                 "DIFFERS between ranks: " + "; ".join(
+                                     f"{host}: " + ", ".join(f"{k} {len(v)} kinds" for k, v in h.items() if len(v) > 1)
+                                     for host, h in placement["hosts"].items()
+                                     if any(len(v) > 1 for v in h.values())))
+                + ("" if placement["hosts_alike"] else "; the hosts' topologies differ"))
+    return "\n".join(_clip(r) for r in rows)
 
 
 def _diagnoses(diagnoses: list[dict]) -> str:
@@ -192,6 +246,18 @@ def compare_text(comparison: dict) -> str:
             top = max(COMPONENTS, key=lambda c: abs(s["components"][c]))
             rows.append(_clip(f"  save {s['save']:<31} {s['a_s']:>8.3f} {s['b_s']:>8.3f} {s['diff_s']:>+8.3f}  "
                               f"{top} {s['components'][top]:+.3f}"))
+    if len(comparison["per_rank"]) > 1:
+        rows += ["", f"{'Per rank (mean save; seconds)':<38} {'A':>8} {'B':>8} {'B - A':>8}  largest part"]
+        shown = sorted(comparison["per_rank"], key=lambda r: -abs(r["diff_s"]))[:MAX_ROWS]
+        for r in sorted(shown, key=lambda r: r["rank"]):
+            rows.append(_clip(f"  rank {r['rank']:<31} {r['a_s']:>8.3f} {r['b_s']:>8.3f} {r['diff_s']:>+8.3f}  "
+                              f"{r['top']} {r['top_s']:+.3f}"))
+        if len(comparison["per_rank"]) > len(shown):
+            rows.append(f"  ... {len(comparison['per_rank']) - len(shown)} more ranks (all in --json)")
+    if a.get("aggregate_gib_s") and b.get("aggregate_gib_s"):
+        rows += ["", f"Aggregate as the benchmark reports it (mean of per-save rates): "
+                     f"A {a['aggregate_gib_s']:.2f} GiB/s, B {b['aggregate_gib_s']:.2f} GiB/s "
+                     f"({b['aggregate_gib_s'] / a['aggregate_gib_s'] - 1:+.1%})"]
     rows += [""] + _wrap("Verdict: " + comparison["verdict"], "")
     return "\n".join(rows) + "\n"
 

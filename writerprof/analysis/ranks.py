@@ -1,0 +1,98 @@
+"""Many ranks: each rank's saves, the aggregate the benchmark reports, the
+rank that sets the pace of each save and why, and whether placement is the
+same on every rank and host."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from writerprof.analysis.processes import dominant
+from writerprof.analysis.saves import COMPONENTS
+from writerprof.run import roles as run_roles
+
+GIB = 2**30
+
+
+def per_rank(saves: list[dict]) -> list[dict]:
+    """One row per producer (a rank, or the one process of a run without MPI)."""
+    groups = defaultdict(list)
+    for s in saves:
+        groups[(s["host"], s["rank"], s["producer"])].append(s)
+    rows = []
+    for (host, rank, producer), mine in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0], kv[0][2])):
+        total = sum(s["duration_s"] for s in mine)
+        rows.append({"host": host, "rank": rank, "producer": producer, "producer_pid": mine[0]["producer_pid"],
+                     "saves": len(mine), "mean_save_s": total / len(mine),
+                     "slowest_save_s": max(s["duration_s"] for s in mine),
+                     "gib_s": sum(s["bytes"] for s in mine) / total / GIB if total else None})
+    return rows
+
+
+def aggregate(saves: list[dict], offsets: dict[str, int]) -> dict:
+    """Per save index (the n-th save of every rank), as the benchmark reports
+    it: the checkpoint size summed over ranks over rank 0's save duration
+    (the lowest rank present); also over the span from the first rank's start
+    to the last rank's end (all hosts on one time line). And the mean of the
+    per-save rates, as the benchmark averages them."""
+    by_index = defaultdict(list)
+    for s in saves:
+        by_index[s["save"]].append(s)
+    rows = []
+    for index, group in sorted(by_index.items()):
+        first = min(group, key=lambda s: (s["rank"], s["host"], s["producer"]))
+        nbytes = sum(s["bytes"] for s in group)
+        starts = [s["start_ns"] + offsets.get(s["host"], 0) for s in group]
+        ends = [s["end_ns"] + offsets.get(s["host"], 0) for s in group]
+        span = (max(ends) - min(starts)) / 1e9
+        rows.append({"save": index, "ranks": len(group), "bytes": nbytes,
+                     "rank0": first["rank"], "rank0_s": first["duration_s"],
+                     "gib_s": nbytes / first["duration_s"] / GIB if first["duration_s"] else None,
+                     "span_s": span, "span_gib_s": nbytes / span / GIB if span else None})
+    rates = [r["gib_s"] for r in rows if r["gib_s"] is not None]
+    return {"saves": rows, "mean_gib_s": float(np.mean(rates)) if rates else None}
+
+
+def stragglers(saves: list[dict]) -> list[dict]:
+    """Per save index with two ranks or more: the slowest rank, how much
+    longer than the median rank it took, and the component of its critical
+    path that exceeds the median rank's the most."""
+    by_index = defaultdict(list)
+    for s in saves:
+        by_index[s["save"]].append(s)
+    out = []
+    for index, group in sorted(by_index.items()):
+        if len(group) < 2:
+            continue
+        slowest = max(group, key=lambda s: s["duration_s"])
+        median_s = float(np.median([s["duration_s"] for s in group]))
+        typical = {c: float(np.median([s["critical_path"][c] for s in group])) for c in COMPONENTS}
+        excess = {c: slowest["critical_path"][c] - typical[c] for c in COMPONENTS}
+        why = max(excess, key=excess.get)
+        out.append({"save": index, "host": slowest["host"], "rank": slowest["rank"],
+                    "duration_s": slowest["duration_s"], "median_s": median_s,
+                    "excess_s": slowest["duration_s"] - median_s, "component": why,
+                    "component_excess_s": excess[why]})
+    return out
+
+
+def placement_consistency(procs: list[dict], topology: dict) -> dict:
+    """Whether every rank's writers had the same CPUs and nodes, per host, and
+    whether the hosts are alike."""
+    hosts = defaultdict(lambda: defaultdict(set))
+    for p in procs:
+        if p["role"] != run_roles.WRITER:
+            continue
+        h = hosts[p["host"]]
+        h["writer_cpus"].add(tuple(p["allowed_cpus"]))
+        h["writer_node"].add(dominant(p["work_nodes"] or p["cpu_nodes"])[0])
+        h["buffer_node"].add(dominant(p["buffer_nodes"])[0])
+    per_host = {host: {key: sorted(values, key=lambda v: (v is None, v)) for key, values in h.items()}
+                for host, h in hosts.items()}
+    shapes = {host: (len(t.get("nodes", {})), t.get("cpus")) for host, t in topology.items()}
+    return {
+        "hosts": per_host,
+        "consistent": all(len(v) <= 1 for h in per_host.values() for v in h.values()),
+        "hosts_alike": len(set(shapes.values())) <= 1,
+    }
