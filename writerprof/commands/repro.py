@@ -14,6 +14,11 @@ it, and checks every file byte for byte against the generator.
 
 Output: a RESULTS block per save on stderr; with --json one JSON object per
 save and a summary on stdout.
+
+Under an MPI launcher (`mpiexec -n N writerprof repro ...`, with mpi4py): every
+rank saves its own files, all ranks wait for each other before each save, and
+rank 0 prints every rank's figures and the aggregate (the size summed over
+ranks, over rank 0's save time); the other ranks print nothing but errors.
 """
 
 from __future__ import annotations
@@ -23,11 +28,15 @@ import importlib.util
 import multiprocessing
 import os
 import runpy
+import sys
 import tempfile
+import traceback
 
-from writerprof.errors import UsageError
+from writerprof import interrupts
+from writerprof.errors import Interrupted, UsageError, WriterprofError
 from writerprof.repro.config import MAIN_IMPORTS_ENV, ReproConfig
 from writerprof.repro.generators import GENERATORS, check_available
+from writerprof.repro.ranks import MPI_MODES, Ranks, connect, mpi4py_importable, resolve
 from writerprof.units import format_cpu_list, format_size, parse_cpu_list, parse_size
 
 HELP = "run the built-in streaming-checkpoint reproducer"
@@ -80,6 +89,10 @@ def add_arguments(parser) -> None:
                      " byte for byte (the default ring can race, as the benchmark's does)")
     run.add_argument("--json", action="store_true",
                      help="one JSON object per save and a summary on stdout")
+    run.add_argument("--mpi", choices=MPI_MODES, default="auto",
+                     help="auto: join MPI when started by an MPI launcher (mpiexec) and mpi4py"
+                     " is installed; on: join or fail; off: each process runs alone"
+                     " (default: auto)")
     data = parser.add_argument_group("the data")
     data.add_argument("--generator", choices=GENERATORS, default="fast",
                       help="fast: copies of a random block, memory-bound (default); random:"
@@ -168,10 +181,65 @@ def _check_writable(directory: str) -> None:
 
 
 def run(args) -> int:
-    config = config_from_args(args)
+    launch, warning = resolve(args.mpi, os.environ, mpi4py_importable)
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
+    if launch is None:
+        return _run_main(config_from_args(args), None)
+    interrupts.install()
+    ranks = connect(launch)  # MPI_Init: this process is a rank from here on
+    try:
+        config = _config_on_every_rank(args, ranks)
+        return 2 if config is None else _run_main(config, ranks)
+    except Interrupted as exc:
+        # mpiexec forwards SIGINT and SIGTERM to every rank: if they all stop,
+        # each leaves normally (rank 0 says so); if not, end the job.
+        if not ranks.released and not ranks.stop_interrupted():
+            ranks.abort(exc.exit_code, "interrupted, and the other ranks did not stop")
+        if ranks.root:
+            raise
+        return exc.exit_code
+    except BaseException as exc:
+        if ranks.released:
+            raise
+        # The others would wait for this rank forever: end the whole job.
+        if not isinstance(exc, WriterprofError):
+            traceback.print_exc()
+        ranks.abort(getattr(exc, "exit_code", 1), str(exc) or type(exc).__name__)
+        raise  # not reached
+
+
+def _config_on_every_rank(args, ranks: Ranks) -> ReproConfig | None:
+    """Every rank checks its own arguments and machine; one bad rank stops them
+    all (rank 0 says why, once per distinct message). None if any was bad."""
+    try:
+        config, error = config_from_args(args), None
+    except UsageError as exc:
+        config, error = None, str(exc)
+
+    def decide(errors):
+        bad: dict[str, list[int]] = {}
+        for rank, message in enumerate(errors):
+            if message is not None:
+                bad.setdefault(message, []).append(rank)
+        for message, where in bad.items():
+            which = "" if len(where) == ranks.size else f" (on rank {format_cpu_list(where)})"
+            print(f"writerprof repro: error: {message}{which}", file=sys.stderr, flush=True)
+        return 2 if bad else None
+
+    _, verdict = ranks.exchange(error, decide)
+    if verdict is not None:
+        ranks.release()
+        return None
+    return config
+
+
+def _run_main(config: ReproConfig, ranks: Ranks | None) -> int:
     os.environ[MAIN_IMPORTS_ENV] = ",".join(config.main_imports)
     # Run the pipeline inside the main module, so that it is `__main__` for
     # multiprocessing, and children re-run it as they would a benchmark script.
     main_path = importlib.util.find_spec("writerprof.repro.main").origin
-    namespace = runpy.run_path(main_path, init_globals={"REPRO_CONFIG": config}, run_name="__main__")
+    namespace = runpy.run_path(
+        main_path, init_globals={"REPRO_CONFIG": config, "REPRO_RANKS": ranks}, run_name="__main__"
+    )
     return namespace["REPRO_EXIT"]

@@ -19,5 +19,7 @@ for _name in filter(None, os.environ.get(MAIN_IMPORTS_ENV, "").split(",")):
 if __name__ == "__main__":
     from writerprof.repro.pipeline import run
 
-    # REPRO_CONFIG is put in this module's globals by `writerprof repro`.
-    REPRO_EXIT = run(REPRO_CONFIG)  # noqa: F821
+    # REPRO_CONFIG, and under MPI REPRO_RANKS, are put in this module's globals
+    # by `writerprof repro`. Under MPI only this branch, in the rank, ever
+    # touches MPI: a writer child that re-runs this file is `__mp_main__`.
+    REPRO_EXIT = run(REPRO_CONFIG, globals().get("REPRO_RANKS"))  # noqa: F821

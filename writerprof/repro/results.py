@@ -19,13 +19,15 @@ def bottleneck(result: SaveResult) -> str:
     return "generation" if result.gen_s > result.io_s else "I/O"
 
 
-def results_block(result: SaveResult, config: ReproConfig) -> str:
+def results_block(result: SaveResult, config: ReproConfig, rank: int | None = None) -> str:
+    """rank: this process's MPI rank, named in the heading; None outside MPI."""
     gib = result.bytes / GIB
     ratio = result.gen_s / result.io_s if result.io_s else float("inf")
     rule = "=" * 64
+    of_rank = f"  rank {rank}" if rank is not None else ""
     lines = [
         rule,
-        f"RESULTS  save {result.save}/{config.saves}  start method {result.start_method}"
+        f"RESULTS  save {result.save}/{config.saves}{of_rank}  start method {result.start_method}"
         f"  writer pid {result.writer_pid}",
         rule,
         f"  size            {format_size(result.bytes)} in {result.chunks} chunks"
@@ -106,4 +108,108 @@ def summary_record(results: list[SaveResult], config: ReproConfig, start_method:
         "mean_throughput_gib_s": statistics.fmean(rates),
         "mean_writer_startup_s": statistics.fmean(r.writer_startup_s for r in results),
         "mean_total_s": statistics.fmean(r.total_s for r in results),
+    }
+
+
+# Under MPI (`mpiexec -n N writerprof repro`): every rank's save records are
+# gathered to rank 0, which adds the benchmark's aggregate per save and a summary.
+
+
+def rank_save_record(result: SaveResult, config: ReproConfig, rank: int, host: str) -> dict:
+    """A rank's save record: save_record's fields, and which rank and host."""
+    record = save_record(result, config)
+    return {"record": "save", "rank": rank, "host": host,
+            **{key: value for key, value in record.items() if key != "record"}}
+
+
+def aggregate_record(records: list[dict]) -> dict:
+    """One save across ranks, as the benchmark reports it: the checkpoint's size
+    (summed over ranks) over rank 0's save duration. `records`: every rank's
+    record of that save, rank 0 first."""
+    first = records[0]
+    assert first["rank"] == 0 and len({r["save"] for r in records}) == 1, "one save, from rank 0"
+    nbytes = sum(record["bytes"] for record in records)
+    slowest = max(records, key=lambda record: record["total_s"])
+    fastest = min(records, key=lambda record: record["total_s"])
+    return {
+        "record": "aggregate",
+        "save": first["save"],
+        "ranks": len(records),
+        "start_method": first["start_method"],
+        "bytes": nbytes,
+        "rank0_total_s": first["total_s"],
+        "throughput_gib_s": nbytes / first["total_s"] / GIB,
+        "min_total_s": fastest["total_s"],
+        "max_total_s": slowest["total_s"],
+        "slowest_rank": slowest["rank"],
+    }
+
+
+def aggregate_block(aggregate: dict, records: list[dict], config: ReproConfig) -> str:
+    """Rank 0's stderr block for one save across ranks: the aggregate, then a line per rank."""
+    rule = "=" * 64
+    lines = [
+        rule,
+        f"AGGREGATE  save {aggregate['save']}/{config.saves}  {aggregate['ranks']} ranks"
+        f"  start method {aggregate['start_method']}",
+        rule,
+        f"  size            {format_size(aggregate['bytes'])} ({_per_rank(records)})",
+        f"  rank 0's save   {aggregate['rank0_total_s']:8.3f} s",
+        f"  throughput      {aggregate['throughput_gib_s']:8.2f} GiB/s"
+        "  (size over rank 0's save)",
+        f"  slowest rank    {aggregate['slowest_rank']:8d}    ({aggregate['max_total_s']:.3f} s;"
+        f" fastest {aggregate['min_total_s']:.3f} s)",
+        "  rank   total s    GiB/s  start-up s  bottleneck  host",
+    ]
+    for record in records:
+        lines.append(
+            f"  {record['rank']:4d}  {record['total_s']:8.3f} {record['throughput_gib_s']:8.2f}"
+            f"  {record['writer_startup_s']:10.3f}  {record['bottleneck']:<10s}  {record['host']}"
+        )
+    lines.append(rule)
+    return "\n".join(lines)
+
+
+def _per_rank(records: list[dict]) -> str:
+    sizes = {record["bytes"] for record in records}
+    if len(sizes) == 1:
+        return f"{format_size(sizes.pop())} on each of {len(records)} ranks"
+    return f"summed over {len(records)} ranks"
+
+
+def ranks_summary_record(aggregates: list[dict], records: list[dict], config: ReproConfig,
+                         mpi: dict) -> dict:
+    """The run across ranks: the mean of the per-save aggregate rates (the
+    benchmark's headline), the same settings as summary_record, and each rank's
+    own means. `records`: every rank's save records; `mpi`: launcher and library."""
+    ranks = sorted({record["rank"] for record in records})
+    per_rank = []
+    for rank in ranks:
+        own = [record for record in records if record["rank"] == rank]
+        per_rank.append({
+            "rank": rank,
+            "host": own[0]["host"],
+            "saves": len(own),
+            "mean_throughput_gib_s": statistics.fmean(r["throughput_gib_s"] for r in own),
+            "mean_total_s": statistics.fmean(r["total_s"] for r in own),
+            "mean_writer_startup_s": statistics.fmean(r["writer_startup_s"] for r in own),
+        })
+    return {
+        "record": "summary",
+        "saves": len(aggregates),
+        "ranks": len(ranks),
+        "start_method": aggregates[0]["start_method"],
+        "generator": config.generator,
+        "bytes": sum(aggregate["bytes"] for aggregate in aggregates),
+        "size": config.size,
+        "chunk_size": config.chunk_size,
+        "buffers": config.buffers,
+        "fsync": config.fsync,
+        "main_imports": list(config.main_imports),
+        "python": platform.python_version(),
+        "mean_throughput_gib_s": statistics.fmean(a["throughput_gib_s"] for a in aggregates),
+        "mean_writer_startup_s": statistics.fmean(r["writer_startup_s"] for r in records),
+        "mean_total_s": statistics.fmean(a["rank0_total_s"] for a in aggregates),
+        "mpi": mpi,
+        "per_rank": per_rank,
     }

@@ -63,6 +63,10 @@ class WriterFailed(WriterprofError):
     pass
 
 
+class SaveStopped(WriterprofError):
+    """Under MPI: another rank failed, so this rank's save stops early."""
+
+
 def seconds(ns: int) -> float:
     return ns / 1e9
 
@@ -97,8 +101,10 @@ def first_touch(buffers, cpus) -> list[int]:
 class _Save:
     """State of one save in flight, so that every exit path cleans it up."""
 
-    def __init__(self, config: ReproConfig, ctx, index: int, path: str):
+    def __init__(self, config: ReproConfig, ctx, index: int, path: str, should_stop=None,
+                 die_with_parent=False):
         self.config, self.ctx, self.index, self.path = config, ctx, index, path
+        self.should_stop, self.die_with_parent = should_stop, die_with_parent
         self.buffers: list[shared_memory.SharedMemory] = []
         self.writer = None
         self.report = self.report_end = None  # the writer's report pipe: ours, its
@@ -118,6 +124,13 @@ class _Save:
             f"{said}"
         )
 
+    def _check(self) -> None:
+        """Between chunks and while waiting: a signal, or (under MPI) another
+        rank's failure, ends the save."""
+        interrupts.check()
+        if self.should_stop is not None and self.should_stop():
+            raise SaveStopped(f"save {self.index} stopped: another rank failed")
+
     def _recv(self):
         """The writer's ("ok", figures) or ("error", traceback); None if it died first."""
         try:
@@ -128,7 +141,7 @@ class _Save:
     def _alive_or_raise(self):
         """While chunks are still being queued: a dead writer, or any report
         (only an error can come this early), ends the save."""
-        interrupts.check()
+        self._check()
         if not self.writer.is_alive() or self.report.poll():
             raise self._failed()
 
@@ -151,7 +164,7 @@ class _Save:
     def _receive(self) -> dict:
         """After the last chunk: wait for the writer's figures."""
         while not self.report.poll(_POLL_S):
-            interrupts.check()
+            self._check()
             if not self.writer.is_alive() and not self.report.poll():
                 raise self._failed()
         report = self._recv()
@@ -178,6 +191,7 @@ class _Save:
             fadvise=config.fadvise,
             fsync=config.fsync,
             writer_cpus=sorted(config.writer_cpus) if config.writer_cpus else None,
+            die_with_parent=self.die_with_parent,
         )
         self.writer = self.ctx.Process(
             target=run_writer, args=(spec, chunks, freed, self.report_end),
@@ -190,7 +204,7 @@ class _Save:
         gen_ns = put_ns = 0
         remaining = config.size
         for chunk in range(config.chunks_per_save):
-            interrupts.check()
+            self._check()
             index = chunk % config.buffers
             if freed is not None and chunk >= config.buffers:
                 returned = self._get(freed)
@@ -253,8 +267,12 @@ class _Save:
                 pass  # goes with the process, the segment is already unlinked
 
 
-def run_save(config: ReproConfig, ctx, generator, index: int, path: str, on_writer_started):
-    save = _Save(config, ctx, index, path)
+def run_save(config: ReproConfig, ctx, generator, index: int, path: str, on_writer_started,
+             should_stop=None, die_with_parent=False):
+    """Under MPI: should_stop is called between chunks and while waiting, and
+    True ends the save with SaveStopped (another rank failed); die_with_parent
+    has the writer killed if its parent dies."""
+    save = _Save(config, ctx, index, path, should_stop, die_with_parent)
     try:
         return save.run(generator, on_writer_started)
     finally:

@@ -6,6 +6,7 @@ target runs, so it imports only the standard library.
 """
 
 import os
+import signal
 import time
 import traceback
 from multiprocessing import shared_memory
@@ -14,7 +15,7 @@ from multiprocessing import shared_memory
 def run_writer(spec, chunks, freed, report):
     """Target of the writer Process.
 
-    spec:   dict with path, buffer_names, fadvise, fsync, writer_cpus
+    spec:   dict with path, buffer_names, fadvise, fsync, writer_cpus, die_with_parent
     chunks: queue of (buffer index, nbytes), None at the end
     freed:  queue the writer returns each written buffer index to (--verify), or None
     report: the send end of a pipe; gets ("ok", figures) or ("error", traceback)
@@ -22,6 +23,8 @@ def run_writer(spec, chunks, freed, report):
     first_line_ns = time.monotonic_ns()
     status = 1
     try:
+        if spec.get("die_with_parent"):
+            _die_with_parent()
         inherited_cpus = sorted(os.sched_getaffinity(0))
         if spec["writer_cpus"]:
             os.sched_setaffinity(0, spec["writer_cpus"])
@@ -40,6 +43,22 @@ def run_writer(spec, chunks, freed, report):
         report.close()
         # As the benchmark's writer does: no interpreter teardown in the child.
         os._exit(status)
+
+
+def _die_with_parent():
+    """Under MPI: be killed when the process that started this writer dies.
+    A writer whose rank was killed (SIGKILL, the OOM killer) would otherwise
+    wait on its queue forever (it holds both ends of the pipe), and keep the
+    launcher's output pipes open, so that mpiexec never returns. The parent is
+    the rank, or under forkserver the daemon, which exits with its rank."""
+    import ctypes  # here, not at module level: only MPI runs pay for it
+
+    parent = os.getppid()
+    pr_set_pdeathsig = 1
+    if ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL) != 0:
+        return  # not Linux, or refused: the writer lives on as before
+    if os.getppid() != parent:  # the parent died before we asked
+        os._exit(1)
 
 
 def _write_all(fd, view):
