@@ -17,7 +17,7 @@ import sys
 from writerprof import __version__
 from writerprof.errors import Interrupted, UsageError, WriterprofError
 
-COMMANDS = ("record", "report", "compare", "contrast", "plot", "export", "repro")
+COMMANDS = ("record", "report", "compare", "contrast", "plot", "flame", "export", "merge", "repro")
 
 
 class Parser(argparse.ArgumentParser):

@@ -6,7 +6,7 @@ import os
 import sys
 import time
 
-from . import calls, format, identity, lifecycle, mp, osio, shm, specs
+from . import agent, calls, format, identity, lifecycle, mp, osio, shm, specs
 from .journal import Journal
 
 FORCE_ENV = "WRITERPROF_FORCE_START_METHOD"
@@ -60,4 +60,5 @@ def activate(started_ns=None):
         except specs.SpecError as exc:
             hook_status(spec, "failed", str(exc))
     lifecycle.install(journal, process, phases)
+    agent.maybe_start(journal, run, host)
     journal.event("activated", start_ns=started_ns, end_ns=time.monotonic_ns())

@@ -46,6 +46,8 @@ a host); spans also have "start_ns" and "end_ns". The kinds:
                 stride, nodes ({node: pages of the sample}), unfaulted (pages
                 of the sample not mapped in this process yet)
   exit          via ("atexit" | "os._exit" | "signal"), code, rusage, signal
+  agent         this process started its host's sampler agent: started (false:
+                reason), pid, python
 """
 
 import os
@@ -97,9 +99,22 @@ HOSTS_DIR = "hosts"
 PROCS_DIR = "procs"
 
 
+# Overrides the host name a process files itself under: to tell apart
+# containers that share a host name, or to test many hosts on one machine.
+HOST_ENV = "WRITERPROF_HOST"
+# Set by `writerprof record` for the probe: the launcher's host (whose
+# processes its own sampler follows), and the interpreter and interval with
+# which the first probed process on any other host starts that host's
+# sampler agent (python -m writerprof.agent).
+LAUNCH_HOST_ENV = "WRITERPROF_LAUNCH_HOST"
+AGENT_PYTHON_ENV = "WRITERPROF_AGENT_PYTHON"
+INTERVAL_ENV = "WRITERPROF_INTERVAL_NS"
+AGENT_LOCK = "agent.lock"  # in RUN/hosts/HOST/: who started that host's agent
+
+
 def host_name():
     """The name a host's processes are filed under."""
-    return os.uname().nodename
+    return os.environ.get(HOST_ENV) or os.uname().nodename
 
 
 def safe_host(host):

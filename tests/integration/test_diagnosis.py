@@ -112,7 +112,8 @@ def test_report_of_a_recording_cut_short_still_reports_what_was_recorded(tmp_pat
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         _wait_for_saves(out, 2)
-        (target,) = psutil.Process(record.pid).children()
+        # record's children: the target, and py-spy sampling its stacks.
+        (target,) = [c for c in psutil.Process(record.pid).children() if c.name() != "py-spy"]
         tree = [target] + target.children(recursive=True)
     finally:
         record.kill()  # record dies mid-recording, never finishing its run directory

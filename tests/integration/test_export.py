@@ -1,7 +1,8 @@
 """`writerprof export --perfetto` on a real recording, checked against the
 trace-event format that Perfetto and chrome://tracing read: required fields and
 their types, times from the start of the recording in order, slices on a
-thread that nest, metadata naming every track."""
+thread that nest, metadata naming every track; and --perfetto with
+--speedscope at once, each against its format's required fields."""
 
 from __future__ import annotations
 
@@ -16,14 +17,21 @@ PHASES = {"M", "X", "i", "C"}  # what the exporter writes, each a documented pha
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory):
+def recording(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("export")
     done = run_writerprof("record", "-o", tmp / "run", "--", *_repro("--json", "--saves", "2",
                           "--size", "128MiB", "--start-method", "forkserver"))
     saves = [json.loads(line) for line in done.stdout.splitlines()]
-    exported = run_writerprof("export", tmp / "run", "--perfetto", tmp / "trace.json")
+    return tmp / "run", [s for s in saves if s["record"] == "save"]
+
+
+@pytest.fixture(scope="module")
+def exported(recording, tmp_path_factory):
+    run, saves = recording
+    tmp = tmp_path_factory.mktemp("perfetto")
+    exported = run_writerprof("export", run, "--perfetto", tmp / "trace.json")
     assert "writerprof export:" in exported.stderr
-    return json.loads((tmp / "trace.json").read_text()), [s for s in saves if s["record"] == "save"]
+    return json.loads((tmp / "trace.json").read_text()), saves
 
 
 def _repro(*args):
@@ -90,6 +98,61 @@ def test_tracks_are_named_and_hold_the_writers_calls(exported):
         assert [e for e in mine if e["ph"] == "C" and e["name"] == "cpu"]  # sampled while it lived
     assert any(name.startswith("forkserver pid ") for name in names.values())
     assert any(name.startswith("producer pid ") for name in names.values())
+
+
+# The trace-event format's required fields per phase (the Trace Event Format
+# document; what Perfetto's JSON importer reads), and their types.
+REQUIRED = {
+    "X": {"name": str, "ph": str, "ts": (int, float), "dur": (int, float), "pid": int, "tid": int},
+    "i": {"name": str, "ph": str, "ts": (int, float), "pid": int, "tid": int, "s": str},
+    "C": {"name": str, "ph": str, "ts": (int, float), "pid": int, "args": dict},
+    "M": {"name": str, "ph": str, "pid": int, "args": dict},
+}
+METADATA = {"process_name": "name", "process_sort_index": "sort_index", "thread_name": "name"}
+
+
+def test_perfetto_and_speedscope_at_once_match_their_formats(recording, tmp_path):
+    run, saves = recording
+    trace_file, profile_file = tmp_path / "trace.json", tmp_path / "profile.json"
+    done = run_writerprof("export", run, "--perfetto", trace_file, "--speedscope", profile_file)
+    lines = done.stderr.splitlines()
+    assert lines[0].startswith(f"writerprof export: {trace_file}: ") and " slices (" in lines[0]
+    assert lines[1].startswith(f"writerprof export: {profile_file}: ") and " profiles, " in lines[1]
+
+    trace = json.loads(trace_file.read_text())
+    assert isinstance(trace, dict) and isinstance(trace["traceEvents"], list)
+    last_ts = 0.0
+    for event in trace["traceEvents"]:
+        fields = REQUIRED[event["ph"]]
+        for name, kind in fields.items():
+            assert isinstance(event[name], kind) and not isinstance(event[name], bool), (name, event)
+        if event["ph"] == "M":
+            assert event["args"][METADATA[event["name"]]] is not None
+            assert last_ts == 0.0  # metadata before every timed event
+            continue
+        assert event["ts"] >= 0 and event["ts"] >= last_ts  # sorted, from the start of the recording
+        last_ts = event["ts"]
+        if event["ph"] == "X":
+            assert event["dur"] >= 0
+        if event["ph"] == "i":
+            assert event["s"] in {"g", "p", "t"}
+    assert {e["ph"] for e in trace["traceEvents"]} == set(REQUIRED)
+    # Every chunk the writers wrote (and tempfile's own probe write of the directory).
+    assert sum(e["ph"] == "X" and e["name"] == "write" for e in trace["traceEvents"]) >= sum(
+        s["chunks"] for s in saves)
+
+    profile = json.loads(profile_file.read_text())
+    assert profile["$schema"] == "https://www.speedscope.app/file-format-schema.json"
+    frames = profile["shared"]["frames"]
+    assert all(isinstance(f["name"], str) for f in frames)
+    for p in profile["profiles"]:
+        assert p["type"] == "sampled" and p["unit"] == "milliseconds" and p["startValue"] <= p["endValue"]
+        assert len(p["samples"]) == len(p["weights"])
+        assert all(0 <= i < len(frames) for stack in p["samples"] for i in stack)
+        assert all(w > 0 for w in p["weights"])
+    # Both name a process the same way.
+    tracks = {e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "process_name"}
+    assert {p["name"] for p in profile["profiles"]} == tracks
 
 
 def test_export_errors(tmp_path):

@@ -46,7 +46,7 @@ def test_unknown_subcommand_and_version():
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         "writerprof: error: argument COMMAND: invalid choice: 'nosuch' (choose from 'record', 'report',"
-        " 'compare', 'contrast', 'plot', 'export', 'repro') (see 'writerprof --help')"
+        " 'compare', 'contrast', 'plot', 'flame', 'export', 'merge', 'repro') (see 'writerprof --help')"
     ]
     assert run_writerprof("--version").stdout.startswith("writerprof ")
 

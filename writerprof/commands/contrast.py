@@ -208,14 +208,20 @@ def _result(command, methods, repeat, runs, skipped) -> dict:
 
 
 def _write_html(out: Path, result: dict, runs: list[dict]) -> None:
-    from writerprof.render import html, plots
+    from writerprof.render import flame, html, plots
+    from writerprof.run import load
+    from writerprof.run.stacks import load_stacks
 
     sides = {m: [r["summary"] for r in runs if r["method"] == m] for m in result["methods"]
              if any(r["method"] == m for r in runs)}
     primary = next(iter(result["comparisons"].values()))
     figures = {"save_decomposition": plots.save_decomposition(sides),
                "compare_waterfall": plots.compare_waterfall(primary)}
-    (out / "contrast.html").write_text(html.contrast_html(primary, sides, figures, contrast=result))
+    reference, other = result["methods"][0], next(iter(result["comparisons"]))
+    pooled = {m: [s for r in runs if r["method"] == m for s in load_stacks(load(r["path"]))]
+              for m in (reference, other)}
+    flames = flame.role_diffs(pooled[reference], pooled[other], (reference, other))
+    (out / "contrast.html").write_text(html.contrast_html(primary, sides, figures, contrast=result, flames=flames))
 
 
 def _print(result: dict, out: Path) -> None:

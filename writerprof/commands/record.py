@@ -5,6 +5,9 @@ directory for `writerprof report`.
 The probe reaches CMD's Python processes through PYTHONPATH (a sitecustomize
 that does nothing unless WRITERPROF_RUN is set, and runs any sitecustomize it
 shadows); interpreters started with -E, -I or -S ignore it and go unprobed.
+py-spy samples the Python stacks of CMD's whole process tree alongside
+(--stack-rate, --native, --no-stacks; see writerprof.stacks): if it is missing
+or may not attach (ptrace), record says so in one line and goes on without.
 Exits with CMD's exit status (128+N if a signal N killed it). CMD runs in a
 process group of its own, which gets the terminal (Ctrl-C goes to CMD) and any
 SIGINT or SIGTERM sent to record. The run directory is complete and loadable
@@ -23,11 +26,14 @@ import time
 from pathlib import Path
 
 import writerprof.probes
+from writerprof import stacks as stack_sampling
 from writerprof import topology
 from writerprof.errors import UsageError, WriterprofError
 from writerprof.probes.writerprof_probe import identity, specs
+from writerprof.probes.writerprof_probe import format as journal_format
 from writerprof.probes.writerprof_probe.format import host_name
 from writerprof.run import directory, layout
+from writerprof.stacks import StackOptions
 from writerprof.units import format_size, parse_duration
 
 HELP = "record a command's writer subprocesses into a run directory"
@@ -54,6 +60,16 @@ def _duration(text):
 _duration.__name__ = "duration"
 
 
+def _rate(text):
+    value = int(text) if text.strip().isdigit() else 0
+    if not 1 <= value <= 10_000:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a rate in Hz from 1 to 10000")
+    return value
+
+
+_rate.__name__ = "rate"
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", type=Path, metavar="RUN",
                         help="run directory, new or empty (default: writerprof-YYYYmmdd-HHMMSS here)")
@@ -63,6 +79,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also time this callable as PHASE (repeatable)")
     parser.add_argument("--no-sampler", action="store_true",
                         help="journal from inside the processes only; no /proc sampling")
+    parser.add_argument("--stack-rate", type=_rate, default=stack_sampling.RATE_HZ, metavar="HZ",
+                        help=f"py-spy samples of Python stacks per second (default: {stack_sampling.RATE_HZ})")
+    parser.add_argument("--native", action="store_true",
+                        help="py-spy also samples native frames (C, C++, Cython)")
+    parser.add_argument("--no-stacks", action="store_true", help="take no Python stacks (no py-spy)")
     parser.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]")
 
 
@@ -79,17 +100,31 @@ def _resolve(command: list[str]) -> list[str]:
     return command
 
 
-def probe_environment(run: Path, added: list[str], environ=os.environ, extra: dict | None = None) -> dict:
+# OpenMPI's mpirun does not pass the environment on to remote hosts; it
+# forwards the variables this names (';'-separated), which record appends to.
+OMPI_ENV_LIST = "OMPI_MCA_mca_base_env_list"
+
+
+def probe_environment(run: Path, added: list[str], environ=os.environ, extra: dict | None = None,
+                      interval_ns: int = INTERVAL_NS) -> dict:
     """CMD's environment: the probe first on PYTHONPATH, the run directory
-    named, and any what-if switches (`extra`) for the probe."""
+    named, what a host other than this one needs to start its sampler agent,
+    any what-if switches (`extra`) for the probe, and OpenMPI told to forward
+    all of it."""
     env = dict(environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (PROBE_DIR, env.get("PYTHONPATH")) if p)
     env["WRITERPROF_RUN"] = str(run.resolve())
+    env[journal_format.LAUNCH_HOST_ENV] = host_name()
+    env[journal_format.AGENT_PYTHON_ENV] = sys.executable
+    env[journal_format.INTERVAL_ENV] = str(interval_ns)
     if added:
         env["WRITERPROF_PROBES"] = "\n".join(added)
     else:
         env.pop("WRITERPROF_PROBES", None)
     env.update(extra or {})
+    ours = sorted(k for k in env if k.startswith("WRITERPROF_")) + ["PYTHONPATH"]
+    listed = [v for v in env.get(OMPI_ENV_LIST, "").split(";") if v]
+    env[OMPI_ENV_LIST] = ";".join(listed + [k for k in ours if k not in listed])
     return env
 
 
@@ -100,21 +135,26 @@ def run(args: argparse.Namespace) -> int:
             specs.parse(spec)
         except specs.SpecError as exc:
             raise UsageError(f"--probe {exc}") from None
+    stacks = StackOptions(enabled=not args.no_stacks, rate_hz=args.stack_rate, native=args.native)
     run_dir = directory.create(args.output, command, interval_ns=args.interval,
                                sampler=not args.no_sampler, probes=args.probe,
-                               env=identity.allowed_env(os.environ))
+                               env=identity.allowed_env(os.environ), stacks=stacks.settings())
     print(f"writerprof record: recording into {run_dir}", file=sys.stderr)
     started = time.monotonic()
-    exit_status = record(run_dir, command, args.interval, args.probe, sampler=not args.no_sampler)
+    exit_status = record(run_dir, command, args.interval, args.probe, sampler=not args.no_sampler,
+                         stacks=stacks)
     print(_summary(run_dir, time.monotonic() - started, exit_status), file=sys.stderr)
     return exit_status
 
 
 def record(run_dir: Path, command: list[str], interval_ns: int, probes: list[str], sampler: bool = True,
-           extra_env: dict | None = None, output=None) -> int:
+           extra_env: dict | None = None, output=None, stacks: StackOptions | None = None) -> int:
     """Run CMD under the probe into the created run_dir, sampling it, and
     finish the run directory however CMD ends; CMD's exit status (128+N if
-    signal N killed it). output: a file for CMD's stdout and stderr (else ours)."""
+    signal N killed it). output: a file for CMD's stdout and stderr (else ours).
+    stacks: how py-spy samples CMD's Python stacks (default: StackOptions(),
+    100 Hz); what was taken is written into run.json's "stacks"."""
+    stacks = StackOptions() if stacks is None else stacks
     host = host_name()
     directory.write_topology(run_dir, host, topology.snapshot())
     started = time.monotonic()
@@ -133,18 +173,22 @@ def record(run_dir: Path, command: list[str], interval_ns: int, probes: list[str
     group = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
     try:
         streams = {"stdout": output, "stderr": subprocess.STDOUT} if output is not None else {}
-        child = subprocess.Popen(command, env=probe_environment(run_dir, probes, extra=extra_env), **group,
+        child = subprocess.Popen(command, env=probe_environment(run_dir, probes, extra=extra_env,
+                                                                interval_ns=interval_ns), **group,
                                  **streams)
     except OSError as exc:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+        _set_meta(run_dir, stacks={**stacks.settings(), "taken": False, "reason": "the command did not start"})
         directory.finish(run_dir, exit_status=126, ended_by="not_started", signal=None)
         raise CommandNotRunnable(f"cannot run {command[0]}: {exc.strerror}") from None
     for signum in received:  # came while CMD was being started
         os.killpg(child.pid, signum)
     terminal = _give_terminal(child.pid)
-    running = None
+    running = stack_recorder = None
     try:
+        stack_recorder, stacks_taken = stack_sampling.start(
+            child.pid, layout.stacks_dir(run_dir, host), stacks, warn=_say)
         if sampler:
             from writerprof.sampler import Sampler
 
@@ -156,15 +200,31 @@ def record(run_dir: Path, command: list[str], interval_ns: int, probes: list[str
             _take_terminal(terminal)
         if running is not None:
             running.stop()
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
         if child.returncode is None:  # record itself failed: CMD must not outlive it
             _end(child)
+        if stack_recorder is not None:  # CMD has ended: py-spy writes its file
+            stacks_taken = stack_recorder.stop()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    _set_meta(run_dir, stacks=stacks_taken)
     exit_status = 128 - status if status < 0 else status
     directory.finish(run_dir, exit_status=exit_status,
                      ended_by="signal" if status < 0 else "exit",
                      signal=signal.Signals(-status).name if status < 0 else None)
     return exit_status
+
+
+def _say(line: str) -> None:
+    print(f"writerprof record: no stacks: {line}", file=sys.stderr, flush=True)
+
+
+def _set_meta(run_dir: Path, **items) -> None:
+    """Add to run.json while recording (replaced whole, as directory does)."""
+    from writerprof.run.load import read_meta
+
+    meta = read_meta(run_dir)
+    meta.update(items)
+    directory._write_json(Path(run_dir) / layout.RUN_FILE, meta)
 
 
 def _give_terminal(group: int) -> int | None:
@@ -254,5 +314,11 @@ def _summary(run_dir: Path, wall_s: float, exit_status: int) -> str:
     lines += [f"    {p}" for p in problems[:5]]
     if len(problems) > 5:
         lines.append(f"    ... and {len(problems) - 5} more")
+    taken = recorded.meta.get("stacks") or {}
+    if taken.get("taken"):
+        lines.append(f"  stacks           {taken.get('samples', 0)} samples at {taken.get('rate_hz')} Hz "
+                     f"(py-spy {taken.get('py_spy') or '?'})")
+    else:
+        lines.append(f"  stacks           none: {taken.get('reason') or 'not recorded'}")
     lines.append(f"  next:            writerprof report {run_dir}")
     return "\n".join(lines)

@@ -49,7 +49,11 @@ def run(args: argparse.Namespace) -> int:
             written = plots.save_figures(figures, make_directory(args.plots))
             print(f"writerprof report: {len(written)} plot files in {args.plots}", file=sys.stderr)
         if args.html:
-            write_text(args.html, html.report_html(summary, figures))
+            from writerprof.render import flame
+            from writerprof.run.stacks import load_stacks
+
+            flames = flame.role_graphs(load_stacks(recorded), Path(recorded.path).resolve().name)
+            write_text(args.html, html.report_html(summary, figures, flames=flames))
             print(f"writerprof report: {args.html}", file=sys.stderr)
     return 0
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import re
 import shlex
 from collections import defaultdict
 
@@ -210,6 +211,22 @@ def _figures(figures: dict, image_format: str) -> str:
     return "\n".join(out)
 
 
+def _flames(flames: dict[str, str]) -> str:
+    """Flamegraphs (SVG documents) embedded each in a frame of its own: they
+    stay interactive (hover, click to zoom) and their ids cannot collide."""
+    if not flames:
+        return ""
+    out = ["<h2>Flamegraphs (py-spy)</h2>",
+           "<p>Python stacks sampled by py-spy, blocked threads included: widths are wall-clock time. "
+           "Hover a frame for its samples and share; click to zoom.</p>"]
+    for name, svg in flames.items():
+        height = re.search(r'<svg[^>]*\sheight="(\d+)"', svg)
+        out.append(f'<figure><iframe title="{_e(name)}" srcdoc="{_e(svg)}" '
+                   f'style="width:100%;border:0;height:{int(height.group(1)) + 20 if height else 600}px"></iframe>'
+                   f"<figcaption><b>{_e(name)}</b></figcaption></figure>")
+    return "\n".join(out)
+
+
 def _page(title: str, body: list[str]) -> str:
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             f"<title>{_e(title)}</title>\n<style>{_STYLE}</style>\n</head>\n<body>\n"
@@ -388,15 +405,17 @@ def _saves(summary: dict) -> str:
     return title + note + table + path
 
 
-def report_html(summary: dict, figures: dict | None = None, image_format: str = "png") -> str:
+def report_html(summary: dict, figures: dict | None = None, image_format: str = "png",
+                flames: dict[str, str] | None = None) -> str:
     """One run's report: the run and its throughput, the diagnoses (most
-    costly first, with evidence), the process and save tables, the plots."""
+    costly first, with evidence), the process and save tables, the plots,
+    and the flamegraphs (name -> SVG) when there are stacks."""
     run = summary["run"]
     body = [f"<h1>writerprof report</h1><p class=\"mono\">{_e(run.get('path'))}</p>", _header(summary),
             f"<h2>Diagnoses ({sum(d['severity'] == 'warning' for d in summary['diagnoses'])} warnings, "
             f"{len(summary['diagnoses'])} in all; most costly first)</h2>",
             diagnoses_html(summary["diagnoses"]), _processes(summary), _saves(summary),
-            _figures(figures or {}, image_format)]
+            _figures(figures or {}, image_format), _flames(flames or {})]
     return _page(f"writerprof report {run.get('path')}", body)
 
 
@@ -502,7 +521,8 @@ def _what_ifs(contrast: dict | None) -> str:
 
 
 def contrast_html(comparison: dict, sides: dict[str, list[dict]], figures: dict | None = None,
-                  contrast: dict | None = None, image_format: str = "png") -> str:
+                  contrast: dict | None = None, image_format: str = "png",
+                  flames: dict[str, str] | None = None) -> str:
     """A comparison's report: the verdict, the component table (adding up to
     the difference with the unexplained), throughput, placement and kernel
     differences, the per-save table, each side's diagnoses and the plots.
@@ -536,4 +556,5 @@ def contrast_html(comparison: dict, sides: dict[str, list[dict]], figures: dict 
         body.append(f"<h3>{_e(label)} ({len(summaries)} run{'s' * (len(summaries) != 1)}, {saves} saves)</h3>")
         body.append(diagnoses_html(diagnoses, runs))
     body.append(_figures(figures or {}, image_format))
+    body.append(_flames(flames or {}))
     return _page(f"writerprof contrast {name_a} vs {name_b}", body)

@@ -15,9 +15,11 @@ from writerprof.run.load import RunDirectoryError, read_meta
 
 
 def create(path: Path | None, command: list[str], *, interval_ns: int, sampler: bool,
-           probes: list[str], env: dict, what_if: dict | None = None) -> Path:
+           probes: list[str], env: dict, what_if: dict | None = None, stacks: dict | None = None) -> Path:
     """A new run directory with run.json (still recording) and this host's procs/.
-    what_if: the probe's what-if switches this run was recorded with (contrast)."""
+    what_if: the probe's what-if switches this run was recorded with (contrast);
+    stacks: the stack sampler's settings (writerprof.stacks.StackOptions.settings(),
+    completed by record with what was taken)."""
     path = _new_default() if path is None else claim(Path(path))
     host = host_name()
     layout.procs_dir(path, host).mkdir(parents=True, exist_ok=True)
@@ -39,6 +41,7 @@ def create(path: Path | None, command: list[str], *, interval_ns: int, sampler: 
         "probes": list(probes),
         "env": dict(env),
         "what_if": dict(what_if or {}),
+        "stacks": dict(stacks) if stacks is not None else None,
     })
     return path
 

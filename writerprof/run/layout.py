@@ -9,6 +9,30 @@ RUN/
     samples.bin                the sampler's fixed-size records (SAMPLE)
     sampled.jsonl              the sampler's rare records (kinds below)
     procs/PID-CREATED.events.jsonl, .chunks.bin   one pair per probed process
+    stacks/                    Python stacks of CMD's process tree, by py-spy (writerprof.stacks)
+      stacks.json              the stack sampler's index (STACKS_INDEX keys below)
+      NNN.raw.gz               one segment: a py-spy run's raw (collapsed) output, gzipped
+                               by record once py-spy has written it (NNN.raw until then)
+      py-spy.log               py-spy's own output, every attempt, for a look when it failed
+
+A segment file (py-spy `record --format raw --subprocesses`) has one line per
+distinct stack, `FRAME;FRAME;...;FRAME COUNT\n`, root first, COUNT the samples
+that had exactly that stack. The stack begins with the chain of processes from
+CMD down to the one sampled, each `process PID:"CMDLINE"` (CMDLINE may hold `;`
+but not `";`), then its Python frames, each `FUNCTION (FILE:LINE)` with FILE
+shortened by py-spy to its part below the sys.path entry it was found on
+(`writerprof/repro/main.py`, `numpy/__init__.py`, `<frozen importlib._bootstrap>`);
+with --native, native frames too. A sample of a process with no Python frame
+(starting, exiting) is its process chain alone. Threads are summed. Lines are
+in no particular order; py-spy writes the file once, when it stops, and
+record then compresses it (the chains repeat long command lines on every line).
+
+stacks.json: py_spy (version), executable, command (py-spy's argv, segment file
+named NNN.raw), enabled, rate_hz, native, idle (blocked threads sampled: the
+counts are wall-clock time), nonblocking, segments: [{file, root_pid,
+started_ns, ended_ns (CLOCK_MONOTONIC, of the py-spy run), exit_status,
+samples, errors (py-spy's count of failed reads)}]. Rewritten whole as
+segments end; a segment file missing from it (record killed) is still read.
 """
 
 from __future__ import annotations
@@ -27,13 +51,21 @@ PROCS_DIR = journal.PROCS_DIR
 TOPOLOGY_FILE = "topology.json"
 SAMPLES_FILE = "samples.bin"
 SAMPLED_FILE = "sampled.jsonl"
+AGENT_ERROR_FILE = "agent.error"  # a host's sampler agent failed: its traceback
+STACKS_DIR = "stacks"
+STACKS_INDEX = "stacks.json"
+STACKS_SUFFIX = ".raw"  # py-spy's own file; STACKS_SUFFIX + ".gz" once record has compressed it
 
 # run.json keys: format, schema, writerprof_version, command (argv list),
 # cwd, host, started_wall_ns, started_ns (CLOCK_MONOTONIC), ended_ns (null
 # while recording), exit_status (null while recording; 128+N if killed by
 # signal N), ended_by ("exit" | "signal" | "not_started"), signal (name or
 # null), interval_ns, sampler (bool), probes (added specs), env (allow-listed),
-# what_if (the probe's what-if variables set for CMD by contrast: name -> value).
+# what_if (the probe's what-if variables set for CMD by contrast: name -> value),
+# stacks (null in runs that predate it; else writerprof.stacks.StackOptions's
+# settings: enabled, rate_hz, native, idle, nonblocking; and once recorded:
+# taken (bool), reason (why none were taken, else null), py_spy (version),
+# segments, samples).
 
 # One record per process per sampler tick (CLOCK_MONOTONIC t_ns). Counters are
 # the kernel's for the whole process; write_bytes and wchar (/proc/PID/io) also
@@ -64,3 +96,7 @@ def host_dir(run: Path, host: str) -> Path:
 
 def procs_dir(run: Path, host: str) -> Path:
     return Path(journal.procs_dir(str(run), host))
+
+
+def stacks_dir(run: Path, host: str) -> Path:
+    return host_dir(run, host) / STACKS_DIR

@@ -145,6 +145,11 @@ def load(path: Path | str) -> Run:
         for record in _read_jsonl(path, host_dir / layout.SAMPLED_FILE, "sampler", losses):
             record["host"] = host
             sampled.append(record)
+        agent_error = host_dir / layout.AGENT_ERROR_FILE
+        if agent_error.exists():
+            last = (agent_error.read_text(errors="replace").strip().splitlines() or ["?"])[-1]
+            losses.append(f"{_rel(path, agent_error)}: the host's sampler agent failed ({last}): "
+                          f"its processes are not sampled")
         samples = host_dir / layout.SAMPLES_FILE
         sample_files.append((host_index, samples, _count(path, samples, SAMPLE_DTYPE, "sampler", losses)))
         journals += _read_journals(path, host_index, host_dir / layout.PROCS_DIR, losses)

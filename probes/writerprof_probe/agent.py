@@ -1,0 +1,39 @@
+"""On a host other than the launcher's, the first probed process starts that
+host's sampler agent (`python -m writerprof.agent`, with the launcher's
+interpreter), which samples the probed processes there and their
+descendants, and exits with them. One per host: the first to create
+RUN/hosts/HOST/agent.lock starts it."""
+
+import os
+import sys
+
+from . import format
+
+
+def maybe_start(journal, run, host):
+    launch_host = os.environ.get(format.LAUNCH_HOST_ENV)
+    python = os.environ.get(format.AGENT_PYTHON_ENV)
+    if not launch_host or not python or format.safe_host(host) == format.safe_host(launch_host):
+        return  # the launcher's own sampler follows this host's processes
+    host_dir = os.path.join(run, format.HOSTS_DIR, format.safe_host(host))
+    try:
+        fd = os.open(os.path.join(host_dir, format.AGENT_LOCK), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return  # started by another process of this host
+    try:
+        import subprocess  # only here, once a host: it costs start-up
+
+        env = {k: v for k, v in os.environ.items() if not k.startswith("WRITERPROF_") and k != "PYTHONPATH"}
+        interval = os.environ.get(format.INTERVAL_ENV, "50000000")
+        argv = [python, "-m", "writerprof.agent", run, host, interval, str(os.getpid())]
+        if not os.path.exists(python):
+            raise OSError("no interpreter %s on this host" % python)
+        agent = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, close_fds=True, start_new_session=True)
+        os.write(fd, b"%d\n" % agent.pid)
+        journal.event("agent", started=True, pid=agent.pid, python=python)
+    except Exception as exc:  # the host goes unsampled; the target runs on
+        journal.event("agent", started=False, reason="%s: %s" % (type(exc).__name__, exc),
+                      python=python, executable=sys.executable)
+    finally:
+        os.close(fd)

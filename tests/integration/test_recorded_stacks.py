@@ -1,0 +1,202 @@
+"""Stacks on real recordings (named apart from tests/unit/test_stacks.py:
+the test directories are not packages, so basenames must differ): py-spy follows the whole tree, the writer's
+start-up (the re-run of __main__ and its imports) is in its stacks and its
+flamegraph, the forkserver daemon, the resource tracker and each writer are
+told apart; --no-stacks, a py-spy that may not attach and a missing py-spy
+never fail the run; flame, flame --diff and the speedscope export."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from helpers import run_writerprof, writerprof_command
+from writerprof.run import load
+from writerprof.run.stacks import load_stacks
+
+SVG = "{http://www.w3.org/2000/svg}"
+REPRO = ["repro", "--json", "--saves", "2", "--size", "64MiB", "--main-imports", "numpy,matplotlib.pyplot"]
+
+
+def _record(path, method, *options):
+    done = run_writerprof("record", "-o", path, *options, "--", *writerprof_command(), *REPRO,
+                          "--start-method", method)
+    saves = [json.loads(line) for line in done.stdout.splitlines()]
+    return done, [s for s in saves if s["record"] == "save"]
+
+
+@pytest.fixture(scope="module")
+def forkserver(tmp_path_factory):
+    path = tmp_path_factory.mktemp("stacks") / "forkserver"
+    done, saves = _record(path, "forkserver")
+    return path, done, saves
+
+
+@pytest.fixture(scope="module")
+def fork(tmp_path_factory):
+    path = tmp_path_factory.mktemp("stacks") / "fork"
+    _, saves = _record(path, "fork")
+    return path, saves
+
+
+def test_the_writers_stacks_hold_the_rerun_of_main_and_its_imports(forkserver):
+    path, done, saves = forkserver
+    assert "stacks           " in done.stderr and "no stacks" not in done.stderr
+    run = load(path)
+    assert run.meta["stacks"]["taken"] and run.meta["stacks"]["rate_hz"] == 100
+    writers = [s for s in load_stacks(run) if s.role == "writer"]
+    assert sorted(s.pid for s in writers) == sorted(s["writer_pid"] for s in saves)
+    for writer in writers:
+        startup = [stack for stack in writer.samples
+                   if any(f.startswith("_fixup_main_from_path (multiprocessing/spawn.py:") for f in stack)]
+        assert startup, writer.pid
+        frames = {f for stack in startup for f in stack}
+        assert any("runpy" in f for f in frames)
+        assert any(f.startswith("<module> (writerprof/repro/main.py:") for f in frames)
+        assert any(f.startswith("<module> (numpy/") or f.startswith("<module> (matplotlib/") for f in frames)
+        # ... and the target's own work beside it.
+        assert any(any(f.startswith("run_writer (writerprof/repro/writer.py:") for f in stack)
+                   for stack in writer.samples)
+
+
+def test_daemons_and_writers_are_told_apart(forkserver):
+    path, _, saves = forkserver
+    run = load(path)
+    stacks = load_stacks(run)
+    assert sorted(s.role for s in stacks) == ["forkserver", "producer", "resource_tracker", "writer", "writer"]
+    assert len({s.proc for s in stacks}) == len(stacks) and all(s.proc >= 0 for s in stacks)
+    by_role = {s.role: s for s in stacks}
+    producer, server = by_role["producer"], by_role["forkserver"]
+    assert by_role["resource_tracker"].ppid == producer.pid and server.ppid == producer.pid
+    for s in stacks:
+        if s.role == "writer":
+            assert s.ppid == server.pid  # the forkserver's children, not the rank's
+        assert run.processes["pid"][s.proc] == s.pid
+    assert any("multiprocessing/forkserver.py" in f for stack in server.samples for f in stack)
+    assert any("resource_tracker.py" in f for stack in by_role["resource_tracker"].samples for f in stack)
+
+
+def test_flame_writes_svg_and_png_and_the_startup_is_a_tower(forkserver, tmp_path):
+    path, _, _ = forkserver
+    done = run_writerprof("flame", path, "-o", tmp_path / "writer")
+    assert done.stderr.startswith(f"writerprof flame: {tmp_path / 'writer.svg'} and writer.png: writer: 2 processes")
+    svg = (tmp_path / "writer.svg").read_text()
+    assert (tmp_path / "writer.png").read_bytes()[:4] == b"\x89PNG"
+    frames = [g for g in ET.fromstring(svg.encode()).iter(SVG + "g") if g.get("class") == "f"]
+    names = [g.get("data-n") for g in frames]
+    fixup = [g for g in frames if g.get("data-n").startswith("_fixup_main_from_path")]
+    assert fixup and any(n.startswith("<module> (writerprof/repro/main.py:") for n in names)
+    # Its share is in the hover text.
+    assert all("samples (" in g.find(SVG + "title").text for g in fixup)
+    done = run_writerprof("flame", path, "--role", "all", "-o", tmp_path / "all.svg")
+    assert (tmp_path / "all.svg").exists() and (tmp_path / "all.png").exists()
+    all_roots = {g.get("data-n") for g in ET.fromstring((tmp_path / "all.svg").read_bytes()).iter(SVG + "g")
+                 if g.get("data-d") == "1"}
+    assert all_roots == {"producer", "forkserver", "resource_tracker", "writer"}
+
+
+def test_flame_diff_fork_against_forkserver(fork, forkserver, tmp_path):
+    done = run_writerprof("flame", "--diff", fork[0], forkserver[0], "-o", tmp_path / "diff")
+    assert "writer, A " in done.stderr
+    svg = (tmp_path / "diff.svg").read_text()
+    assert (tmp_path / "diff.png").read_bytes()[:4] == b"\x89PNG"
+    frames = {g.get("data-n"): g for g in ET.fromstring(svg.encode()).iter(SVG + "g") if g.get("class") == "f"}
+    prepare = next(g for n, g in frames.items() if n.startswith("prepare (multiprocessing/spawn.py:"))
+    target = next(g for n, g in frames.items() if n.startswith("BaseProcess._bootstrap"))
+    assert prepare.find(SVG + "rect").get("fill").startswith("#ff")  # only forkserver writers re-run __main__
+    assert target.find(SVG + "rect").get("fill").endswith("ff")  # a smaller share of their time
+    hover = prepare.find(SVG + "title").text
+    assert "A fork" in hover and "B forkserver" in hover and ": 0 samples (0.0%)" in hover
+
+
+def test_flame_errors(forkserver, tmp_path):
+    path, _, _ = forkserver
+    done = run_writerprof("flame", path, "--pid", "1", "-o", tmp_path / "x", check=False)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1
+    assert done.stderr.startswith(f"writerprof flame: {path}: no process with pid 1 in its stacks")
+    done = run_writerprof("flame", path, "--role", "other", check=False)
+    assert done.returncode == 1 and "no other process in its stacks (sampled roles: forkserver, producer" in done.stderr
+    done = run_writerprof("flame", path, "--diff", path, path, check=False)
+    assert done.returncode == 2 and "not both" in done.stderr
+
+
+def test_no_stacks_takes_none_and_says_so(tmp_path):
+    done = run_writerprof("record", "--no-stacks", "-o", tmp_path / "run", "--", sys.executable, "-c", "pass")
+    assert "stacks           none: not requested (--no-stacks)" in done.stderr
+    assert not list((tmp_path / "run").rglob("stacks"))
+    run = load(tmp_path / "run")
+    assert run.meta["stacks"]["enabled"] is False and run.meta["stacks"]["taken"] is False
+    done = run_writerprof("flame", tmp_path / "run", check=False)
+    assert done.returncode == 1
+    assert done.stderr == f"writerprof flame: {tmp_path / 'run'} has no stacks: it was recorded with --no-stacks\n"
+    done = run_writerprof("export", tmp_path / "run", "--speedscope", tmp_path / "s.json", check=False)
+    assert done.returncode == 1 and "recorded with --no-stacks" in done.stderr
+    assert not (tmp_path / "s.json").exists()
+
+
+def _with_py_spy(tmp_path, executable, *cmd):
+    env = dict(os.environ, WRITERPROF_PY_SPY=str(executable))
+    return subprocess.run([*writerprof_command(), "record", "-o", str(tmp_path / "run"), "--", *cmd],
+                          capture_output=True, text=True, env=env, timeout=60)
+
+
+def test_py_spy_without_ptrace_permission_is_one_line_and_the_run_goes_on(tmp_path):
+    fake = tmp_path / "py-spy"
+    fake.write_text("#!/bin/sh\n[ \"$1\" = --version ] && { echo 'py-spy 0.4.3'; exit 0; }\n"
+                    "echo \"Permission Denied: Try running again with elevated permissions by going "
+                    "'sudo env \\\"PATH=\\$PATH\\\" !!'\" >&2\nexit 1\n")
+    fake.chmod(0o755)
+    done = _with_py_spy(tmp_path, fake, sys.executable, "-c", "import sys, time; time.sleep(1.5); sys.exit(3)")
+    assert done.returncode == 3  # CMD's exit status, unchanged
+    said = [line for line in done.stderr.splitlines() if "no stacks:" in line]
+    assert len(said) == 1 and said[0].startswith("writerprof record: no stacks: py-spy cannot attach")
+    assert "--cap-add SYS_PTRACE" in said[0] and "kernel.yama.ptrace_scope=0" in said[0]
+    run = load(tmp_path / "run")
+    assert run.complete and run.meta["exit_status"] == 3
+    assert run.meta["stacks"]["taken"] is False and "ptrace" in run.meta["stacks"]["reason"]
+    done = run_writerprof("flame", tmp_path / "run", check=False)
+    assert done.returncode == 1 and "has no stacks: py-spy took none: py-spy cannot attach" in done.stderr
+
+
+def test_a_missing_py_spy_is_one_line(tmp_path):
+    done = _with_py_spy(tmp_path, tmp_path / "no-py-spy", sys.executable, "-c", "pass")
+    assert done.returncode == 0
+    said = [line for line in done.stderr.splitlines() if "no stacks:" in line]
+    assert len(said) == 1 and "py-spy not found" in said[0] and "--no-stacks" in said[0]
+
+
+def test_speedscope_export_matches_the_schema(forkserver, tmp_path):
+    """The required fields and types of speedscope's file-format-schema.json
+    (SampledProfile), checked by hand."""
+    path, _, saves = forkserver
+    out = tmp_path / "profile.speedscope.json"
+    done = run_writerprof("export", path, "--speedscope", out)
+    assert done.stderr.startswith(f"writerprof export: {out}: 5 profiles, ")
+    doc = json.loads(out.read_text())
+    assert doc["$schema"] == "https://www.speedscope.app/file-format-schema.json"
+    frames = doc["shared"]["frames"]
+    assert isinstance(frames, list) and frames
+    for frame in frames:
+        assert isinstance(frame["name"], str) and frame["name"]
+        assert isinstance(frame.get("file", ""), str) and isinstance(frame.get("line", 0), int)
+    assert isinstance(doc["profiles"], list) and len(doc["profiles"]) == 5
+    assert isinstance(doc["name"], str) and 0 <= doc["activeProfileIndex"] < len(doc["profiles"])
+    for profile in doc["profiles"]:
+        assert profile["type"] == "sampled" and isinstance(profile["name"], str)
+        assert profile["unit"] in {"none", "nanoseconds", "microseconds", "milliseconds", "seconds", "bytes"}
+        assert isinstance(profile["startValue"], (int, float)) and isinstance(profile["endValue"], (int, float))
+        assert profile["startValue"] <= profile["endValue"]
+        assert len(profile["samples"]) == len(profile["weights"]) > 0
+        for stack in profile["samples"]:
+            assert isinstance(stack, list) and all(type(i) is int and 0 <= i < len(frames) for i in stack)
+        assert all(isinstance(w, (int, float)) and w > 0 for w in profile["weights"])
+        assert profile["endValue"] - profile["startValue"] == pytest.approx(sum(profile["weights"]))
+    names = {p["name"] for p in doc["profiles"]}
+    assert {f"writer pid {s['writer_pid']}" for s in saves} <= names
+    assert any(n.startswith("forkserver pid ") for n in names)
+    assert any(n.startswith("resource_tracker pid ") for n in names)

@@ -1,0 +1,360 @@
+"""Stacks: py-spy's raw output parsed, tied to the run's processes and roles,
+losses said; the collection's decisions (which py-spy, ptrace, failures) with
+fake executables; the speedscope document.
+
+tests/fixtures/stacks/forkserver.raw is the real output of
+`py-spy record --format raw --subprocesses --idle --nonblocking --rate 100 --
+python forkserver_main.py` (py-spy 0.4.3, Python 3.11): the main process
+29989, its resource tracker 29994 (a command line with a ';' in it), the
+forkserver daemon 29995 and two children 29998 and 30000, each of which re-ran
+the main module (a sleep at module level) before its target."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from test_run_load import write_meta
+from writerprof import stacks as collection
+from writerprof.exports import speedscope
+from writerprof.probes.writerprof_probe import format as journal
+from writerprof.run import layout, load
+from writerprof.run.stacks import (CHILD_START, NO_PYTHON_FRAME, TORN_FRAME, NoStacks, from_child_start, load_stacks,
+                                   merged, parse_line, read_raw, require_stacks, select, why_none)
+from writerprof.system import System
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "stacks" / "forkserver.raw"
+MAIN, TRACKER, SERVER, CHILD1, CHILD2 = 29989, 29994, 29995, 29998, 30000
+SETTINGS = {"enabled": True, "rate_hz": 100, "native": False, "idle": True, "nonblocking": True}
+
+
+def test_a_line_is_its_process_chain_frames_and_count():
+    chain, frames, count = parse_line(
+        'process 7:"bash -c a; b";process 9:"python x.py";<module> (x.py:3);f (pkg/m.py:10) 12\n')
+    assert chain == [(7, "bash -c a; b"), (9, "python x.py")]
+    assert frames == ("<module> (x.py:3)", "f (pkg/m.py:10)") and count == 12
+    assert parse_line('process 9:"python x.py" 2') == ([(9, "python x.py")], (), 2)
+    for bad in ("no count here", 'process 9:"python x.py 2', ""):
+        with pytest.raises(ValueError):
+            parse_line(bad)
+
+
+def test_a_torn_frame_is_named_so():
+    # As py-spy --nonblocking read one on this machine, the process changing it under the read.
+    _, frames, _ = parse_line('process 9:"python x.py";<module> (x.py:3);module\x00ocessing (socket.py:1) 1')
+    assert frames == ("<module> (x.py:3)", TORN_FRAME)
+
+
+def test_the_fixture_parses_into_its_five_processes():
+    by_process, bad, tail = read_raw(FIXTURE.read_text())
+    assert bad == 0 and tail is None
+    parents = {pid: ppid for pid, ppid, _ in by_process}
+    assert parents == {MAIN: -1, TRACKER: MAIN, SERVER: MAIN, CHILD1: SERVER, CHILD2: SERVER}
+    tracker = next(cmd for pid, _, cmd in by_process if pid == TRACKER)
+    assert tracker.endswith("from multiprocessing.resource_tracker import main;main(3)")  # ';' kept
+    totals = {pid: sum(s.values()) for (pid, _, _), s in by_process.items()}
+    assert sum(totals.values()) == 430  # py-spy's own count: "Samples: 430"
+    main = next(s for (pid, _, _), s in by_process.items() if pid == MAIN)
+    assert main[(NO_PYTHON_FRAME,)] == 1  # a sample with the process chain alone
+    for child in (CHILD1, CHILD2):
+        stacks = next(s for (pid, _, _), s in by_process.items() if pid == child)
+        startup = [f for f in stacks if any(x.startswith("_fixup_main_from_path (multiprocessing/spawn.py") for x in f)]
+        assert startup and all(f[-1].startswith("<module> (main.py:") for f in startup)
+        assert any(f[-1].startswith("target (main.py:") for f in stacks)
+
+
+def test_a_cut_file_loads_up_to_its_last_whole_line():
+    text = FIXTURE.read_text()
+    cut = text[: text.index("\n", len(text) // 2) + 40]
+    by_process, bad, tail = read_raw(cut)
+    assert tail is not None and len(tail) == 39 and bad == 0
+    whole = text[: text.index("\n", len(text) // 2) + 1].count("\n")
+    assert sum(len(s) for s in by_process.values()) == whole
+
+
+# --- a run directory holding the fixture ---
+
+def _journal(run, pid, created_ns, ppid, role, events=(), exited_ns=None, host="alpha"):
+    procs = layout.procs_dir(run, host)
+    procs.mkdir(parents=True, exist_ok=True)
+    lines = [{"kind": "process", "t_ns": created_ns, "schema": 1, "pid": pid, "ppid": ppid, "host": host,
+              "argv": ["python"], "created_ns": created_ns, "created_via": "exec", "forked_from": None,
+              "role": role, "rank": None, "affinity": [0, 1]}]
+    lines += [dict(e, t_ns=created_ns + 1 + i) for i, e in enumerate(events)]
+    lines.append({"kind": "exit", "t_ns": exited_ns or created_ns + 100, "via": "atexit", "code": 0})
+    (procs / f"{pid}-{created_ns}{journal.EVENTS_SUFFIX}").write_text("".join(json.dumps(e) + "\n" for e in lines))
+    (procs / f"{pid}-{created_ns}{journal.CHUNKS_SUFFIX}").write_bytes(b"")
+
+
+def _stacks_dir(run, data: bytes, name="000.raw.gz", segment=None, index=True):
+    directory = layout.stacks_dir(run, "alpha")
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / name).write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    if index:
+        seg = {"file": name, "root_pid": MAIN, "started_ns": 0, "ended_ns": 10**12, "exit_status": 0,
+               "samples": 430, "errors": 2, **(segment or {})}
+        (directory / layout.STACKS_INDEX).write_text(json.dumps({**SETTINGS, "segments": [seg]}))
+    return directory
+
+
+@pytest.fixture
+def recorded(tmp_path):
+    run = write_meta(tmp_path / "run", stacks={**SETTINGS, "taken": True, "reason": None})
+    start = {"kind": "process_start", "start_ns": 1, "end_ns": 2, "method": "forkserver", "target": "target",
+             "child_pid": CHILD1, "name": "w", "writer_seq": 0}
+    _journal(run, MAIN, 1000, 1, "main", [start])
+    _journal(run, TRACKER, 1100, MAIN, "resource_tracker")
+    _journal(run, SERVER, 1200, MAIN, "forkserver")
+    for pid, created in ((CHILD1, 1300), (CHILD2, 1400)):
+        _journal(run, pid, created, SERVER, "forkserver_child", [{"kind": "bootstrap", "target": "target"}])
+    _stacks_dir(run, FIXTURE.read_bytes())
+    return run
+
+
+def test_stacks_are_tied_to_processes_and_roles(recorded):
+    run = load(recorded)
+    stacks = load_stacks(run)
+    assert [(s.pid, s.role, s.proc) for s in stacks] == [
+        (MAIN, "producer", 0), (TRACKER, "resource_tracker", 1), (SERVER, "forkserver", 2),
+        (CHILD1, "writer", 3), (CHILD2, "writer", 4)]
+    assert [s.ppid for s in stacks] == [-1, MAIN, MAIN, SERVER, SERVER]
+    assert all(s.rate_hz == 100 for s in stacks) and sum(s.total for s in stacks) == 430
+    assert [s.label for s in select(stacks, "writer")] == [f"writer pid {CHILD1}", f"writer pid {CHILD2}"]
+    assert select(stacks, "all", CHILD2)[0].pid == CHILD2 and not select(stacks, "producer", CHILD2)
+    assert sum(merged(select(stacks, "writer")).values()) == 36 + 54
+    assert {k[0] for k in merged(stacks, by="role")} == {"producer", "resource_tracker", "forkserver", "writer"}
+    assert run.losses == []
+
+
+def test_an_unprobed_pid_is_other(recorded):
+    for f in layout.procs_dir(recorded, "alpha").glob(f"{TRACKER}-*"):
+        f.unlink()
+    stacks = load_stacks(load(recorded))
+    tracker = next(s for s in stacks if s.pid == TRACKER)
+    assert (tracker.proc, tracker.role) == (-1, "other") and stacks[-1] is tracker
+
+
+def test_a_reused_pid_is_resolved_by_parent_then_by_time(recorded):
+    # pid CHILD2 was also, earlier, a child of MAIN (a fork child), and later a second forkserver child.
+    _journal(recorded, CHILD2, 500, MAIN, "fork_child", exited_ns=900)
+    run = load(recorded)
+    by_pid = {s.pid: s for s in load_stacks(run)}
+    assert run.processes["created_ns"][by_pid[CHILD2].proc] == 1400  # the forkserver's child, by its parent
+    _journal(recorded, CHILD2, 5000, SERVER, "forkserver_child", exited_ns=6000)
+    _stacks_dir(recorded, FIXTURE.read_bytes(), segment={"started_ns": 1000, "ended_ns": 2000})
+    run = load(recorded)
+    by_pid = {s.pid: s for s in load_stacks(run)}
+    assert run.processes["created_ns"][by_pid[CHILD2].proc] == 1400  # alive while py-spy ran
+    _stacks_dir(recorded, FIXTURE.read_bytes(), segment={"started_ns": 1000, "ended_ns": 10**6})
+    run = load(recorded)
+    by_pid = {s.pid: s for s in load_stacks(run)}
+    assert run.processes["created_ns"][by_pid[CHILD2].proc] == 5000  # both were: the last, and said
+    assert any(f"stacks of pid {CHILD2} on alpha: 2 processes" in loss for loss in run.losses)
+
+
+def test_damaged_stack_files_load_as_far_as_they_go(recorded):
+    text = FIXTURE.read_bytes()
+    directory = _stacks_dir(recorded, text[: len(text) // 2], name="000.raw")
+    (directory / "000.raw.gz").unlink()
+    run = load(recorded)
+    stacks = load_stacks(run)
+    assert stacks and sum(s.total for s in stacks) < 430
+    assert any("000.raw: a cut-off last line" in loss for loss in run.losses)
+    load_stacks(run)
+    assert sum("cut-off" in loss for loss in run.losses) == 1  # said once
+
+    packed = gzip.compress(text)
+    (directory / "000.raw").unlink()
+    _stacks_dir(recorded, b"", name="000.raw.gz")
+    (directory / "000.raw.gz").write_bytes(packed[: len(packed) * 2 // 3])
+    run = load(recorded)
+    assert 0 < sum(s.total for s in load_stacks(run)) < 430
+    assert any("cut short" in loss for loss in run.losses)
+
+    (directory / "000.raw.gz").unlink()
+    run = load(recorded)
+    assert load_stacks(run) == [] and any("000.raw.gz: missing" in loss for loss in run.losses)
+    with pytest.raises(NoStacks, match="has no stacks: its stack files are missing"):
+        require_stacks(run)
+
+
+def test_a_raw_file_left_beside_its_compressed_copy_is_read_once(recorded):
+    directory = layout.stacks_dir(recorded, "alpha")
+    (directory / "000.raw").write_bytes(FIXTURE.read_bytes())
+    assert sum(s.total for s in load_stacks(load(recorded))) == 430
+
+
+@pytest.mark.parametrize("meta, why", [
+    (None, "recorded without stack sampling"),
+    ({**SETTINGS, "enabled": False, "taken": False, "reason": "not requested (--no-stacks)"}, "--no-stacks"),
+    ({**SETTINGS, "taken": False, "reason": "py-spy cannot attach: no ptrace permission"},
+     "py-spy took none: py-spy cannot attach: no ptrace permission"),
+    (SETTINGS, "did not finish"),
+])
+def test_why_a_run_has_no_stacks(tmp_path, meta, why):
+    run = load(write_meta(tmp_path / "run", stacks=meta))
+    assert why in why_none(run)
+    with pytest.raises(NoStacks, match=f"{tmp_path / 'run'} has no stacks"):
+        require_stacks(run)
+
+
+def test_child_stacks_from_where_the_child_begins(recorded):
+    writers = merged(select(load_stacks(load(recorded)), "writer"))
+    trimmed = from_child_start(writers)
+    assert sum(trimmed.values()) == sum(writers.values())
+    roots = {k[0].split(" (")[0] for k in trimmed}
+    assert roots <= {"BaseProcess._bootstrap", "prepare", "_main", CHILD_START}
+    assert "prepare" in roots and "BaseProcess._bootstrap" in roots
+    # A fork child shows its parent's frames below the bootstrap: cut there too.
+    fork = {("<module> (bench.py:3)", "Popen._launch (multiprocessing/popen_fork.py:71)",
+             "BaseProcess._bootstrap (multiprocessing/process.py:314)", "target (bench.py:9)"): 5,
+            ("<module> (bench.py:3)", "Popen._launch (multiprocessing/popen_fork.py:66)"): 1}
+    assert from_child_start(fork) == {
+        ("BaseProcess._bootstrap (multiprocessing/process.py:314)", "target (bench.py:9)"): 5,
+        (CHILD_START, "Popen._launch (multiprocessing/popen_fork.py:66)"): 1}
+
+
+# --- the speedscope document ---
+
+def test_speedscope_document(recorded):
+    run = load(recorded)
+    stacks = load_stacks(run)
+    doc = speedscope.document(run, stacks)
+    assert doc["$schema"] == "https://www.speedscope.app/file-format-schema.json"
+    frames = doc["shared"]["frames"]
+    assert [p["name"] for p in doc["profiles"]] == [s.label for s in stacks]
+    assert doc["profiles"][doc["activeProfileIndex"]]["name"] == f"writer pid {CHILD1}"
+    for profile, process in zip(doc["profiles"], stacks):
+        assert profile["type"] == "sampled" and profile["unit"] == "milliseconds"
+        assert len(profile["samples"]) == len(profile["weights"]) == len(process.samples)
+        assert profile["endValue"] == sum(profile["weights"]) == process.total * 10
+        rebuilt = {tuple(_frame_string(frames[i]) for i in s): w / 10
+                   for s, w in zip(profile["samples"], profile["weights"])}
+        assert rebuilt == process.samples
+    assert speedscope.split_frame("f (a/b.py:12)") == {"name": "f", "file": "a/b.py", "line": 12}
+    assert speedscope.split_frame("<module> (<frozen runpy>:88)") == {
+        "name": "<module>", "file": "<frozen runpy>", "line": 88}
+    assert speedscope.split_frame(NO_PYTHON_FRAME) == {"name": NO_PYTHON_FRAME}
+
+
+def _frame_string(frame):
+    if "file" not in frame:
+        return frame["name"]
+    return f"{frame['name']} ({frame['file']}:{frame['line']})"
+
+
+# --- collection: which py-spy, ptrace, and py-spy's failures ---
+
+def _sysroot(tmp_path, scope=None, cap_eff="0000000000000000"):
+    root = tmp_path / "root"
+    (root / "proc/self").mkdir(parents=True)
+    (root / "proc/self/status").write_text(f"Name:\tpython\nCapEff:\t{cap_eff}\n")
+    if scope is not None:
+        (root / "proc/sys/kernel/yama").mkdir(parents=True)
+        (root / "proc/sys/kernel/yama/ptrace_scope").write_text(f"{scope}\n")
+    return System(root)
+
+
+@pytest.mark.parametrize("scope, cap, problem", [
+    (None, False, None),  # no Yama: the classic rules, same user may
+    (0, False, None),
+    (1, False, "kernel.yama.ptrace_scope=1 and no CAP_SYS_PTRACE"),
+    (1, True, None),
+    (2, False, "kernel.yama.ptrace_scope=2 and no CAP_SYS_PTRACE"),
+    (2, True, None),
+    (3, True, "ptrace is disabled on this host (kernel.yama.ptrace_scope=3"),
+])
+def test_ptrace_policy(tmp_path, scope, cap, problem):
+    system = _sysroot(tmp_path, scope, "00000000a80c25fb" if cap else "00000000a8040000")
+    found = collection.ptrace_problem(system)
+    assert found == problem if problem is None else problem in found
+
+
+def test_which_py_spy(tmp_path):
+    fake = _fake(tmp_path, "exit 0")
+    assert collection.find_py_spy({collection.PY_SPY_ENV: str(fake)}) == str(fake)
+    assert collection.find_py_spy({collection.PY_SPY_ENV: str(tmp_path / "none")}) is None
+    beside = Path(sys.executable).with_name("py-spy")
+    expected = str(beside) if beside.exists() else None
+    assert collection.find_py_spy({"PATH": str(tmp_path / "empty")}) == expected
+
+
+def _fake(tmp_path, body: str) -> Path:
+    script = tmp_path / "py-spy"
+    script.write_text("#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'py-spy 9.9'; exit 0; fi\n" + body + "\n")
+    script.chmod(0o755)
+    return script
+
+
+@pytest.fixture
+def target():
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    yield child
+    child.kill()
+    child.wait()
+
+
+def _record_with(tmp_path, target, body, monkeypatch, wait_s=0.0):
+    monkeypatch.setenv(collection.PY_SPY_ENV, str(_fake(tmp_path, body)))
+    monkeypatch.setattr(collection, "ptrace_problem", lambda system=None: None)
+    said = []
+    recorder, outcome = collection.start(target.pid, tmp_path / "stacks", collection.StackOptions(), said.append)
+    time.sleep(wait_s)
+    target.kill()
+    target.wait()
+    return recorder.stop(), said
+
+
+def test_py_spy_refused_by_ptrace_is_one_line_with_the_fix(tmp_path, target, monkeypatch):
+    body = ("echo \"Permission Denied: Try running again with elevated permissions by going "
+            "'sudo env \\\"PATH=\\$PATH\\\" !!'\" >&2; exit 1")
+    outcome, said = _record_with(tmp_path, target, body, monkeypatch, wait_s=0.5)
+    assert len(said) == 1 and "no ptrace permission" in said[0] and "--cap-add SYS_PTRACE" in said[0]
+    assert outcome["taken"] is False and "ptrace" in outcome["reason"] and outcome["segments"] == 0
+
+
+def test_py_spy_that_finds_no_python_is_tried_again_quietly(tmp_path, target, monkeypatch):
+    counter = tmp_path / "tries"
+    body = f"echo x >> {counter}; echo 'Error: No python processes found in process 1' >&2; exit 1"
+    outcome, said = _record_with(tmp_path, target, body, monkeypatch, wait_s=1.3)
+    assert said == [] and len(counter.read_text().split()) >= 2
+    assert outcome["taken"] is False and outcome["reason"] == "no Python process was found in CMD's process tree"
+
+
+def test_py_spy_output_is_compressed_and_indexed(tmp_path, target, monkeypatch):
+    # A fake py-spy that writes the fixture to its --output and waits to be stopped.
+    body = (f'out=""; prev=""; for a in "$@"; do [ "$prev" = --output ] && out="$a"; prev="$a"; done\n'
+            f'trap \'cp {FIXTURE} "$out"; echo "Samples: 430 Errors: 2" >&2; exit 0\' INT TERM\n'
+            f'while kill -0 $$ 2>/dev/null; do sleep 0.05; done')
+    monkeypatch.setattr(collection, "_FLUSH_WAIT_S", 0.3)
+    outcome, said = _record_with(tmp_path, target, body, monkeypatch)
+    assert said == [] and outcome["taken"] and outcome["samples"] == 430 and outcome["py_spy"] == "9.9"
+    index = json.loads((tmp_path / "stacks" / layout.STACKS_INDEX).read_text())
+    (segment,) = index["segments"]
+    assert segment["file"] == "000.raw.gz" and segment["errors"] == 2
+    assert gzip.decompress((tmp_path / "stacks" / "000.raw.gz").read_bytes()) == FIXTURE.read_bytes()
+    assert not (tmp_path / "stacks" / "000.raw").exists()
+    assert "--subprocesses" in index["command"] and "--idle" in index["command"]
+
+
+def test_missing_py_spy_and_no_stacks(tmp_path, monkeypatch):
+    monkeypatch.setenv(collection.PY_SPY_ENV, str(tmp_path / "nowhere"))
+    said = []
+    recorder, outcome = collection.start(os.getpid(), tmp_path, collection.StackOptions(), said.append)
+    assert recorder is None and len(said) == 1 and said[0].startswith("py-spy not found")
+    recorder, outcome = collection.start(os.getpid(), tmp_path, collection.StackOptions(enabled=False), said.append)
+    assert recorder is None and len(said) == 1 and outcome["reason"] == "not requested (--no-stacks)"
+
+
+def test_record_options(capsys):
+    from writerprof.cli import main
+
+    assert main(["record", "--stack-rate", "0", "--", "true"]) == 2
+    assert "argument --stack-rate: '0' is not a rate" in capsys.readouterr().err

@@ -1,0 +1,74 @@
+"""A host's sampler agent: on a host other than the launcher's, the first
+probed process starts this (python -m writerprof.agent RUN HOST INTERVAL_NS
+ROOT_PID). It writes the host's topology and samples ROOT_PID, its
+descendants and every process that journals into RUN/hosts/HOST/procs/,
+as `writerprof record`'s sampler does on the launcher's host, until none of
+them is left (or the recording has ended, when the run directory is shared).
+It never prints: what ends it early is left in RUN/hosts/HOST/agent.error,
+which the loader reports."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+# Ticks with no process to follow before the agent ends: ranks of one host
+# start within moments of each other, and the next may not have journaled yet.
+IDLE_TICKS = 20
+
+
+def run(run_dir: Path, host: str, interval_s: float, root_pid: int) -> None:
+    from writerprof import topology
+    from writerprof.run import directory, layout
+    from writerprof.sampler import Sampler
+
+    directory.write_topology(run_dir, host, topology.snapshot())
+    sampler = Sampler(root_pid, layout.host_dir(run_dir, host), interval_s)
+    sampler.start()
+    idle = 0
+    try:
+        while idle < IDLE_TICKS and not _recording_ended(run_dir):
+            time.sleep(interval_s)
+            # Itself aside: the probed process that started it is its parent.
+            idle = 0 if sampler.status().alive - {os.getpid()} else idle + 1
+    finally:
+        sampler.stop()
+
+
+def _recording_ended(run_dir: Path) -> bool:
+    from writerprof.run import layout
+
+    try:
+        return json.loads((run_dir / layout.RUN_FILE).read_bytes()).get("ended_ns") is not None
+    except (OSError, ValueError):
+        return False  # not shared with the launcher, or being rewritten: carry on
+
+
+def main(argv: list[str]) -> int:
+    try:
+        run_dir, host, interval_ns, root_pid = argv
+        run(Path(run_dir), host, int(interval_ns) / 1e9, int(root_pid))
+    except Exception:
+        _leave_word(argv)
+        return 1
+    return 0
+
+
+def _leave_word(argv: list[str]) -> None:
+    """What went wrong, where the loader will find it (ERROR_FILE)."""
+    import traceback
+
+    try:
+        from writerprof.run import layout
+
+        path = layout.host_dir(Path(argv[0]), argv[1]) / layout.AGENT_ERROR_FILE
+        path.write_text(traceback.format_exc())
+    except Exception:
+        pass
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,156 @@
+"""Draw flamegraphs of the Python stacks `writerprof record` took with py-spy.
+
+  writerprof flame RUN [--role ROLE] [--pid P] [-o FILE]
+  writerprof flame --diff A B [--role ROLE] [-o FILE]
+
+Writes FILE.svg (interactive: hover for the frame, its samples and share;
+click to zoom) and FILE.png. The stacks of the processes of a role are summed
+(--role writer, the default: every writer of the run in one graph); --role
+all puts each role under a root frame of its own; --pid draws one process.
+Samples include blocked threads, so widths are wall-clock time: a writer's
+start-up (its re-run of the parent's __main__ and the imports it makes) is a
+tower of its own beside its writes and fsync.
+
+--diff A B: one graph of both runs' stacks (e.g. a fork run A and a
+forkserver run B), each frame as wide as the mean of its shares in A and B and
+coloured by the change of its share of all samples: red, a larger share in B;
+blue, a smaller one. Writers' stacks are compared from where the child's own
+life begins (BaseProcess._bootstrap for the target, spawn's prepare for the
+re-run of __main__, spawn's _main for the unpickling), since below that a fork
+child shows its parent's frames and a forkserver child the server's.
+
+Default FILE: flame-RUN-ROLE (flame-diff-A-B-ROLE) in the current directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from writerprof.errors import UsageError, WriterprofError
+
+HELP = "draw flamegraphs (SVG and PNG) of a run's Python stacks, or of two runs' difference"
+ROLES = ("writer", "producer", "forkserver", "resource_tracker", "other", "all")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir", type=Path, nargs="?", metavar="RUN", help="run directory made by writerprof record")
+    parser.add_argument("--diff", type=Path, nargs=2, metavar=("A", "B"),
+                        help="a differential flamegraph of run B against run A")
+    parser.add_argument("--role", choices=ROLES, metavar="ROLE",
+                        help="whose stacks: " + ", ".join(ROLES) + " (default: writer; with --pid: that process)")
+    parser.add_argument("--pid", type=int, metavar="P", help="one process's stacks (not with --diff)")
+    parser.add_argument("-o", "--output", type=Path, metavar="FILE",
+                        help="FILE.svg and FILE.png (default: flame-RUN-ROLE here)")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.diff and args.run_dir is not None:
+        raise UsageError("give RUN, or --diff A B, not both")
+    if not args.diff and args.run_dir is None:
+        raise UsageError("say which run: writerprof flame RUN, or writerprof flame --diff A B")
+    if args.diff and args.pid is not None:
+        raise UsageError("--pid is for one run; with --diff choose a --role")
+    if args.diff:
+        return _diff(args)
+    return _one(args)
+
+
+def _chosen(recorded, role: str | None, pid: int | None):
+    from writerprof.run.stacks import require_stacks, select
+
+    stacks = require_stacks(recorded)
+    if pid is not None:
+        mine = select(stacks, role if role is not None else "all", pid)
+        if not mine:
+            pids = ", ".join(str(s.pid) for s in stacks)
+            who = f"{role} process" if role not in (None, "all") else "process"
+            raise WriterprofError(f"{recorded.path}: no {who} with pid {pid} in its stacks (sampled: {pids})")
+        return mine
+    role = role or "writer"
+    mine = select(stacks, role)
+    if not mine:
+        roles = ", ".join(sorted({s.role for s in stacks}))
+        raise WriterprofError(f"{recorded.path}: no {role} process in its stacks (sampled roles: {roles})")
+    return mine
+
+
+def _stem(output: Path | None, default: str) -> Path:
+    if output is None:
+        return Path(default)
+    return output.with_suffix("") if output.suffix in (".svg", ".png") else output
+
+
+def _write(stem: Path, svg: str, png: bytes) -> tuple[Path, Path]:
+    svg_path, png_path = stem.with_name(stem.name + ".svg"), stem.with_name(stem.name + ".png")
+    try:
+        if stem.parent != Path(""):
+            stem.parent.mkdir(parents=True, exist_ok=True)
+        svg_path.write_text(svg)
+        png_path.write_bytes(png)
+    except OSError as exc:
+        raise WriterprofError(f"cannot write {stem}.svg/.png: {exc.strerror}") from None
+    return svg_path, png_path
+
+
+def _what(stacks, role, pid) -> str:
+    if pid is not None:
+        return stacks[0].label
+    role = role or "writer"
+    count = len(stacks)
+    return f"{'every role' if role == 'all' else role}: {count} process{'es' * (count != 1)}"
+
+
+def _one(args) -> int:
+    from writerprof.render import flame
+    from writerprof.run import load
+
+    recorded = load(args.run_dir)
+    stacks = _chosen(recorded, args.role, args.pid)
+    name = Path(recorded.path).resolve().name
+    tag = f"pid{args.pid}" if args.pid is not None else (args.role or "writer")
+    by = "role" if args.role == "all" and args.pid is None else "none"
+    title = f"{_what(stacks, args.role, args.pid)} of {name}{_method(recorded)}"
+    svg = flame.flame_svg(stacks, title, by=by)
+    png = flame.flame_png(stacks, title, by=by)
+    default = args.output is None
+    svg_path, png_path = _write(_stem(args.output, f"flame-{name}-{tag}"), svg, png)
+    samples = sum(s.total for s in stacks)
+    print(f"writerprof flame: {svg_path} and {png_path.name}"
+          f"{' (in the current directory)' if default else ''}: {_what(stacks, args.role, args.pid)}, "
+          f"{samples} samples", file=sys.stderr)
+    for loss in recorded.losses:
+        print(f"writerprof flame: note: {loss}", file=sys.stderr)
+    return 0
+
+
+def _method(recorded) -> str:
+    methods = sorted({e["data"].get("method") for e in recorded.events_of("process_start")} - {None})
+    return f" ({', '.join(methods)})" if methods else ""
+
+
+def _diff(args) -> int:
+    from writerprof.render import flame
+    from writerprof.run import load
+    runs = [load(path) for path in args.diff]
+    chosen = [_chosen(r, args.role, None) for r in runs]
+    names = [Path(r.path).resolve().name for r in runs]
+    labels = tuple(f"{tag} {name}{_method(r)}" for tag, name, r in zip("AB", names, runs))
+    role = args.role or "writer"
+    counts = [flame.comparable_counts(c, role) for c in chosen]
+    title = (f"{role} stacks{' from the child start' if role == 'writer' else ''}, B against A: "
+             f"A = {labels[0][2:]}, B = {labels[1][2:]}")
+    labels = tuple(f"{label}, {len(c)} proc., {sum(s.total for s in c) / len(c) / c[0].rate_hz:.2f} s each"
+                   for label, c in zip(labels, chosen))
+    svg = flame.diff_svg(counts[0], counts[1], title, labels=labels)
+    png = flame.diff_png(counts[0], counts[1], title, labels=labels)
+    default = args.output is None
+    svg_path, png_path = _write(_stem(args.output, f"flame-diff-{names[0]}-{names[1]}-{role}"), svg, png)
+    print(f"writerprof flame: {svg_path} and {png_path.name}{' (in the current directory)' if default else ''}: "
+          f"{role}, A {sum(s.total for s in chosen[0])} samples, B {sum(s.total for s in chosen[1])} samples",
+          file=sys.stderr)
+    for r in runs:
+        for loss in r.losses:
+            print(f"writerprof flame: note: {r.path}: {loss}", file=sys.stderr)
+    return 0

@@ -1,0 +1,58 @@
+"""A run's Python stacks as a speedscope file
+(https://www.speedscope.app/file-format-schema.json), which speedscope.app
+opens offline once loaded: one "sampled" profile per process, named by role,
+rank and pid, its frames shared across profiles.
+
+A profile holds each distinct stack of its process once, in a fixed order,
+weighted by its samples in milliseconds (samples / rate): with record's idle
+sampling that is the wall-clock time the process spent in that stack. The
+stacks are summed over the recording (py-spy's raw output keeps no time
+order), so speedscope's "Time Order" view shows them one after the other,
+sorted, and its "Left Heavy" and "Sandwich" views are the ones to read.
+"""
+
+from __future__ import annotations
+
+import writerprof
+
+SCHEMA_URL = "https://www.speedscope.app/file-format-schema.json"
+
+
+def split_frame(frame: str) -> dict:
+    """A py-spy frame string as a speedscope frame: name, file, line."""
+    if frame.endswith(")") and " (" in frame:
+        name, where = frame[:-1].rsplit(" (", 1)
+        file, _, line = where.rpartition(":")
+        if file and line.isdigit():
+            return {"name": name, "file": file, "line": int(line)}
+        return {"name": name, "file": where}
+    return {"name": frame}
+
+
+def document(run, stacks) -> dict:
+    """The speedscope document of stacks (writerprof.run.stacks.load_stacks(run))."""
+    frames: list[dict] = []
+    index: dict[str, int] = {}
+    profiles = []
+    for process in stacks:
+        samples, weights = [], []
+        ms = 1000.0 / process.rate_hz
+        for stack in sorted(process.samples):
+            count = process.samples[stack]
+            if count <= 0:
+                continue
+            ids = []
+            for frame in stack:
+                if frame not in index:
+                    index[frame] = len(frames)
+                    frames.append(split_frame(frame))
+                ids.append(index[frame])
+            samples.append(ids)
+            weights.append(count * ms)
+        host = f" on {process.host}" if len(run.hosts) > 1 else ""
+        profiles.append({"type": "sampled", "name": f"{process.label}{host}", "unit": "milliseconds",
+                         "startValue": 0, "endValue": sum(weights), "samples": samples, "weights": weights})
+    writers = [i for i, s in enumerate(stacks) if s.role == "writer"]
+    return {"$schema": SCHEMA_URL, "shared": {"frames": frames}, "profiles": profiles,
+            "name": f"writerprof {run.path}", "activeProfileIndex": writers[0] if writers else 0,
+            "exporter": f"writerprof {writerprof.__version__}"}

@@ -1,0 +1,288 @@
+"""The Python stacks py-spy took during a recording, per process, tied to
+the rows of run.processes and their roles. The files are described in
+writerprof.run.layout; they are written by writerprof.stacks.
+
+Each stack is identified by the process chain py-spy puts at its root (pid and
+command line of each process from CMD down). The sampled process is the last
+of the chain; it is matched to a row of run.processes on its host by pid, and,
+when that pid was several probed processes in the run (a pid reused), by the
+parent pid the chain shows, then by the lifetimes that overlap the py-spy
+segment, then by the command line. Processes with the same pid, parent and
+command line are one line in py-spy's file already; their stacks then go to
+the last of them, and run.losses says so. A pid that no probe journaled (a
+shell, mpiexec, an interpreter started with -I) keeps proc -1 and role
+"other".
+
+What could not be read is appended to run.losses (once per run), like the rest
+of the loader's losses: a missing segment file, a cut-off last line (py-spy
+killed while writing), unreadable lines.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from writerprof.errors import WriterprofError
+from writerprof.run import layout
+from writerprof.run import roles as run_roles
+
+NO_PYTHON_FRAME = "(no Python frame)"  # the stack of a sample that had none (a process starting or exiting)
+# A frame read while the process changed it (py-spy --nonblocking) can come
+# out torn, e.g. "module\x00ocessing (socket.py:1)": any frame with a control
+# character is given this name, so that such samples stay counted and show as
+# what they are.
+TORN_FRAME = "(torn frame)"
+_PROCESS = re.compile(r'process (\d+):"')
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+@dataclass(eq=False)
+class ProcessStacks:
+    proc: int  # row of run.processes, -1 if no probe journaled this pid
+    pid: int
+    host: str
+    role: str
+    samples: dict[tuple[str, ...], int]  # root -> leaf frame strings: samples
+    rate_hz: float
+    ppid: int = -1  # the parent in py-spy's process chain (-1: CMD itself)
+    cmdline: str = ""
+    rank: int = -1
+
+    @property
+    def total(self) -> int:
+        return sum(self.samples.values())
+
+    @property
+    def label(self) -> str:
+        """Role, rank and pid, as the other exports name a process."""
+        rank = f" rank {self.rank}" if self.rank >= 0 else ""
+        return f"{self.role}{rank} pid {self.pid}"
+
+
+def parse_line(line: str) -> tuple[list[tuple[int, str]], tuple[str, ...], int]:
+    """One line of a raw py-spy file: its process chain [(pid, cmdline)],
+    its Python frames root first, and its count. ValueError if it is not one."""
+    stack, _, count = line.rstrip("\n").rpartition(" ")
+    if not stack or not count.isdigit():
+        raise ValueError(f"not a 'STACK COUNT' line: {line[:80]!r}")
+    chain = []
+    rest = stack
+    while True:
+        match = _PROCESS.match(rest)
+        if not match:
+            break
+        end = rest.find('";', match.end())
+        if end < 0:  # the chain ends the stack: no Python frame
+            if not rest.endswith('"'):
+                raise ValueError(f"unterminated process frame: {rest[:80]!r}")
+            chain.append((int(match.group(1)), rest[match.end():-1]))
+            rest = ""
+            break
+        chain.append((int(match.group(1)), rest[match.end():end]))
+        rest = rest[end + 2:]
+    frames = tuple(TORN_FRAME if _CONTROL.search(f) else f for f in rest.split(";")) if rest else ()
+    return chain, frames, int(count)
+
+
+def read_raw(text: str) -> tuple[dict, int, str | None]:
+    """A raw file's stacks keyed (pid, ppid, cmdline) -> {frames: count}, the
+    number of unreadable lines, and the cut-off last line if any."""
+    lines = text.split("\n")
+    tail = lines.pop() or None  # after the last newline: empty unless py-spy was cut off
+    out: dict[tuple[int, int, str], dict[tuple[str, ...], int]] = {}
+    bad = 0
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            chain, frames, count = parse_line(line)
+        except ValueError:
+            bad += 1
+            continue
+        if not chain:  # py-spy without --subprocesses: no chain; not what record writes
+            bad += 1
+            continue
+        pid, cmdline = chain[-1]
+        ppid = chain[-2][0] if len(chain) > 1 else -1
+        stacks = out.setdefault((pid, ppid, cmdline), {})
+        key = frames or (NO_PYTHON_FRAME,)
+        stacks[key] = stacks.get(key, 0) + count
+    return out, bad, tail
+
+
+def load_stacks(run) -> list[ProcessStacks]:
+    """Every sampled process's stacks, probed processes first in run.processes
+    order, then the others by host and pid. [] for a run without stacks."""
+    role_of = run_roles.roles(run)
+    found: dict[tuple[str, int, int, str], ProcessStacks] = {}
+    losses: list[str] = []
+    for host in run.hosts:
+        directory = layout.stacks_dir(run.path, host)
+        if not directory.is_dir():
+            continue
+        index = _index(run, directory, losses)
+        rate = float(index.get("rate_hz") or (run.meta.get("stacks") or {}).get("rate_hz") or 100)
+        segments = {s.get("file"): s for s in index.get("segments", []) if isinstance(s, dict)}
+        on_disk = {p.name for p in directory.iterdir()
+                   if p.name.endswith((layout.STACKS_SUFFIX, layout.STACKS_SUFFIX + ".gz"))}
+        on_disk -= {n for n in on_disk if n + ".gz" in on_disk}  # compressed whole, then the original removed
+        files = sorted({n for n in segments if isinstance(n, str)} | on_disk)
+        for name in files:
+            file = directory / name
+            rel = file.relative_to(run.path).as_posix()
+            try:
+                text = _read(file, rel, losses)
+            except FileNotFoundError:
+                losses.append(f"{rel}: missing (py-spy killed before it wrote it?): its stacks are lost")
+                continue
+            except OSError as exc:
+                losses.append(f"{rel}: unreadable ({exc.strerror}): its stacks are lost")
+                continue
+            by_process, bad, tail = read_raw(text)
+            if tail:
+                losses.append(f"{rel}: a cut-off last line ({len(tail)} bytes) dropped (py-spy killed mid-write?)")
+            if bad:
+                losses.append(f"{rel}: {bad} unreadable line{'s' * (bad > 1)} dropped")
+            segment = segments.get(name, {})
+            for (pid, ppid, cmdline), samples in by_process.items():
+                proc = _resolve(run, host, pid, ppid, cmdline, segment, losses)
+                key = (host, pid, ppid, cmdline) if proc < 0 else (host, proc, 0, "")
+                if key not in found:
+                    rank = int(run.processes["rank"][proc]) if proc >= 0 else -1
+                    found[key] = ProcessStacks(proc=proc, pid=pid, host=host,
+                                               role=str(role_of[proc]) if proc >= 0 else run_roles.OTHER,
+                                               samples={}, rate_hz=rate, ppid=ppid, cmdline=cmdline, rank=rank)
+                merged = found[key].samples
+                for frames, count in samples.items():
+                    merged[frames] = merged.get(frames, 0) + count
+    for loss in losses:
+        if loss not in run.losses:
+            run.losses.append(loss)
+    return sorted(found.values(), key=lambda s: (s.proc < 0, s.proc, run.hosts.index(s.host), s.pid))
+
+
+def _read(file: Path, rel: str, losses: list[str]) -> str:
+    data = file.read_bytes()
+    if file.name.endswith(".gz"):
+        unpack = zlib.decompressobj(wbits=31)  # gzip; a cut stream gives what it holds
+        try:
+            data = unpack.decompress(data)
+        except zlib.error as exc:
+            losses.append(f"{rel}: damaged ({exc}): its stacks are lost")
+            return ""
+        if not unpack.eof:
+            losses.append(f"{rel}: the compressed stream is cut short; read up to the cut")
+    return data.decode("utf-8", "replace")
+
+
+def _index(run, directory: Path, losses: list[str]) -> dict:
+    file = directory / layout.STACKS_INDEX
+    try:
+        index = json.loads(file.read_bytes())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        losses.append(f"{file.relative_to(run.path).as_posix()}: unreadable ({exc}); segments read without it")
+        return {}
+    return index if isinstance(index, dict) else {}
+
+
+def _resolve(run, host: str, pid: int, ppid: int, cmdline: str, segment: dict, losses: list[str]) -> int:
+    """The row of run.processes that py-spy's pid was, or -1."""
+    processes = run.processes
+    rows = np.flatnonzero((processes["host"] == host) & (processes["pid"] == pid))
+    if len(rows) <= 1:
+        return int(rows[0]) if len(rows) else -1
+    narrowed = [r for r in rows if processes["ppid"][r] == ppid] or list(rows)
+    start, end = segment.get("started_ns"), segment.get("ended_ns")
+    if isinstance(start, int) and isinstance(end, int):
+        alive = [r for r in narrowed if processes["created_ns"][r] <= end
+                 and (processes["exited_ns"][r] < 0 or processes["exited_ns"][r] >= start)]
+        narrowed = alive or narrowed
+    if len(narrowed) > 1:
+        same = [r for r in narrowed if " ".join(run.identity(host, pid, int(processes["created_ns"][r]))
+                                                 .get("argv") or []) == cmdline]
+        narrowed = same or narrowed
+    if len(narrowed) > 1:
+        losses.append(f"stacks of pid {pid} on {host}: {len(narrowed)} processes of the run had that pid, parent "
+                      f"and command line; py-spy summed them, and they are given to the last one")
+    return int(max(narrowed, key=lambda r: processes["created_ns"][r]))
+
+
+def select(stacks: list[ProcessStacks], role: str | None = None, pid: int | None = None) -> list[ProcessStacks]:
+    """Those of a role ("all" or None: every one) and/or a pid."""
+    out = stacks
+    if role not in (None, "all"):
+        out = [s for s in out if s.role == role]
+    if pid is not None:
+        out = [s for s in out if s.pid == pid]
+    return out
+
+
+def merged(stacks: list[ProcessStacks], by: str = "none") -> dict[tuple[str, ...], int]:
+    """The stacks of several processes as one count table. by: "none" sums
+    them, "role" puts a root frame per role, "process" one per process."""
+    out: dict[tuple[str, ...], int] = {}
+    for s in stacks:
+        prefix = {"none": (), "role": (s.role,), "process": (s.label,)}[by]
+        for frames, count in s.samples.items():
+            key = prefix + frames
+            out[key] = out.get(key, 0) + count
+    return out
+
+
+class NoStacks(WriterprofError):
+    """The run holds no stacks to draw or export; the message says why."""
+
+
+def why_none(run) -> str:
+    """Why a run has no stacks, from its run.json: one clause."""
+    meta = run.meta.get("stacks")
+    if meta is None:
+        return "it was recorded without stack sampling (by a writerprof before it took stacks)"
+    if not meta.get("enabled", True):
+        return "it was recorded with --no-stacks"
+    if meta.get("taken") is None:
+        return "its recording did not finish (writerprof record was killed?)"
+    if meta.get("reason"):
+        return f"py-spy took none: {meta['reason']}"
+    return "its stack files are missing or unreadable"
+
+
+def require_stacks(run) -> list[ProcessStacks]:
+    """load_stacks(run), or NoStacks saying why there are none."""
+    stacks = load_stacks(run)
+    if not any(s.samples for s in stacks):
+        raise NoStacks(f"{run.path} has no stacks: {why_none(run)}")
+    return stacks
+
+
+# Where a multiprocessing child's own life begins in its stack, whatever
+# started it: below these, a fork child still shows its parent's frames (it
+# was copied mid-call) and a forkserver or spawn child the server's or
+# interpreter's entry. The target runs under BaseProcess._bootstrap; the
+# re-run of the parent's __main__ under spawn.prepare; the unpickling of the
+# process object (which imports the target's module) under spawn._main.
+CHILD_ANCHORS = ("BaseProcess._bootstrap (multiprocessing/process.py:", "prepare (multiprocessing/spawn.py:",
+                 "_main (multiprocessing/spawn.py:")
+CHILD_START = "(child start, before its own code)"
+
+
+def from_child_start(samples: dict[tuple[str, ...], int]) -> dict[tuple[str, ...], int]:
+    """A child's stacks cut below the last anchor (CHILD_ANCHORS), so that
+    writers started by fork, forkserver and spawn share their frames and
+    compare: the target under BaseProcess._bootstrap, start-up under prepare
+    and _main. A stack with no anchor (the child between its fork and its own
+    code) becomes CHILD_START and its leaf frame."""
+    out: dict[tuple[str, ...], int] = {}
+    for frames, count in samples.items():
+        cut = next((i for i in range(len(frames) - 1, -1, -1) if frames[i].startswith(CHILD_ANCHORS)), None)
+        key = frames[cut:] if cut is not None else (CHILD_START,) + frames[-1:]
+        out[key] = out.get(key, 0) + count
+    return out
