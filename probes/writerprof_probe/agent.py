@@ -25,10 +25,12 @@ def maybe_start(journal, run, host):
 
         env = {k: v for k, v in os.environ.items() if not k.startswith("WRITERPROF_") and k != "PYTHONPATH"}
         interval = os.environ.get(format.INTERVAL_ENV, "50000000")
-        argv = [python, "-m", "writerprof.agent", run, host, interval, str(os.getpid())]
+        argv = [python, "-m", "writerprof.agent", os.path.abspath(run), host, interval, str(os.getpid())]
         if not os.path.exists(python):
             raise OSError("no interpreter %s on this host" % python)
-        agent = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        # From /: `-m` puts the working directory first on sys.path, where a
+        # checkout of writerprof would shadow the installed one.
+        agent = subprocess.Popen(argv, env=env, cwd="/", stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL, close_fds=True, start_new_session=True)
         os.write(fd, b"%d\n" % agent.pid)
         journal.event("agent", started=True, pid=agent.pid, python=python)

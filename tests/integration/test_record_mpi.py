@@ -27,7 +27,7 @@ def _record_mpi(tmp_path, ranks: int, method: str) -> Path:
     return out
 
 
-@pytest.mark.parametrize("ranks, method", [(2, "fork"), (2, "forkserver"), (4, "forkserver")])
+@pytest.mark.parametrize("ranks, method", [(2, "fork"), (2, "forkserver"), (4, "fork"), (4, "forkserver")])
 def test_every_rank_and_its_writers_are_recorded_and_tagged(tmp_path, ranks, method):
     run = load(_record_mpi(tmp_path, ranks, method))
     assert run.complete and run.meta["exit_status"] == 0 and not run.losses, run.losses
