@@ -4,6 +4,7 @@ shared-memory segment may outlive a test."""
 from __future__ import annotations
 
 import os
+import subprocess
 
 import pytest
 
@@ -28,3 +29,16 @@ def cpus() -> list[int]:
     if len(allowed) < 2:
         pytest.skip("needs at least two allowed CPUs")
     return allowed
+
+
+@pytest.fixture
+def tiny_filesystem(tmp_path):
+    """A 4 MiB tmpfs: a real device that fills up under the writer."""
+    mountpoint = tmp_path / "tiny"
+    mountpoint.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mountpoint)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    yield mountpoint
+    subprocess.run(["umount", str(mountpoint)], check=True)

@@ -108,19 +108,6 @@ def test_interrupted_run_cleans_up(signum, tmp_path):
     assert os.listdir(tmp_path) == []
 
 
-@pytest.fixture
-def tiny_filesystem(tmp_path):
-    """A 4 MiB tmpfs: a real device that fills up under the writer."""
-    mountpoint = tmp_path / "tiny"
-    mountpoint.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mountpoint)],
-                             capture_output=True, text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    yield mountpoint
-    subprocess.run(["umount", str(mountpoint)], check=True)
-
-
 @pytest.mark.parametrize("method", ["fork", "spawn"])
 def test_writer_error_is_reported_with_its_cause(method, tiny_filesystem):
     done = run_writerprof("repro", "--start-method", method, "--saves", 2, "--size", "16MiB",

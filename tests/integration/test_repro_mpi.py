@@ -169,19 +169,6 @@ def test_four_ranks_oversubscribed_forkserver(tmp_path):
     assert elapsed < 60
 
 
-@pytest.fixture
-def tiny_filesystem(tmp_path):
-    """A 4 MiB tmpfs: a real device that fills up under the writer."""
-    mountpoint = tmp_path / "tiny"
-    mountpoint.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mountpoint)],
-                             capture_output=True, text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    yield mountpoint
-    subprocess.run(["umount", str(mountpoint)], check=True)
-
-
 def test_writer_failing_on_one_rank_stops_every_rank(tiny_filesystem, tmp_path):
     # Rank 0 starts a save far too long to finish before rank 1's writer runs
     # out of space: it must stop on rank 1's word, not finish the save.

@@ -88,6 +88,15 @@ def save_record(result: SaveResult, config: ReproConfig) -> dict:
     }
 
 
+def _settings(config: ReproConfig) -> dict:
+    """What a summary says of how the run was set up."""
+    return {
+        "generator": config.generator, "size": config.size, "chunk_size": config.chunk_size,
+        "buffers": config.buffers, "fsync": config.fsync, "main_imports": list(config.main_imports),
+        "python": platform.python_version(),
+    }
+
+
 def summary_record(results: list[SaveResult], config: ReproConfig, start_method: str) -> dict:
     """start_method: the one the writers were started with (a profiler's
     what-if switch may have overridden --start-method)."""
@@ -96,14 +105,8 @@ def summary_record(results: list[SaveResult], config: ReproConfig, start_method:
         "record": "summary",
         "saves": len(results),
         "start_method": start_method,
-        "generator": config.generator,
         "bytes": sum(result.bytes for result in results),
-        "size": config.size,
-        "chunk_size": config.chunk_size,
-        "buffers": config.buffers,
-        "fsync": config.fsync,
-        "main_imports": list(config.main_imports),
-        "python": platform.python_version(),
+        **_settings(config),
         # As the benchmark reports it: the mean of per-save rates.
         "mean_throughput_gib_s": statistics.fmean(rates),
         "mean_writer_startup_s": statistics.fmean(r.writer_startup_s for r in results),
@@ -199,14 +202,8 @@ def ranks_summary_record(aggregates: list[dict], records: list[dict], config: Re
         "saves": len(aggregates),
         "ranks": len(ranks),
         "start_method": aggregates[0]["start_method"],
-        "generator": config.generator,
         "bytes": sum(aggregate["bytes"] for aggregate in aggregates),
-        "size": config.size,
-        "chunk_size": config.chunk_size,
-        "buffers": config.buffers,
-        "fsync": config.fsync,
-        "main_imports": list(config.main_imports),
-        "python": platform.python_version(),
+        **_settings(config),
         "mean_throughput_gib_s": statistics.fmean(a["throughput_gib_s"] for a in aggregates),
         "mean_writer_startup_s": statistics.fmean(r["writer_startup_s"] for r in records),
         "mean_total_s": statistics.fmean(a["rank0_total_s"] for a in aggregates),
