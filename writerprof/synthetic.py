@@ -1057,7 +1057,6 @@ class _Host:
         exit_t = int(v["w_exit"][i])
 
         # Counters, for the samples and the exit's rusage.
-        off = self.offset(rank.local, _WRITER)
         masks = [(created, inherited_mask)] + ([(ts, mask)] if mask != inherited_mask else [])
         mappings = []
         if method == "fork":
