@@ -7,16 +7,13 @@ import sys
 import time
 
 from . import agent, calls, format, identity, lifecycle, mp, osio, shm, specs
+from .format import FORCE_ENV, MITIGATE_ENV, PROBES_ENV, RUN_ENV
 from .journal import Journal
-
-FORCE_ENV = "WRITERPROF_FORCE_START_METHOD"
-MITIGATE_ENV = "WRITERPROF_MITIGATE"  # comma-separated mitigation names (mitigate.py)
-PROBES_ENV = "WRITERPROF_PROBES"  # added specs, one per line
 
 
 def activate(started_ns=None):
     started_ns = started_ns or time.monotonic_ns()
-    run = os.environ["WRITERPROF_RUN"]
+    run = os.environ[RUN_ENV]
     host = format.host_name()
     journal = Journal(run, host)
     created_ns = identity.start_time_ns()

@@ -99,6 +99,17 @@ HOSTS_DIR = "hosts"
 PROCS_DIR = "procs"
 
 
+# The probe's environment, read in every probed process; writerprof imports
+# these names from here. RUN_ENV names the run directory (the probe is inert
+# without it); the others are set by `record` and `contrast`.
+RUN_ENV = "WRITERPROF_RUN"
+FORCE_ENV = "WRITERPROF_FORCE_START_METHOD"
+MITIGATE_ENV = "WRITERPROF_MITIGATE"  # comma-separated mitigation names (mitigate.py)
+PROBES_ENV = "WRITERPROF_PROBES"  # added hook specs, one per line
+
+# multiprocessing's start methods on Linux, in the order reports list them.
+START_METHODS = ("fork", "forkserver", "spawn")
+
 # Overrides the host name a process files itself under: to tell apart
 # containers that share a host name, or to test many hosts on one machine.
 HOST_ENV = "WRITERPROF_HOST"

@@ -33,15 +33,15 @@ import sys
 import time
 from pathlib import Path
 
+from writerprof.commands.common import write_text
 from writerprof.errors import UsageError, WriterprofError
+from writerprof.probes.writerprof_probe.format import FORCE_ENV, MITIGATE_ENV, START_METHODS
 
 HELP = "record CMD (default: the built-in reproducer) under fork and forkserver, and explain the difference"
 
 SCHEMA = "writerprof.contrast/1"
-METHODS = ("fork", "forkserver", "spawn")
+METHODS = START_METHODS
 WHAT_IFS = {"forkserver+preload": ("forkserver", "preload"), "forkserver+pin": ("forkserver", "pin")}
-FORCE_ENV = "WRITERPROF_FORCE_START_METHOD"
-MITIGATE_ENV = "WRITERPROF_MITIGATE"
 REPRO_ARGS = ["repro", "--saves", "4", "--size", "512MiB", "--main-imports", "numpy,matplotlib.pyplot"]
 
 
@@ -130,16 +130,16 @@ def run(args: argparse.Namespace) -> int:
                 skipped.update(_cannot_apply(summary, methods))
                 total -= args.repeat * len(skipped)
     result = _result(command, methods, args.repeat, runs, skipped)
-    (out / "contrast.json").write_text(json.dumps(result, indent=1))
+    write_text(out / "contrast.json", json.dumps(result, indent=1), "contrast result")
     _write_html(out, result, runs)
     _print(result, out)
     return 0
 
 
 def _output(path: Path | None) -> Path:
-    from writerprof.run.directory import claim
+    from writerprof.commands.common import new_directory
 
-    return claim(path or Path(time.strftime("writerprof-contrast-%Y%m%d-%H%M%S")), "contrast directory")
+    return new_directory(path or Path(time.strftime("writerprof-contrast-%Y%m%d-%H%M%S")), "contrast directory")
 
 
 def _summarize(run_dir: Path) -> dict:
@@ -221,7 +221,8 @@ def _write_html(out: Path, result: dict, runs: list[dict]) -> None:
     pooled = {m: [s for r in runs if r["method"] == m for s in load_stacks(load(r["path"]))]
               for m in (reference, other)}
     flames = flame.role_diffs(pooled[reference], pooled[other], (reference, other))
-    (out / "contrast.html").write_text(html.contrast_html(primary, sides, figures, contrast=result, flames=flames))
+    write_text(out / "contrast.html", html.contrast_html(primary, sides, figures, contrast=result, flames=flames),
+               "contrast report")
 
 
 def _print(result: dict, out: Path) -> None:

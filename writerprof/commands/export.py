@@ -15,11 +15,11 @@ Both may be given at once; the run is read once.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
-from writerprof.errors import UsageError, WriterprofError
+from writerprof.commands.common import write_json
+from writerprof.errors import UsageError
 
 HELP = "write a run in another tool's format (Perfetto / Chrome trace, speedscope)"
 
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         from writerprof.exports import perfetto
 
         trace = perfetto.trace(recorded)
-        _write(args.perfetto, trace)
+        write_json(args.perfetto, trace, "Perfetto trace")
         slices = sum(e["ph"] == "X" for e in trace["traceEvents"])
         print(f"writerprof export: {args.perfetto}: {len(recorded.processes)} processes, {slices} slices "
               f"({args.perfetto.stat().st_size / (1 << 20):.1f} MiB)", file=sys.stderr)
@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         from writerprof.exports import speedscope
 
         profile = speedscope.document(recorded, stacks)
-        _write(args.speedscope, profile)
+        write_json(args.speedscope, profile, "speedscope file")
         print(f"writerprof export: {args.speedscope}: {len(profile['profiles'])} profiles, "
               f"{sum(s.total for s in stacks)} samples, {len(profile['shared']['frames'])} frames "
               f"({args.speedscope.stat().st_size / (1 << 20):.1f} MiB)", file=sys.stderr)
@@ -63,10 +63,3 @@ def run(args: argparse.Namespace) -> int:
         print(f"writerprof export: note: {loss}", file=sys.stderr)
     return 0
 
-
-def _write(path: Path, document: dict) -> None:
-    try:
-        with open(path, "w") as f:
-            f.write(json.dumps(document, separators=(",", ":")))  # dumps: json's C encoder
-    except OSError as exc:
-        raise WriterprofError(f"cannot write {path}: {exc.strerror}") from None

@@ -28,6 +28,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from writerprof.commands.common import write_bytes, write_text
 from writerprof.errors import UsageError, WriterprofError
 
 HELP = "draw flamegraphs (SVG and PNG) of a run's Python stacks, or of two runs' difference"
@@ -84,14 +85,7 @@ def _stem(output: Path | None, default: str) -> Path:
 
 def _write(stem: Path, svg: str, png: bytes) -> tuple[Path, Path]:
     svg_path, png_path = stem.with_name(stem.name + ".svg"), stem.with_name(stem.name + ".png")
-    try:
-        if stem.parent != Path(""):
-            stem.parent.mkdir(parents=True, exist_ok=True)
-        svg_path.write_text(svg)
-        png_path.write_bytes(png)
-    except OSError as exc:
-        raise WriterprofError(f"cannot write {stem}.svg/.png: {exc.strerror}") from None
-    return svg_path, png_path
+    return write_text(svg_path, svg, "flamegraph"), write_bytes(png_path, png, "flamegraph")
 
 
 def _what(stacks, role, pid) -> str:

@@ -24,14 +24,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from writerprof.analysis import collector_paused
     from writerprof.analysis.summary import summarize
-    from writerprof.commands.report import make_directory
+    from writerprof.commands.common import output_directory
     from writerprof.render import plots
     from writerprof.run import load
 
     with collector_paused():
         recorded = load(args.run_dir)
         summary = summarize(recorded)
-    out = make_directory(args.output or args.run_dir / "plots")
+    out = output_directory(args.output or args.run_dir / "plots", "plots directory")
     written = plots.save_figures(plots.report_figures(recorded, summary), out)
     for path in written:
         print(path)

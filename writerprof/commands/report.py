@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from writerprof.errors import WriterprofError
+from writerprof.commands.common import output_directory, write_text
 
 HELP = "explain a run: processes, saves, diagnoses (text, --json, --html, --plots)"
 
@@ -46,29 +46,14 @@ def run(args: argparse.Namespace) -> int:
 
         figures = plots.report_figures(recorded, summary)
         if args.plots:
-            written = plots.save_figures(figures, make_directory(args.plots))
+            written = plots.save_figures(figures, output_directory(args.plots, "plots directory"))
             print(f"writerprof report: {len(written)} plot files in {args.plots}", file=sys.stderr)
         if args.html:
             from writerprof.render import flame
             from writerprof.run.stacks import load_stacks
 
             flames = flame.role_graphs(load_stacks(recorded), Path(recorded.path).resolve().name)
-            write_text(args.html, html.report_html(summary, figures, flames=flames))
+            write_text(args.html, html.report_html(summary, figures, flames=flames), "HTML report")
             print(f"writerprof report: {args.html}", file=sys.stderr)
     return 0
 
-
-def make_directory(path: Path) -> Path:
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise WriterprofError(f"cannot make {path}: {exc.strerror}") from None
-    return path
-
-
-def write_text(path: Path, text: str) -> None:
-    """Write an output file, or say in one line why not."""
-    try:
-        path.write_text(text)
-    except OSError as exc:
-        raise WriterprofError(f"cannot write {path}: {exc.strerror}") from None

@@ -34,6 +34,7 @@ import traceback
 
 from writerprof import interrupts
 from writerprof.errors import Interrupted, UsageError, WriterprofError
+from writerprof.probes.writerprof_probe.format import START_METHODS
 from writerprof.repro.config import MAIN_IMPORTS_ENV, ReproConfig
 from writerprof.repro.generators import GENERATORS, check_available
 from writerprof.repro.ranks import MPI_MODES, Ranks, connect, mpi4py_importable, resolve
@@ -41,7 +42,6 @@ from writerprof.units import format_cpu_list, format_size, parse_cpu_list, parse
 
 HELP = "run the built-in streaming-checkpoint reproducer"
 
-START_METHODS = ("fork", "forkserver", "spawn")
 
 
 def _typed(parse, what):
