@@ -75,7 +75,7 @@ def side(summaries: list[dict]) -> dict:
         "placement": {
             "writer_cpus": _distinct(p["allowed_cpus"] for p in writers),
             "producer_cpus": _distinct(p["allowed_cpus"] for p in producers),
-            "writer_nodes": mean_shares(p["work_nodes"] or p["cpu_nodes"] for p in writers),
+            "writer_nodes": mean_shares(p["worked_nodes"] for p in writers),
             "buffer_nodes": mean_shares(p["buffer_nodes"] for p in producers),
             "writer_parent": _distinct(_parent_role(summary["processes"], p) for summary in summaries
                                        for p in summary["processes"] if p["role"] == run_roles.WRITER),

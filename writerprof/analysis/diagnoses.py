@@ -75,7 +75,7 @@ def _by_role(procs, role):
 def numa_mismatch(run, procs, saves):
     out = []
     for proc in _by_role(procs, run_roles.WRITER) + _by_role(procs, run_roles.PRODUCER):
-        ran = proc["work_nodes"] or proc["cpu_nodes"]
+        ran = proc["worked_nodes"]
         ran_node, ran_share = dominant(ran)
         buf_node, buf_share = dominant(proc["buffer_nodes"])
         if ran_node is None or buf_node is None or ran_node == buf_node:
@@ -91,7 +91,7 @@ def numa_mismatch(run, procs, saves):
             f"every chunk crosses the interconnect",
             {"run_node": ran_node, "run_nodes": ran, "buffer_node": buf_node,
              "buffer_nodes": proc["buffer_nodes"], "allowed_cpus": proc["allowed_cpus"],
-             "from": "hooked calls' CPUs" if proc["work_nodes"] else "sampler"}))
+             "from": proc["worked_nodes_from"]}))
     return out
 
 
@@ -122,7 +122,7 @@ def affinity_divergence(run, procs, saves):
 def writer_migration(run, procs, saves):
     out = []
     for proc in _by_role(procs, run_roles.WRITER):
-        ran = proc["work_nodes"] or proc["cpu_nodes"]
+        ran = proc["worked_nodes"]
         if len(ran) < 2:
             continue
         node, share = dominant(ran)
@@ -132,7 +132,7 @@ def writer_migration(run, procs, saves):
             "writer-migration", "warning", proc,
             f"writer pid {proc['pid']} moved across nodes during its loop: {_nodes(ran)}",
             {"nodes": ran, "allowed_cpus": proc["allowed_cpus"],
-             "from": "hooked calls' CPUs" if proc["work_nodes"] else "sampler"}))
+             "from": proc["worked_nodes_from"]}))
     return out
 
 

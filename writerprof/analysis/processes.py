@@ -43,6 +43,10 @@ def dominant(share: dict[str, float]) -> tuple[int | None, float]:
     return int(node), value
 
 
+WORKED_FROM_CALLS = "hooked calls' CPUs"
+WORKED_FROM_SAMPLES = "sampler"
+
+
 def table(run, idx, saves: list[dict]) -> list[dict]:
     role_of = run_roles.roles(run)
     p = run.processes
@@ -72,6 +76,7 @@ def table(run, idx, saves: list[dict]) -> list[dict]:
                    if t >= p["created_ns"][row] and (p["exited_ns"][row] < 0 or t <= p["exited_ns"][row])]
         usage = next((d.get("rusage") for k, d in reversed(idx.events[row]) if k == "exit"), None) or {}
         last = samples[-1] if len(samples) else None
+        sampled_nodes = shares(Counter(nodes[c] for c in samples["cpu"].tolist() if c in nodes))
         out.append({
             "id": row,
             "host": host,
@@ -89,8 +94,13 @@ def table(run, idx, saves: list[dict]) -> list[dict]:
             "allowed_nodes": sorted({nodes[c] for c in allowed if c in nodes}),
             "affinity_changes": [{"t_s": (t - origin) / 1e9, "cpus": cpus} for t, cpus in changes],
             "samples": int(len(samples)),
-            "cpu_nodes": shares(Counter(nodes[c] for c in samples["cpu"].tolist() if c in nodes)),
+            "cpu_nodes": sampled_nodes,
             "work_nodes": work_nodes[row],
+            # The one answer to "which nodes did it work on": its hooked calls' CPUs where it
+            # made any, else the sampler's readings. Every report and diagnosis reads this.
+            "worked_nodes": work_nodes[row] or sampled_nodes,
+            "worked_nodes_from": (WORKED_FROM_CALLS if work_nodes[row]
+                                  else WORKED_FROM_SAMPLES if sampled_nodes else None),
             "buffer_nodes": _buffer_nodes(idx.events[row]),
             "minflt": _counter(usage, "minflt", last, "minflt"),
             "majflt": _counter(usage, "majflt", last, "majflt"),

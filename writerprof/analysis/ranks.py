@@ -86,7 +86,7 @@ def placement_consistency(procs: list[dict], topology: dict) -> dict:
             continue
         h = hosts[p["host"]]
         h["writer_cpus"].add(tuple(p["allowed_cpus"]))
-        h["writer_node"].add(dominant(p["work_nodes"] or p["cpu_nodes"])[0])
+        h["writer_node"].add(dominant(p["worked_nodes"])[0])
         h["buffer_node"].add(dominant(p["buffer_nodes"])[0])
     per_host = {host: {key: sorted(values, key=lambda v: (v is None, v)) for key, values in h.items()}
                 for host, h in hosts.items()}

@@ -327,7 +327,7 @@ def _processes(summary: dict) -> str:
     procs = summary["processes"]
     if len(procs) <= MAX_ROWS:
         rows = [[p["id"], p["host"], _rank(p["rank"]), p["pid"], p["role"], p.get("start_method") or "-",
-                 format_cpu_list(p["allowed_cpus"]) or "-", _shares(p["work_nodes"] or p["cpu_nodes"]),
+                 format_cpu_list(p["allowed_cpus"]) or "-", _shares(p["worked_nodes"]),
                  _shares(p["buffer_nodes"]), _num(p.get("minflt")), _num(p.get("nonvoluntary_switches")),
                  _s(p.get("cpu_s"), 2), p.get("samples")] for p in procs]
         return (f"<h2>Processes ({len(procs)})</h2>"
@@ -343,7 +343,7 @@ def _processes(summary: dict) -> str:
         methods = sorted({p["start_method"] for p in group if p.get("start_method")})
         rows.append([host, role, len(group), _ranks(p["rank"] for p in group), ", ".join(methods) or "-",
                      next(iter(masks)) if len(masks) == 1 else f"{len(masks)} different",
-                     _shares(_mean_shares([p["work_nodes"] or p["cpu_nodes"] for p in group])),
+                     _shares(_mean_shares([p["worked_nodes"] for p in group])),
                      _shares(_mean_shares([p["buffer_nodes"] for p in group])),
                      _mmm([p.get("minflt") for p in group], 0), _mmm([p.get("nonvoluntary_switches") for p in group], 0),
                      _mmm([p.get("cpu_s") for p in group], 2)])

@@ -23,6 +23,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from writerprof.analysis.clocks import host_offsets
+from writerprof.analysis.processes import dominant
 from writerprof.analysis.samples import sample_rows
 from writerprof.analysis.saves import COMPONENTS, STARTUP_PHASES
 from writerprof.run import roles as run_roles
@@ -134,13 +135,6 @@ def _who(proc: dict, multi_host: bool) -> str:
     parts = [proc["role"], _rank(proc["rank"]), str(proc["pid"])]
     text = " ".join(p for p in parts if p)
     return f"{text} ({proc['host']})" if multi_host else text
-
-
-def _dominant(share: dict) -> tuple[int | None, float]:
-    if not share:
-        return None, 0.0
-    node, value = max(share.items(), key=lambda kv: kv[1])
-    return int(node), value
 
 
 def _node_legend(nodes, topology: dict | None = None) -> list[Patch]:
@@ -387,7 +381,7 @@ def _placements(run, summary: dict) -> list[dict]:
             if buffers:
                 break
         writer = procs[save["writer"]] if save["writer"] is not None else None
-        node, share = _dominant((writer["work_nodes"] or writer["cpu_nodes"]) if writer else {})
+        node, share = dominant(writer["worked_nodes"] if writer else {})
         out.append({"save": save, "writer_node": node, "writer_share": share, "buffers": buffers})
     return out
 
@@ -399,7 +393,7 @@ def _placements_from_summary(summary: dict) -> list[dict]:
     for save in summary["saves"]:
         writer = procs[save["writer"]] if save["writer"] is not None else None
         share = (writer or {}).get("buffer_nodes") or procs[save["producer"]]["buffer_nodes"]
-        node, node_share = _dominant((writer["work_nodes"] or writer["cpu_nodes"]) if writer else {})
+        node, node_share = dominant(writer["worked_nodes"] if writer else {})
         out.append({"save": save, "writer_node": node, "writer_share": node_share,
                     "buffers": [{"index": "all", "nodes": {int(n): v for n, v in share.items()}, "unfaulted": 0}]
                     if share else []})

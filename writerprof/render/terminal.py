@@ -72,7 +72,7 @@ def _processes(summary: dict) -> str:
             rows.append(
                 f"{_cut(p['host'], 10):<10} {_rank(p['rank']):>4} {p['pid']:>7} {p['role']:<16} "
                 f"{p['start_method'] or '-':<10.10} {format_cpu_list(p['allowed_cpus']) or '-':<9.9} "
-                f"{_shares(p['work_nodes'] or p['cpu_nodes']):<11.11} {_shares(p['buffer_nodes'], 1):<8.8} "
+                f"{_shares(p['worked_nodes']):<11.11} {_shares(p['buffer_nodes'], 1):<8.8} "
                 f"{_num(p['minflt']):>8} {_num(p['nonvoluntary_switches']):>7}")
         return "\n".join(rows)
     groups = defaultdict(list)
@@ -87,7 +87,7 @@ def _processes(summary: dict) -> str:
         rows.append(
             f"{_cut(host, 10):<10} {role:<16} {len(group):>6} {','.join(sorted(methods)) or '-':<12.12} "
             f"{(next(iter(masks)) if len(masks) == 1 else f'{len(masks)} different'):<16.16} "
-            f"{_shares(mean_shares([p['work_nodes'] or p['cpu_nodes'] for p in group])):<12.12} "
+            f"{_shares(mean_shares([p['worked_nodes'] for p in group])):<12.12} "
             f"{_shares(mean_shares([p['buffer_nodes'] for p in group])):<10.10} "
             f"{_num(sum(faults) // len(faults) if faults else None):>11}")
     return "\n".join(rows)
