@@ -48,6 +48,10 @@ a host); spans also have "start_ns" and "end_ns". The kinds:
   exit          via ("atexit" | "os._exit" | "signal"), code, rusage, signal
   agent         this process started its host's sampler agent: started (false:
                 reason), pid, python
+  journal_stopped  a journal write failed (a full or read-only run directory)
+                and the probe stopped journaling in this process; written at
+                exit if the disk takes it again: reason, events_dropped,
+                records_dropped
 """
 
 import os

@@ -1,10 +1,15 @@
 """This process's journal: rare events written as they happen, chunk records
 buffered and appended in batches, so that nothing blocks on I/O per chunk
-and a SIGKILL loses at most one batch."""
+and a SIGKILL loses at most one batch.
+
+A journal write that fails (a full, read-only or vanished run directory)
+never reaches the target: the journal stops in this process, says so in one
+line on stderr, and counts what it drops from then on."""
 
 import _thread
 import json
 import os
+import sys
 import time
 
 from . import format
@@ -21,12 +26,11 @@ class Journal:
         self.last_flush = time.monotonic_ns()
         self._flushing = _thread.allocate_lock()
         self.base = None
+        self.stopped = None  # why journaling stopped in this process, or None
+        self.dropped = {"events": 0, "records": 0}
 
     def open(self, pid, created_ns):
         """Start this process's files (at start, and in a child after fork)."""
-        directory = format.procs_dir(self.run, self.host)
-        os.makedirs(directory, exist_ok=True)
-        self.base = os.path.join(directory, "%d-%d" % (pid, created_ns))
         for fd, _ in self.fds.values():  # inherited from the parent across fork
             try:
                 _close(fd)
@@ -35,8 +39,17 @@ class Journal:
         self.fds = {}
         self.records = []
         self._flushing = _thread.allocate_lock()
-        for suffix in (format.EVENTS_SUFFIX, format.CHUNKS_SUFFIX):
-            self._fd(suffix)
+        # A forked child starts its own journal, and gets its own chance at the disk.
+        self.stopped = None
+        self.dropped = {"events": 0, "records": 0}
+        directory = format.procs_dir(self.run, self.host)
+        self.base = os.path.join(directory, "%d-%d" % (pid, created_ns))
+        try:
+            os.makedirs(directory, exist_ok=True)
+            for suffix in (format.EVENTS_SUFFIX, format.CHUNKS_SUFFIX):
+                self._fd(suffix)
+        except OSError as exc:
+            self._stop(exc)
 
     def _fd(self, suffix):
         entry = self.fds.get(suffix)
@@ -52,12 +65,19 @@ class Journal:
         return fd
 
     def event(self, kind, **fields):
+        if self.stopped is not None:
+            self.dropped["events"] += 1
+            return
         fields["kind"] = kind
         fields.setdefault("t_ns", time.monotonic_ns())
-        self._append(format.EVENTS_SUFFIX, (json.dumps(fields, default=str) + "\n").encode())
+        if not self._append(format.EVENTS_SUFFIX, (json.dumps(fields, default=str) + "\n").encode()):
+            self.dropped["events"] += 1
 
     def record(self, fields):
         """Queue one CHUNK record (a tuple in CHUNK_FIELDS order)."""
+        if self.stopped is not None:
+            self.dropped["records"] += 1
+            return
         records = self.records
         records.append(fields)
         if len(records) >= format.FLUSH_RECORDS or fields[7] - self.last_flush > format.FLUSH_NS:
@@ -72,13 +92,46 @@ class Journal:
             if count:
                 data = b"".join([format.CHUNK.pack(*r) for r in records[:count]])
                 del records[:count]
-                self._append(format.CHUNKS_SUFFIX, data)
+                if not self._append(format.CHUNKS_SUFFIX, data):
+                    self.dropped["records"] += count
             self.last_flush = time.monotonic_ns()
         finally:
             self._flushing.release()
 
     def _append(self, suffix, data):
+        """Write data whole; False (and the journal stopped) if the disk would not take it."""
+        if self.stopped is not None:
+            return False
+        try:
+            self._write_all(suffix, data)
+        except OSError as exc:
+            self._stop(exc)
+            return False
+        return True
+
+    def _write_all(self, suffix, data):
         view = memoryview(data)
         fd = self._fd(suffix)
         while view:
             view = view[_write(fd, view):]
+
+    def _stop(self, exc):
+        self.stopped = "%s: %s" % (type(exc).__name__, exc)
+        try:
+            sys.stderr.write("writerprof: probe off in pid %d: journal: %s\n" % (os.getpid(), self.stopped))
+            sys.stderr.flush()
+        except Exception:
+            pass
+
+    def note_stopped(self):
+        """At exit, if journaling stopped: one last try to say why and what was
+        dropped (the disk may have room again); silent if it still has none."""
+        if self.stopped is None or self.base is None:
+            return
+        line = json.dumps({"kind": "journal_stopped", "t_ns": time.monotonic_ns(), "reason": self.stopped,
+                           "events_dropped": self.dropped["events"],
+                           "records_dropped": self.dropped["records"] + len(self.records)})
+        try:
+            self._write_all(format.EVENTS_SUFFIX, (line + "\n").encode())
+        except OSError:
+            pass

@@ -61,6 +61,7 @@ def _exit(via, code, **fields):
         shm.at_exit()
         _journal.flush()
         _journal.event("exit", via=via, code=code, rusage=_usage(), **fields)
+        _journal.note_stopped()
     except Exception:
         pass
 

@@ -231,7 +231,13 @@ def _read_journals(root: Path, host_index: int, procs: Path, losses: list[str]) 
             missing = "no events file" if not events_file.exists() else "no identity line"
             losses.append(f"{_rel(root, procs / base)}: {missing}, journal skipped ({count} chunk records)")
             continue
-        if not any(e["kind"] == "exit" for e in events):
+        stopped = next((e for e in events if e["kind"] == "journal_stopped"), None)
+        if stopped is not None:
+            losses.append(
+                f"{_rel(root, procs / base)}: process {events[0].get('pid')} ({events[0].get('role')}) "
+                f"stopped journaling ({stopped.get('reason')}): {stopped.get('events_dropped')} events and "
+                f"{stopped.get('records_dropped')} chunk records after that are missing")
+        elif not any(e["kind"] == "exit" for e in events):
             losses.append(
                 f"{_rel(root, procs / base)}: process {events[0].get('pid')} ({events[0].get('role')}) "
                 f"left no exit record (killed by SIGKILL, or alive when the recording ended): chunk "

@@ -1,0 +1,41 @@
+"""The probe's journal when the disk will not take its writes."""
+
+import errno
+import json
+import os
+
+from writerprof.probes.writerprof_probe import journal as journal_module
+
+
+def _full(fd, data):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_journal_that_cannot_write_stops_quietly_and_counts_what_it_drops(tmp_path, monkeypatch, capsys):
+    journal = journal_module.Journal(str(tmp_path), "h")
+    journal.open(os.getpid(), 1)
+    journal.event("process", pid=os.getpid())
+    monkeypatch.setattr(journal_module, "_write", _full)
+    journal.event("shm", op="create")  # this raised into the target before
+    for i in range(3):
+        journal.record((1, 0, 0, -1, -1, 1, i, i + 1, 10, 0, 0))
+    journal.flush()
+    journal.event("exit", code=0)
+    assert journal.stopped.startswith("OSError") and journal.dropped == {"events": 2, "records": 3}
+    assert capsys.readouterr().err.count("probe off in pid") == 1
+    monkeypatch.undo()  # room again at exit
+    journal.note_stopped()
+    lines = [json.loads(line) for line in open(journal.base + ".events.jsonl")]
+    assert [e["kind"] for e in lines] == ["process", "journal_stopped"]
+    assert lines[1]["events_dropped"] == 2 and lines[1]["records_dropped"] == 3
+
+
+def test_a_run_directory_that_cannot_be_made_stops_the_journal_not_the_process(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    journal = journal_module.Journal(str(blocker / "run"), "h")
+    journal.open(os.getpid(), 1)
+    journal.event("process", pid=os.getpid())
+    journal.note_stopped()  # still no room: silent
+    assert journal.stopped and journal.dropped["events"] == 1
+    assert capsys.readouterr().err.count("probe off in pid") == 1
