@@ -6,8 +6,9 @@ The probe reaches CMD's Python processes through PYTHONPATH (a sitecustomize
 that does nothing unless WRITERPROF_RUN is set, and runs any sitecustomize it
 shadows); interpreters started with -E, -I or -S ignore it and go unprobed.
 py-spy samples the Python stacks of CMD's whole process tree alongside
-(--stack-rate, --native, --no-stacks; see writerprof.stacks): if it is missing
-or may not attach (ptrace), record says so in one line and goes on without.
+(--stack-rate, --native, --no-stacks; see writerprof.record.pyspy): if it is
+missing or may not attach (ptrace), record says so in one line and goes on
+without.
 Exits with CMD's exit status (128+N if a signal N killed it). CMD runs in a
 process group of its own, which gets the terminal (Ctrl-C goes to CMD) and any
 SIGINT or SIGTERM sent to record. The run directory is complete and loadable
@@ -26,14 +27,14 @@ import time
 from pathlib import Path
 
 import writerprof.probes
-from writerprof import stacks as stack_sampling
-from writerprof import topology
 from writerprof.errors import UsageError, WriterprofError
 from writerprof.probes.writerprof_probe import identity, specs
 from writerprof.probes.writerprof_probe import format as journal_format
 from writerprof.probes.writerprof_probe.format import host_name
+from writerprof.record import pyspy as stack_sampling
+from writerprof.record import topology
+from writerprof.record.pyspy import StackOptions
 from writerprof.run import directory, layout
-from writerprof.stacks import StackOptions
 from writerprof.units import format_size, parse_duration
 
 HELP = "record a command's writer subprocesses into a run directory"
@@ -190,7 +191,7 @@ def record(run_dir: Path, command: list[str], interval_ns: int, probes: list[str
         stack_recorder, stacks_taken = stack_sampling.start(
             child.pid, layout.stacks_dir(run_dir, host), stacks, warn=_say)
         if sampler:
-            from writerprof.sampler import Sampler
+            from writerprof.record.sampler import Sampler
 
             running = Sampler(child.pid, layout.host_dir(run_dir, host), interval_ns / 1e9)
             running.start()
