@@ -31,12 +31,12 @@ from typing import Mapping
 import numpy as np
 
 import writerprof
-from writerprof import topology as topology_module
 from writerprof.probes.writerprof_probe import format as journal
 from writerprof.probes.writerprof_probe.numa import sample_stride
+from writerprof.record.sampler import NUMA_MAPS_EVERY_NS
 from writerprof.run import layout
+from writerprof.run import topology as topology_module
 from writerprof.run.load import CHUNK_DTYPE, SAMPLE_DTYPE, RunDirectoryError
-from writerprof.sampler import NUMA_MAPS_EVERY_NS
 from writerprof.units import format_cpu_list, parse_cpu_list
 
 START_METHODS = ("fork", "forkserver", "spawn")
@@ -214,7 +214,7 @@ _SAVE_FIELDS = {"gen_s", "write_s", "fsync_s", "jitter", "start_s", "main_rerun_
 
 
 def make_topology(nodes: int = 2, cpus_per_node: int = 8, smt: bool = True) -> dict:
-    """A writerprof.topology.snapshot() of a machine with one package per node:
+    """A writerprof.record.topology.snapshot() of a machine with one package per node:
     with smt, cpu N and N + nodes*cores are siblings, as Linux numbers them
     (2 x 8 with smt is the tests' numa2 fixture)."""
     threads = 2 if smt else 1

@@ -1,5 +1,5 @@
 """On a host other than the launcher's, the first probed process starts that
-host's sampler agent (`python -m writerprof.agent`, with the launcher's
+host's sampler agent (`python -m writerprof.record.agent`, with the launcher's
 interpreter), which samples the probed processes there and their
 descendants, and exits with them. One per host: the first to create
 RUN/hosts/HOST/agent.lock starts it."""
@@ -25,7 +25,7 @@ def maybe_start(journal, run, host):
 
         env = {k: v for k, v in os.environ.items() if not k.startswith("WRITERPROF_") and k != "PYTHONPATH"}
         interval = os.environ.get(format.INTERVAL_ENV, "50000000")
-        argv = [python, "-m", "writerprof.agent", os.path.abspath(run), host, interval, str(os.getpid())]
+        argv = [python, "-m", "writerprof.record.agent", os.path.abspath(run), host, interval, str(os.getpid())]
         if not os.path.exists(python):
             raise OSError("no interpreter %s on this host" % python)
         # From /: `-m` puts the working directory first on sys.path, where a

@@ -120,7 +120,7 @@ HOST_ENV = "WRITERPROF_HOST"
 # Set by `writerprof record` for the probe: the launcher's host (whose
 # processes its own sampler follows), and the interpreter and interval with
 # which the first probed process on any other host starts that host's
-# sampler agent (python -m writerprof.agent).
+# sampler agent (python -m writerprof.record.agent).
 LAUNCH_HOST_ENV = "WRITERPROF_LAUNCH_HOST"
 AGENT_PYTHON_ENV = "WRITERPROF_AGENT_PYTHON"
 INTERVAL_ENV = "WRITERPROF_INTERVAL_NS"

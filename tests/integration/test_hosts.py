@@ -28,10 +28,11 @@ def _repro(host: str | None = None, run: str | None = None) -> str:
 
 
 def _agents_gone(timeout_s: float = 30) -> bool:
-    """No `writerprof.agent` process left (each ends once its host's processes have)."""
+    """No `writerprof.record.agent` process left (each ends once its host's processes have)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        alive = [p for p in psutil.process_iter(["cmdline"]) if "writerprof.agent" in (p.info["cmdline"] or [])]
+        alive = [p for p in psutil.process_iter(["cmdline"])
+                 if "writerprof.record.agent" in (p.info["cmdline"] or [])]
         if not alive:
             return True
         time.sleep(0.2)

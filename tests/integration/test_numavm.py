@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from writerprof import topology
 from writerprof.analysis.summary import summarize
-from writerprof.run import load
+from writerprof.run import load, topology
 
 from helpers import attached_placements
 

@@ -3,10 +3,10 @@ from pathlib import Path
 
 import pytest
 
-from writerprof import procfs
 from writerprof.probes.writerprof_probe import identity
 from writerprof.probes.writerprof_probe.numa import PAGE_SIZE
-from writerprof.system import HOST, System
+from writerprof.record import procfs
+from writerprof.record.system import HOST, System
 from writerprof.units import parse_cpu_list
 
 # Files read off a two-node guest kernel (../shared/numavm): a python3 on cpu 0

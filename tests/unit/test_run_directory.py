@@ -32,6 +32,14 @@ def test_finish_ends_the_run(tmp_path):
     assert sorted(p.name for p in run_dir.iterdir()) == [layout.HOSTS_DIR, layout.RUN_FILE]
 
 
+def test_update_meta_sets_items_and_keeps_the_rest(tmp_path):
+    run_dir = directory.create(tmp_path / "run", ["python"], **OPTIONS, stacks={"enabled": True})
+    directory.update_meta(run_dir, stacks={"enabled": True, "taken": False, "reason": "no py-spy"})
+    meta = json.loads((run_dir / layout.RUN_FILE).read_text())
+    assert meta["stacks"] == {"enabled": True, "taken": False, "reason": "no py-spy"}
+    assert meta["command"] == ["python"] and meta["probes"] == OPTIONS["probes"] and meta["ended_ns"] is None
+    assert sorted(p.name for p in run_dir.iterdir()) == [layout.HOSTS_DIR, layout.RUN_FILE]
+
 def test_write_topology(tmp_path):
     run_dir = directory.create(tmp_path / "run", ["python"], **OPTIONS)
     directory.write_topology(run_dir, "other host", {"nodes": {"0": {"cpus": [0]}}})

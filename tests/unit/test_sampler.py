@@ -13,11 +13,11 @@ import pytest
 from test_procfs import write_process
 from writerprof.probes.writerprof_probe import format as journal
 from writerprof.probes.writerprof_probe.numa import PAGE_SIZE
-from writerprof import procfs
+from writerprof.record import procfs
+from writerprof.record.sampler import Sampler
+from writerprof.record.system import System
 from writerprof.run import directory, layout, load
 from writerprof.run.load import SAMPLE_DTYPE
-from writerprof.sampler import Sampler
-from writerprof.system import System
 from writerprof.units import parse_cpu_list
 
 INTERVAL_S = 0.02
@@ -117,7 +117,7 @@ def node_of(cpu):
 
 
 def test_shared_memory_placement(tmp_path, monkeypatch):
-    monkeypatch.setattr("writerprof.sampler.NUMA_MAPS_EVERY_NS", 200_000_000)
+    monkeypatch.setattr("writerprof.record.sampler.NUMA_MAPS_EVERY_NS", 200_000_000)
     _, host_dir = new_run(tmp_path)
     cpu, size = min(os.sched_getaffinity(0)), 1 << 20
     child = python(HOLDS_SHARED_MEMORY.format(CPU=cpu, SIZE=size))
@@ -244,7 +244,7 @@ def test_numa_maps_at_first_sight_then_only_on_change(tmp_path, monkeypatch):
     maps = "7f0000000000-7f0000100000 rw-s 00000000 00:1e 2    /dev/shm/buf\n"
     numa = "7f0000000000 default file=/dev/shm/buf dirty=4 N0=4 kernelpagesize_kB=4\n"
     write_process(root, 100, maps=maps, numa_maps=numa)
-    monkeypatch.setattr("writerprof.sampler.NUMA_MAPS_EVERY_NS", 0)
+    monkeypatch.setattr("writerprof.record.sampler.NUMA_MAPS_EVERY_NS", 0)
     sampler = Sampler(100, host_dir, INTERVAL_S, System(root))
     sampler.tick()
     sampler.tick()  # unchanged: no record

@@ -7,12 +7,13 @@ import numpy as np
 import pytest
 
 from writerprof.probes.writerprof_probe import format as journal
+from writerprof.record.system import System
+from writerprof.record.topology import snapshot
 from writerprof.run import load
 from writerprof.run.load import CHUNK_DTYPE
 from writerprof.run.roles import FORKSERVER, PRODUCER, RESOURCE_TRACKER, WRITER, roles
+from writerprof.run.topology import cpu_nodes
 from writerprof.synthetic import MIB, Scenario, make_topology, write_run
-from writerprof.system import System
-from writerprof.topology import cpu_nodes, snapshot
 from writerprof.units import parse_cpu_list
 
 PHASE = journal.PHASES

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from writerprof.system import System
-from writerprof.topology import cpu_nodes, snapshot
+from writerprof.record.system import System
+from writerprof.record.topology import snapshot
+from writerprof.run.topology import cpu_nodes
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SYSROOTS = FIXTURES / "sysroots"
@@ -187,3 +188,16 @@ def test_real_two_node_kernel():
     assert cpu_nodes(topology) == {0: 0, 1: 1}
     assert topology["cpus"]["1"] == {"node": 1, "package": 1, "core": 0, "siblings": [1]}
     assert topology["cpu_model"] == "QEMU TCG CPU version 2.5+" and topology["smt"] is False
+
+
+def test_the_analysis_imports_no_recording_code():
+    """What reads a snapshot (writerprof.run.topology) stays outside writerprof.record:
+    the analysis, renderers and exports load nothing of the recording side."""
+    code = ("import importlib, pkgutil, sys\n"
+            "import writerprof.analysis, writerprof.exports, writerprof.render, writerprof.run\n"
+            "for package in (writerprof.analysis, writerprof.exports, writerprof.render, writerprof.run):\n"
+            "    for module in pkgutil.iter_modules(package.__path__, package.__name__ + '.'):\n"
+            "        importlib.import_module(module.name)\n"
+            "print(sorted(m for m in sys.modules if m.startswith('writerprof.record')))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

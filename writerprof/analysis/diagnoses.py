@@ -12,11 +12,11 @@ from collections import defaultdict
 
 import numpy as np
 
-from writerprof import topology
 from writerprof.analysis.processes import dominant
 from writerprof.analysis.samples import sample_rows
 from writerprof.analysis.saves import index
 from writerprof.run import roles as run_roles
+from writerprof.run import topology
 from writerprof.units import format_cpu_list
 
 # numa-mismatch: the writer (or producer) did its work mostly on one node and

@@ -8,9 +8,9 @@ from collections import Counter
 
 import numpy as np
 
-from writerprof import topology
 from writerprof.analysis.samples import sample_rows
 from writerprof.run import roles as run_roles
+from writerprof.run import topology
 from writerprof.units import parse_cpu_list
 
 # The calls that are a process's own work, whose CPUs say where it worked.

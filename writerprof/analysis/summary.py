@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from writerprof import topology
 from writerprof.analysis import clocks, diagnoses, processes, ranks, saves
+from writerprof.run import topology
 
 SCHEMA = "writerprof.summary/1"
 

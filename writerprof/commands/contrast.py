@@ -79,14 +79,14 @@ def writerprof_command() -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from writerprof.commands import record as recording
+    from writerprof.record import session as recording
     from writerprof.run import directory
 
     methods = methods_from(args.methods)
     if args.repeat < 1:
         raise UsageError("--repeat must be at least 1")
     command = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
-    command = recording._resolve(command) if command else writerprof_command() + REPRO_ARGS
+    command = recording.resolve(command) if command else writerprof_command() + REPRO_ARGS
     out = _output(args.output)
     total = len(methods) * args.repeat
     print(f"writerprof contrast: {' vs '.join(methods)}, {args.repeat} of each, interleaved, into {out}",

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from writerprof import topology
 from writerprof.analysis.samples import sample_rows
 from writerprof.run import roles as run_roles
+from writerprof.run import topology
 
 # Events of the journal that are spans (start_ns, end_ns) of a process's start-up.
 _SPANS = {"activated": "probe activation", "main_rerun": "__main__ re-run",

@@ -27,7 +27,7 @@ from writerprof.analysis.processes import dominant
 from writerprof.analysis.samples import sample_rows
 from writerprof.analysis.saves import COMPONENTS, STARTUP_PHASES
 from writerprof.run import roles as run_roles
-from writerprof.topology import cpu_nodes
+from writerprof.run.topology import cpu_nodes
 from writerprof.units import format_cpu_list
 
 # One colour per component of the critical path, per phase of a hooked call

@@ -18,7 +18,7 @@ def create(path: Path | None, command: list[str], *, interval_ns: int, sampler: 
            probes: list[str], env: dict, what_if: dict | None = None, stacks: dict | None = None) -> Path:
     """A new run directory with run.json (still recording) and this host's procs/.
     what_if: the probe's what-if switches this run was recorded with (contrast);
-    stacks: the stack sampler's settings (writerprof.stacks.StackOptions.settings(),
+    stacks: the stack sampler's settings (writerprof.record.pyspy.StackOptions.settings(),
     completed by record with what was taken)."""
     path = _new_default() if path is None else claim(Path(path))
     host = host_name()
@@ -46,11 +46,16 @@ def create(path: Path | None, command: list[str], *, interval_ns: int, sampler: 
     return path
 
 
+def update_meta(path: Path, **items) -> None:
+    """Set items of run.json while recording (such as what stacks were taken)."""
+    meta = read_meta(path)
+    meta.update(items)
+    _write_json(Path(path) / layout.RUN_FILE, meta)
+
+
 def finish(path: Path, *, exit_status: int, ended_by: str, signal: str | None) -> None:
     """Mark the recording ended now, with how CMD ended."""
-    meta = read_meta(path)
-    meta.update(ended_ns=time.monotonic_ns(), exit_status=exit_status, ended_by=ended_by, signal=signal)
-    _write_json(Path(path) / layout.RUN_FILE, meta)
+    update_meta(path, ended_ns=time.monotonic_ns(), exit_status=exit_status, ended_by=ended_by, signal=signal)
 
 
 def write_topology(path: Path, host: str, topology: dict) -> None:

@@ -5,11 +5,11 @@ writerprof.probes.writerprof_probe.format.
 RUN/
   run.json                     the run: format, schema, command, clocks, exit
   hosts/HOST/
-    topology.json              writerprof.topology.snapshot() of that host
+    topology.json              writerprof.record.topology.snapshot() of that host
     samples.bin                the sampler's fixed-size records (SAMPLE)
     sampled.jsonl              the sampler's rare records (kinds below)
     procs/PID-CREATED.events.jsonl, .chunks.bin   one pair per probed process
-    stacks/                    Python stacks of CMD's process tree, by py-spy (writerprof.stacks)
+    stacks/                    Python stacks of CMD's process tree, by py-spy (writerprof.record.pyspy)
       stacks.json              the stack sampler's index (STACKS_INDEX keys below)
       NNN.raw.gz               one segment: a py-spy run's raw (collapsed) output, gzipped
                                by record once py-spy has written it (NNN.raw until then)
@@ -62,7 +62,7 @@ STACKS_SUFFIX = ".raw"  # py-spy's own file; STACKS_SUFFIX + ".gz" once record h
 # signal N), ended_by ("exit" | "signal" | "not_started"), signal (name or
 # null), interval_ns, sampler (bool), probes (added specs), env (allow-listed),
 # what_if (the probe's what-if variables set for CMD by contrast: name -> value),
-# stacks (null in runs that predate it; else writerprof.stacks.StackOptions's
+# stacks (null in runs that predate it; else writerprof.record.pyspy.StackOptions's
 # settings: enabled, rate_hz, native, idle, nonblocking; and once recorded:
 # taken (bool), reason (why none were taken, else null), py_spy (version),
 # segments, samples).

@@ -1,6 +1,6 @@
 """The Python stacks py-spy took during a recording, per process, tied to
 the rows of run.processes and their roles. The files are described in
-writerprof.run.layout; they are written by writerprof.stacks.
+writerprof.run.layout; they are written by writerprof.record.pyspy.
 
 Each stack is identified by the process chain py-spy puts at its root (pid and
 command line of each process from CMD down). The sampled process is the last

@@ -1,5 +1,5 @@
 """Another process's counters, placement and children from /proc, read
-through writerprof.system (so a fixture tree stands in for /proc in tests).
+through writerprof.record.system (so a fixture tree stands in for /proc in tests).
 Parsers take the file's text; readers return None for a process that is gone."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections import defaultdict
 from typing import NamedTuple
 
 from writerprof.probes.writerprof_probe.numa import PAGE_SIZE, parse_numa_maps_line
-from writerprof.system import System
+from writerprof.record.system import System
 
 TICK_NS = 1_000_000_000 // os.sysconf("SC_CLK_TCK")  # /proc times count in clock ticks
 SHM_DIR = "/dev/shm/"

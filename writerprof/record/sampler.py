@@ -12,10 +12,10 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from writerprof import procfs
 from writerprof.probes.writerprof_probe import format as journal
+from writerprof.record import procfs
+from writerprof.record.system import HOST, System
 from writerprof.run import layout
-from writerprof.system import HOST, System
 
 WRITER_ROLES = frozenset({"fork_child", "forkserver_child", "spawn_child"})
 # numa_maps costs a walk of the process's page tables (~2 ms for a producer

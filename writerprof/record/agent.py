@@ -1,6 +1,6 @@
 """A host's sampler agent: on a host other than the launcher's, the first
-probed process starts this (python -m writerprof.agent RUN HOST INTERVAL_NS
-ROOT_PID). It writes the host's topology and samples ROOT_PID, its
+probed process starts this (python -m writerprof.record.agent RUN HOST
+INTERVAL_NS ROOT_PID). It writes the host's topology and samples ROOT_PID, its
 descendants and every process that journals into RUN/hosts/HOST/procs/,
 as `writerprof record`'s sampler does on the launcher's host, until none of
 them is left (or the recording has ended, when the run directory is shared).
@@ -21,9 +21,9 @@ IDLE_TICKS = 20
 
 
 def run(run_dir: Path, host: str, interval_s: float, root_pid: int) -> None:
-    from writerprof import topology
+    from writerprof.record import topology
+    from writerprof.record.sampler import Sampler
     from writerprof.run import directory, layout
-    from writerprof.sampler import Sampler
 
     directory.write_topology(run_dir, host, topology.snapshot())
     sampler = Sampler(root_pid, layout.host_dir(run_dir, host), interval_s)

@@ -66,7 +66,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from writerprof.system import HOST, System
+from writerprof.record.system import HOST, System
 
 PY_SPY_ENV = "WRITERPROF_PY_SPY"  # a py-spy executable to use instead of the one found
 RATE_HZ = 100

@@ -1,15 +1,17 @@
-"""The host's NUMA nodes and CPUs, as the kernel reports them in sysfs. `record`
-writes one snapshot per host into the run directory, so that the analysis can
-put every sampled CPU and shared-memory page on a node without the host."""
+"""The host's NUMA nodes and CPUs, as the kernel reports them in sysfs, read
+through writerprof.record.system. `record` (and each host's agent) writes one
+snapshot per host into the run directory, so that the analysis can put every
+sampled CPU and shared-memory page on a node without the host; what it reads
+out of a snapshot is in writerprof.run.topology."""
 
 from __future__ import annotations
 
 import re
 
-from writerprof.system import HOST, System
+from writerprof.record.system import HOST, System
+from writerprof.run.topology import SCHEMA
 from writerprof.units import parse_cpu_list
 
-SCHEMA = 1
 _NODE = "/sys/devices/system/node"
 _CPU = "/sys/devices/system/cpu"
 
@@ -41,12 +43,6 @@ def snapshot(system: System = HOST) -> dict:
         "cpu_model": model.group(1).strip() if model else None,
         "smt": any(len(cpu["siblings"]) > 1 for cpu in cpus.values()),
     }
-
-
-def cpu_nodes(topology: dict) -> dict[int, int]:
-    """CPU -> node, from a snapshot (or its JSON round trip); CPUs on no node are left out."""
-    return {int(cpu): info["node"] for cpu, info in topology["cpus"].items()
-            if info["node"] is not None}
 
 
 def _node(system: System, node: int, node_ids: list[int]) -> dict:

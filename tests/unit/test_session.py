@@ -1,0 +1,55 @@
+"""The recording session's parts that need no recording: CMD resolved, CMD's
+environment, and a CMD that cannot be started (the run directory is finished
+all the same). Recordings themselves: tests/integration/test_record.py."""
+
+import os
+import signal
+
+import pytest
+
+from writerprof.errors import UsageError
+from writerprof.probes.writerprof_probe import format as journal
+from writerprof.record import session
+from writerprof.record.pyspy import StackOptions
+from writerprof.run import directory, load
+
+
+def test_resolve_checks_the_program(tmp_path):
+    assert session.resolve(["--", "sh", "-c", "true"]) == ["sh", "-c", "true"]
+    for missing in (["no-such-command-here"], [str(tmp_path / "none")]):
+        with pytest.raises(session.CommandNotFound) as caught:
+            session.resolve(missing)
+        assert caught.value.exit_code == 127 and str(caught.value) == f"command not found: {missing[0]}"
+    for empty in ([], ["--"]):
+        with pytest.raises(UsageError):
+            session.resolve(empty)
+
+
+def test_probe_environment(tmp_path):
+    environ = {"PYTHONPATH": "/theirs", "WRITERPROF_PROBES": "stale:f=x",
+               session.OMPI_ENV_LIST: "OMP_NUM_THREADS;PYTHONPATH"}
+    env = session.probe_environment(tmp_path, [], environ, extra={"WRITERPROF_FORCE": "fork"},
+                                    interval_ns=20_000_000)
+    assert env["PYTHONPATH"] == os.pathsep.join([session.PROBE_DIR, "/theirs"])
+    assert env["WRITERPROF_RUN"] == str(tmp_path.resolve()) and "WRITERPROF_PROBES" not in env
+    assert env[journal.INTERVAL_ENV] == "20000000" and env["WRITERPROF_FORCE"] == "fork"
+    forwarded = env[session.OMPI_ENV_LIST].split(";")
+    assert forwarded[:2] == ["OMP_NUM_THREADS", "PYTHONPATH"] and len(forwarded) == len(set(forwarded))
+    assert {k for k in env if k.startswith("WRITERPROF_")} <= set(forwarded)
+    added = session.probe_environment(tmp_path, ["m:f=a", "m:g=b"], {})
+    assert added["WRITERPROF_PROBES"] == "m:f=a\nm:g=b" and added["PYTHONPATH"] == session.PROBE_DIR
+
+
+def test_a_command_that_cannot_start_finishes_the_run(tmp_path):
+    script = tmp_path / "not-executable"
+    script.write_text("#!/bin/sh\n")
+    run_dir = directory.create(tmp_path / "run", [str(script)], interval_ns=session.INTERVAL_NS,
+                               sampler=True, probes=[], env={})
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    with pytest.raises(session.CommandNotRunnable) as caught:
+        session.record(run_dir, [str(script)], session.INTERVAL_NS, [], stacks=StackOptions(enabled=False))
+    assert caught.value.exit_code == 126 and "Permission denied" in str(caught.value)
+    assert {s: signal.getsignal(s) for s in handlers} == handlers  # record's forwarding is undone
+    run = load(run_dir)
+    assert run.complete and (run.meta["exit_status"], run.meta["ended_by"]) == (126, "not_started")
+    assert run.meta["stacks"]["taken"] is False and run.meta["stacks"]["reason"] == "the command did not start"
