@@ -10,43 +10,20 @@ import json
 from pathlib import Path
 
 from writerprof.errors import WriterprofError
-
-
-def _parent_exists(path: Path, what: str) -> None:
-    parent = path.parent
-    if not parent.is_dir():
-        state = "is not a directory" if parent.exists() else "does not exist"
-        raise WriterprofError(f"cannot write {what} {path}: {parent} {state}")
+from writerprof.run.directory import claim as new_directory  # empty or new, for output that must not mix
+from writerprof.run.directory import parent_missing
 
 
 def output_directory(path: Path, what: str = "output directory") -> Path:
     """An existing directory, or a new one made at path (its parent must exist)."""
     path = Path(path)
-    if path.is_dir():
-        return path
-    if path.exists():
-        raise WriterprofError(f"{path}: exists and is not a directory; choose another {what}")
-    _parent_exists(path, what)
-    try:
-        path.mkdir()
-    except OSError as exc:
-        raise WriterprofError(f"cannot make {what} {path}: {exc.strerror}") from None
-    return path
-
-
-def new_directory(path: Path, what: str) -> Path:
-    """An empty or new directory at path, for output that must not mix with
-    another run's (its parent must exist)."""
-    path = Path(path)
-    if path.is_dir() and any(path.iterdir()):
-        raise WriterprofError(f"{path}: exists and is not empty; choose another {what}")
-    return output_directory(path, what)
+    return path if path.is_dir() else new_directory(path, what)
 
 
 def write_bytes(path: Path, data: bytes, what: str = "output file") -> Path:
     """Write an output file, or say in one line why not."""
     path = Path(path)
-    _parent_exists(path, what)
+    parent_missing(path, what)
     try:
         path.write_bytes(data)
     except OSError as exc:

@@ -66,14 +66,14 @@ def probe_environment(run: Path, added: list[str], environ=os.environ, extra: di
     all of it."""
     env = dict(environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (PROBE_DIR, env.get("PYTHONPATH")) if p)
-    env["WRITERPROF_RUN"] = str(run.resolve())
+    env[journal_format.RUN_ENV] = str(run.resolve())
     env[journal_format.LAUNCH_HOST_ENV] = host_name()
     env[journal_format.AGENT_PYTHON_ENV] = sys.executable
     env[journal_format.INTERVAL_ENV] = str(interval_ns)
     if added:
-        env["WRITERPROF_PROBES"] = "\n".join(added)
+        env[journal_format.PROBES_ENV] = "\n".join(added)
     else:
-        env.pop("WRITERPROF_PROBES", None)
+        env.pop(journal_format.PROBES_ENV, None)
     env.update(extra or {})
     ours = sorted(k for k in env if k.startswith("WRITERPROF_")) + ["PYTHONPATH"]
     listed = [v for v in env.get(OMPI_ENV_LIST, "").split(";") if v]

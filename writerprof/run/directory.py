@@ -77,16 +77,28 @@ def _new_default() -> Path:
 
 
 def claim(path: Path, what: str = "run directory") -> Path:
-    """An empty or new directory at path (`what` it is for, in the message)."""
+    """An empty or new directory at path (`what` it is for, in the message).
+    The directory itself is made, never the ones above it: a mistyped parent
+    is an error, not a new tree (the rule of every output, commands.common)."""
+    path = Path(path)
     if path.exists() and not path.is_dir():
         raise RunDirectoryError(f"{path}: exists and is not a directory; choose another {what}")
     if path.is_dir() and any(path.iterdir()):
         raise RunDirectoryError(f"{path}: exists and is not empty; choose another {what}")
+    parent_missing(path, what)
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        path.mkdir(exist_ok=True)
     except OSError as exc:
         raise RunDirectoryError(f"{path}: cannot create it: {exc.strerror}") from None
     return path
+
+
+def parent_missing(path: Path, what: str) -> None:
+    """A one-line error if the directory an output goes into is not there."""
+    parent = Path(path).parent
+    if not parent.is_dir():
+        state = "is not a directory" if parent.exists() else "does not exist"
+        raise RunDirectoryError(f"cannot write {what} {path}: {parent} {state}")
 
 
 def _write_json(file: Path, data: dict) -> None:
