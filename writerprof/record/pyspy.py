@@ -66,6 +66,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from writerprof.probes.writerprof_probe.identity import redact_argv
 from writerprof.record.system import HOST, System
 
 PY_SPY_ENV = "WRITERPROF_PY_SPY"  # a py-spy executable to use instead of the one found
@@ -278,18 +279,43 @@ class StackRecorder:
 
 def _compress(file: Path) -> str:
     """gzip py-spy's file in place (its process chains repeat long command
-    lines on every line: 20 to 30 times smaller); the name it now has."""
+    lines on every line: 20 to 30 times smaller), the command lines redacted
+    as the probe redacts argv; the name it now has."""
     target = file.with_name(file.name + ".gz")
     temporary = file.with_name(f".{target.name}.tmp")
+    redacted: dict[bytes, bytes] = {}
     try:
         with open(file, "rb") as raw, gzip.open(temporary, "wb", compresslevel=6) as packed:
-            shutil.copyfileobj(raw, packed)
+            packed.writelines(_redact_chain(line, redacted) for line in raw)
         os.replace(temporary, target)
         file.unlink()
     except OSError:
         temporary.unlink(missing_ok=True)
         return file.name
     return target.name
+
+
+_CHAIN_FRAME = re.compile(rb'process \d+:"')
+
+
+def _redact_chain(line: bytes, seen: dict[bytes, bytes]) -> bytes:
+    """A raw line with each process frame's command line redacted (py-spy
+    joins argv with spaces; `seen` caches them: every line repeats them)."""
+    out, at = [], 0
+    for match in _CHAIN_FRAME.finditer(line):
+        if match.start() < at:
+            continue
+        end = line.find(b'";', match.end())
+        end = end if end >= 0 else line.rfind(b'"')
+        if end < match.end():
+            break
+        cmdline = line[match.end():end]
+        if cmdline not in seen:
+            text = cmdline.decode("utf-8", "surrogateescape")
+            seen[cmdline] = " ".join(redact_argv(text.split(" "))).encode("utf-8", "surrogateescape")
+        out += [line[at:match.end()], seen[cmdline]]
+        at = end
+    return b"".join(out + [line[at:]]) if out else line
 
 
 def _alive(pid: int) -> bool:

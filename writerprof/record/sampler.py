@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from writerprof.probes.writerprof_probe import format as journal
+from writerprof.probes.writerprof_probe.identity import redact_argv
 from writerprof.record import procfs
 from writerprof.record.system import HOST, System
 from writerprof.run import layout
@@ -186,7 +187,7 @@ class Sampler:
     def _first_sight(self, pid: int, stat: procfs.Stat, t_ns: int) -> _Process:
         self._records.append({"kind": "seen", "t_ns": t_ns, "pid": pid, "ppid": stat.ppid,
                               "created_ns": procfs.start_ns(stat.start_ticks),
-                              "cmdline": procfs.read_cmdline(self.system, pid),
+                              "cmdline": redact_argv(procfs.read_cmdline(self.system, pid)),
                               "exe": procfs.read_exe(self.system, pid)})
         proc = self._live[pid] = _Process(pid, stat.start_ticks)
         return proc

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import writerprof
 from writerprof.probes.writerprof_probe.format import host_name
+from writerprof.probes.writerprof_probe.identity import redact_argv
 from writerprof.run import layout
 from writerprof.run.load import RunDirectoryError, read_meta
 
@@ -27,7 +28,7 @@ def create(path: Path | None, command: list[str], *, interval_ns: int, sampler: 
         "format": layout.FORMAT,
         "schema": layout.SCHEMA,
         "writerprof_version": writerprof.__version__,
-        "command": list(command),
+        "command": redact_argv(list(command)),  # as the probe journals argv: no credentials
         "cwd": os.getcwd(),
         "host": host,
         "started_wall_ns": time.time_ns(),
