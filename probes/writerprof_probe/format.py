@@ -92,6 +92,10 @@ PHASES = {
 }
 FIRST_ADDED_PHASE = 32
 
+# The multiprocessing start methods a writer may be started with ("method" of
+# a "process_start" event).
+START_METHODS = ("fork", "forkserver", "spawn")
+
 EVENTS_SUFFIX = ".events.jsonl"
 CHUNKS_SUFFIX = ".chunks.bin"
 
