@@ -81,6 +81,9 @@ class Rank:
 
 
 class Host:
+    """One host of the run: its subtree of the run directory, its clock
+    (CLOCK_MONOTONIC from its own boot), its pids, its sampler."""
+
     def __init__(self, sc: Scenario, machine: Machine, run: Path, index: int):
         self.sc, self.machine, self.index = sc, machine, index
         self.name = host_name(index)

@@ -16,7 +16,7 @@ from writerprof.units import format_cpu_list
 
 CLK_TICK_NS = 10_000_000  # /proc times and start times count in 100 Hz clock ticks
 FIRST_SAMPLE_NS = 25_000_000  # recording start to the sampler's first tick
-EXE = "/usr/lib/python3.11/bin/python3.11"
+EXE = "/usr/lib/python3.11/bin/python3.11"  # where /proc/PID/exe of every process points
 # Order of a rank's processes within a sampler tick.
 PRODUCER, TRACKER, DAEMON, WRITER = range(4)
 
