@@ -96,6 +96,10 @@ PHASES = {
 }
 FIRST_ADDED_PHASE = 32
 
+# The multiprocessing start methods a writer may be started with ("method" of
+# a "process_start" event).
+START_METHODS = ("fork", "forkserver", "spawn")
+
 EVENTS_SUFFIX = ".events.jsonl"
 CHUNKS_SUFFIX = ".chunks.bin"
 
@@ -110,9 +114,6 @@ RUN_ENV = "WRITERPROF_RUN"
 FORCE_ENV = "WRITERPROF_FORCE_START_METHOD"
 MITIGATE_ENV = "WRITERPROF_MITIGATE"  # comma-separated mitigation names (mitigate.py)
 PROBES_ENV = "WRITERPROF_PROBES"  # added hook specs, one per line
-
-# multiprocessing's start methods on Linux, in the order reports list them.
-START_METHODS = ("fork", "forkserver", "spawn")
 
 # Overrides the host name a process files itself under: to tell apart
 # containers that share a host name, or to test many hosts on one machine.

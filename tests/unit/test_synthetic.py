@@ -6,7 +6,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from writerprof import synthetic
 from writerprof.probes.writerprof_probe import format as journal
+from writerprof.probes.writerprof_probe.specs import BUILT_IN
 from writerprof.record.system import System
 from writerprof.record.topology import snapshot
 from writerprof.run import load
@@ -451,6 +453,22 @@ def test_many_hosts_have_their_own_clocks_and_ranks(tmp_path_factory):
     assert abs(anchors["host1"] - anchors["host0"]) > 1e12
     assert run.losses == []
 
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_hooks_are_the_probes_built_in_specs_and_start_methods_its_own(tmp_path_factory, method):
+    """The probe owns these names: a spec added to its built-in list for the
+    reproducer shows up in the synthetic journals, and the start methods are its."""
+    assert synthetic.START_METHODS is journal.START_METHODS
+    run = run_of(tmp_path_factory, small(start_method=method))
+    repro = [spec for spec in BUILT_IN if spec.startswith("writerprof.repro.")]
+    for producer in procs(run, "main"):
+        applied = [e["spec"] for e in events(run, producer, "hook") if e["status"] == "applied"]
+        assert set(repro) <= set(applied)
+        assert len(applied) == len(set(applied))  # each hook once
+        writer_specs = {e["spec"] for w in writers_of(run, producer) for e in events(run, w, "hook")}
+        expected = {s for s in repro if s.startswith("writerprof.repro.writer:")}
+        assert expected <= writer_specs if method == "spawn" else not writer_specs
 
 def test_the_machine_is_the_numa2_fixture():
     made = make_topology(2, 8, smt=True)

@@ -4,13 +4,17 @@ tracks below it; start-up phases and every hooked call (gen, put, get, write,
 fsync, ...) as slices; page faults, CPU and NUMA node as counters from the
 sampler; fork, bootstrap, target start and exit as instants.
 
-Times are microseconds from the start of the recording, on the host's
-CLOCK_MONOTONIC (one host per run here)."""
+Times are microseconds on one time line for the whole trace, the recording
+host's CLOCK_MONOTONIC: every other host's readings are moved onto it by that
+host's clock offset (analysis.clocks), so a save that ranks on many hosts make
+at once lines up across their tracks. The origin is the start of the
+recording, or the earliest event if an offset puts one before it."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from writerprof.analysis import clocks
 from writerprof.analysis.samples import sample_rows
 from writerprof.run import roles as run_roles
 from writerprof.run import topology
@@ -23,12 +27,15 @@ _INSTANTS = {"bootstrap": "bootstrap", "target_start": "target start", "target_e
 
 
 def trace(run) -> dict:
-    origin = run.meta.get("started_ns") or _first_ns(run)
+    offsets = clocks.host_offsets(run)
+    # Per row of run.processes: what moves its host's monotonic readings onto the recording host's.
+    shift = [offsets.get(host, 0) for host in run.processes["host"]]
+    origin = _origin(run, shift)
     role_of = run_roles.roles(run)
     events: list[dict] = []
 
-    def us(ns) -> float:
-        return (int(ns) - origin) / 1000
+    def us(ns, row) -> float:
+        return (int(ns) + shift[row] - origin) / 1000
 
     tracks = _process_tracks(run, role_of)
     for row, (track, name, sort) in tracks.items():
@@ -39,24 +46,26 @@ def trace(run) -> dict:
     phase_names = run.phase_names
     chunks = run.chunks
     for chunk in chunks:
-        track = tracks[int(chunk["proc"])][0]
+        row = int(chunk["proc"])
+        track = tracks[row][0]
         events.append({"ph": "X", "cat": "call", "name": phase_names.get(int(chunk["phase"]), "?"),
-                       "pid": track, "tid": int(chunk["tid"]), "ts": us(chunk["start_ns"]),
+                       "pid": track, "tid": int(chunk["tid"]), "ts": us(chunk["start_ns"], row),
                        "dur": (int(chunk["end_ns"]) - int(chunk["start_ns"])) / 1000,
                        "args": {"bytes": int(chunk["bytes"]), "buffer": int(chunk["buffer"]),
                                 "cpu": int(chunk["cpu"]), "minflt": int(chunk["minflt"]),
                                 "majflt": int(chunk["majflt"]), "writer_seq": int(chunk["writer_seq"])}})
     for event in run.events:
         data, kind = event["data"], event["kind"]
-        track = tracks[int(event["proc"])][0]
+        row = int(event["proc"])
+        track = tracks[row][0]
         main_tid = int(event["pid"])
         if kind in _SPANS and isinstance(data.get("start_ns"), int) and isinstance(data.get("end_ns"), int):
             events.append({"ph": "X", "cat": "startup", "name": _SPANS[kind], "pid": track, "tid": main_tid,
-                           "ts": us(data["start_ns"]), "dur": (data["end_ns"] - data["start_ns"]) / 1000,
+                           "ts": us(data["start_ns"], row), "dur": (data["end_ns"] - data["start_ns"]) / 1000,
                            "args": _plain(data)})
         elif kind in _INSTANTS:
             events.append({"ph": "i", "s": "p", "cat": "lifecycle", "name": _INSTANTS[kind], "pid": track,
-                           "tid": main_tid, "ts": us(event["t_ns"]), "args": _plain(data)})
+                           "tid": main_tid, "ts": us(event["t_ns"], row), "args": _plain(data)})
     events += _counters(run, tracks, us)
     # Metadata first, then everything in time order: viewers read it in one pass.
     events.sort(key=lambda e: (e["ph"] != "M", e.get("ts", 0)))
@@ -64,9 +73,14 @@ def trace(run) -> dict:
             "otherData": {"writerprof_run": str(run.path), "command": " ".join(run.meta.get("command", []))}}
 
 
-def _first_ns(run) -> int:
-    times = [int(run.chunks["start_ns"].min())] if len(run.chunks) else []
-    times += [int(run.events["t_ns"].min())] if len(run.events) else []
+def _origin(run, shift) -> int:
+    """The trace's zero on the recording host's clock: the recording's start,
+    unless an event comes earlier (a host's wall clock a little behind)."""
+    shift = np.asarray(shift, dtype=np.int64)
+    times = [int((run.chunks["start_ns"] + shift[run.chunks["proc"]]).min())] if len(run.chunks) else []
+    times += [int((run.events["t_ns"] + shift[run.events["proc"]]).min())] if len(run.events) else []
+    started = run.meta.get("started_ns")
+    times += [started] if started else []
     return min(times) if times else 0
 
 
@@ -108,7 +122,7 @@ def _counters(run, tracks, us) -> list[dict]:
         host = run.hosts[int(sample["host_index"])]
         cpu = int(sample["cpu"])
         node = nodes.get(host, {}).get(cpu)
-        track, ts = tracks[row][0], us(sample["t_ns"])
+        track, ts = tracks[row][0], us(sample["t_ns"], row)
         out.append({"ph": "C", "name": "cpu", "pid": track, "tid": 0, "ts": ts, "args": {"cpu": cpu}})
         if node is not None:
             out.append({"ph": "C", "name": "node", "pid": track, "tid": 0, "ts": ts, "args": {"node": node}})
