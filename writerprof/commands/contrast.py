@@ -88,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
     command = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     command = recording.resolve(command) if command else writerprof_command() + REPRO_ARGS
     out = _output(args.output)
+    (out / "runs").mkdir()  # in the directory just claimed, empty
     total = len(methods) * args.repeat
     print(f"writerprof contrast: {' vs '.join(methods)}, {args.repeat} of each, interleaved, into {out}",
           file=sys.stderr)
