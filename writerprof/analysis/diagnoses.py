@@ -107,9 +107,9 @@ def _by_role(procs, role):
 
 
 @emits(Code("numa-mismatch", (WARNING,),
-           f"a writer (or producer) did ≥ {NUMA_MAJORITY:.0%} of its work (its hooked calls' CPUs, else the "
-           f"sampler's) on one NUMA node while ≥ {NUMA_MAJORITY:.0%} of its buffers' pages are on another: "
-           f"every copy crosses the interconnect"))
+            f"a writer (or producer) did ≥ {NUMA_MAJORITY:.0%} of its work (its hooked calls' CPUs, else the "
+            f"sampler's) on one NUMA node while ≥ {NUMA_MAJORITY:.0%} of its buffers' pages are on another: "
+            f"every copy crosses the interconnect"))
 def numa_mismatch(run, procs, saves):
     out = []
     for proc in _by_role(procs, run_roles.WRITER) + _by_role(procs, run_roles.PRODUCER):
@@ -134,8 +134,8 @@ def numa_mismatch(run, procs, saves):
 
 
 @emits(Code("affinity-divergence", (WARNING,),
-           "a writer started with allowed CPUs other than its producer's: it inherited the forkserver daemon's "
-           "(frozen when the daemon started), not the rank's binding"))
+            "a writer started with allowed CPUs other than its producer's: it inherited the forkserver daemon's "
+            "(frozen when the daemon started), not the rank's binding"))
 def affinity_divergence(run, procs, saves):
     out = []
     by_id = {p["id"]: p for p in procs}
@@ -161,8 +161,8 @@ def affinity_divergence(run, procs, saves):
 
 
 @emits(Code("writer-migration", (WARNING,),
-           f"≥ {MIGRATION_SHARE:.0%} of a writer's write time ran on nodes other than its main one: "
-           f"the scheduler moved it"))
+            f"≥ {MIGRATION_SHARE:.0%} of a writer's write time ran on nodes other than its main one: "
+            f"the scheduler moved it"))
 def writer_migration(run, procs, saves):
     out = []
     for proc in _by_role(procs, run_roles.WRITER):
@@ -181,8 +181,8 @@ def writer_migration(run, procs, saves):
 
 
 @emits(Code("writer-startup", (WARNING,),
-           f"Process.start() to the writer's first write is ≥ {STARTUP_SHARE:.0%} of the save; broken into "
-           f"phases, its cost is its time on the critical path"))
+            f"Process.start() to the writer's first write is ≥ {STARTUP_SHARE:.0%} of the save; broken into "
+            f"phases, its cost is its time on the critical path"))
 def writer_startup(run, procs, saves):
     out = []
     for group in _per_producer(saves):
@@ -207,8 +207,8 @@ def writer_startup(run, procs, saves):
 
 
 @emits(Code("main-reimport", (WARNING,),
-           f"the children's re-run of the parent's __main__ is ≥ {REIMPORT_SHARE:.0%} of the save time on the "
-           f"critical path: a heavy entry script paid once per writer"))
+            f"the children's re-run of the parent's __main__ is ≥ {REIMPORT_SHARE:.0%} of the save time on the "
+            f"critical path: a heavy entry script paid once per writer"))
 def main_reimport(run, procs, saves):
     out = []
     by_id = {p["id"]: p for p in procs}
@@ -234,8 +234,8 @@ def main_reimport(run, procs, saves):
 
 
 @emits(Code("fork-with-threads", (WARNING, INFO),
-           "a writer was forked while other threads were live: a lock one of them held stays locked in the "
-           "child, a deadlock hazard (warning for Python threads, info when only native ones, a BLAS pool say)"))
+            "a writer was forked while other threads were live: a lock one of them held stays locked in the "
+            "child, a deadlock hazard (warning for Python threads, info when only native ones, a BLAS pool say)"))
 def fork_with_threads(run, procs, saves):
     out = []
     by_id = {p["id"]: p for p in procs}
@@ -262,14 +262,14 @@ def fork_with_threads(run, procs, saves):
 
 
 @emits(Code("generation-bound", (INFO,),
-           f"the writers waited for chunks ≥ {WAIT_SHARE:.0%} of their loop: data generation sets the pace, "
-           f"not storage"),
+            f"the writers waited for chunks ≥ {WAIT_SHARE:.0%} of their loop: data generation sets the pace, "
+            f"not storage"),
        Code("writer-bound", (INFO,),
-           f"the producer waited on the full queue ≥ {WAIT_SHARE:.0%} of its loop: the writer sets the pace "
-           f"(I/O-bound when its writes and fsync are ≥ {IO_SHARE:.0%} of the save)"),
+            f"the producer waited on the full queue ≥ {WAIT_SHARE:.0%} of its loop: the writer sets the pace "
+            f"(I/O-bound when its writes and fsync are ≥ {IO_SHARE:.0%} of the save)"),
        Code("queue-stall", (WARNING,),
-           f"producer and writer both waited on the queue at once for ≥ {QUEUE_SHARE:.0%} of the save: "
-           f"chunks are slow to cross the queue"))
+            f"producer and writer both waited on the queue at once for ≥ {QUEUE_SHARE:.0%} of the save: "
+            f"chunks are slow to cross the queue"))
 def pipeline_balance(run, procs, saves):
     """generation-bound, writer-bound and queue-stall, from the two sides' waits."""
     out = []
@@ -310,8 +310,8 @@ def pipeline_balance(run, procs, saves):
 
 
 @emits(Code("cpu-oversubscription", (WARNING,),
-           f"a host's producers and writers wanted ≥ {DEMAND_SHARE:.0%} of their allowed CPUs during the saves "
-           f"and were preempted ≥ {PREEMPTIONS_PER_CPU_S} times per CPU-second: they queue for CPUs"))
+            f"a host's producers and writers wanted ≥ {DEMAND_SHARE:.0%} of their allowed CPUs during the saves "
+            f"and were preempted ≥ {PREEMPTIONS_PER_CPU_S} times per CPU-second: they queue for CPUs"))
 def cpu_oversubscription(run, procs, saves):
     out = []
     working, spans_of = defaultdict(list), defaultdict(list)
@@ -344,8 +344,8 @@ def cpu_oversubscription(run, procs, saves):
 
 
 @emits(Code("page-fault-storm", (WARNING,),
-           f"a producer's or writer's hooked calls took more than {FAULTS_PER_PAGE:g} page faults per page of "
-           f"its buffers (+{FAULTS_FLOOR}; mapping a page costs at most 1): pages are being re-faulted"))
+            f"a producer's or writer's hooked calls took more than {FAULTS_PER_PAGE:g} page faults per page of "
+            f"its buffers (+{FAULTS_FLOOR}; mapping a page costs at most 1): pages are being re-faulted"))
 def page_fault_storm(run, procs, saves):
     out = []
     faults = _call_faults(run)
@@ -366,7 +366,7 @@ def page_fault_storm(run, procs, saves):
 
 
 @emits(Code("fsync-bound", (INFO,),
-           f"the final fsync is ≥ {FSYNC_SHARE:.0%} of the save time: the device's flush dominates"))
+            f"the final fsync is ≥ {FSYNC_SHARE:.0%} of the save time: the device's flush dominates"))
 def fsync_bound(run, procs, saves):
     out = []
     for group in _per_producer(saves):
