@@ -19,6 +19,7 @@ import pytest
 from helpers import run_writerprof
 from nbclient import NotebookClient
 
+from writerprof.analysis.diagnoses import CODES
 from writerprof.analysis.summary import summarize
 from writerprof.run import load
 
@@ -100,6 +101,8 @@ def assert_explored(notebook, run_dir: Path) -> None:
     for d in summary["diagnoses"]:
         assert f">{d['code']}<" in shown
         assert html.escape(d["message"], quote=False) in shown
+    for code in CODES.values():  # the meanings' table, from the checks' own declarations
+        assert html.escape(code.meaning, quote=False) in shown
     assert "writerprof report " in shown  # the terminal report at the end
 
 

@@ -151,3 +151,48 @@ def test_every_check_has_a_test_here():
     tested = {"numa_mismatch", "affinity_divergence", "writer_migration", "writer_startup", "main_reimport",
               "fork_with_threads", "pipeline_balance", "cpu_oversubscription", "page_fault_storm", "fsync_bound"}
     assert {check.__name__ for check in diagnoses.CHECKS} == tested
+
+
+def test_every_code_has_a_test_here():
+    tested = {"numa-mismatch", "affinity-divergence", "writer-migration", "writer-startup", "main-reimport",
+              "fork-with-threads", "generation-bound", "writer-bound", "queue-stall", "cpu-oversubscription",
+              "page-fault-storm", "fsync-bound"}
+    assert set(diagnoses.CODES) == tested
+
+
+def test_each_code_is_declared_once_with_a_one_line_meaning():
+    declared = [c for check in diagnoses.CHECKS for c in check.codes]
+    assert len(declared) == len(diagnoses.CODES)  # no code declared by two checks
+    for code in declared:
+        assert code.severities and set(code.severities) <= set(diagnoses.SEVERITIES)
+        assert code.meaning and "\n" not in code.meaning and len(code.meaning) <= 240
+    # The thresholds in the meanings are the ones the checks use.
+    assert f"≥ {diagnoses.FSYNC_SHARE:.0%} of the save time" in diagnoses.CODES["fsync-bound"].meaning
+
+
+# A run for every code: each check may report only the codes it declares.
+EVERY_CODE = (dict(buffer_node=0, writer_run_node=1, fsync_s=2.0), dict(migrate_to_node=1),
+              dict(start_method="forkserver", main_rerun_s=0.8, producer_cpus=NODE0, writer_cpus_inherited="0-15"),
+              dict(fork_threads=3, gen_s=0.05, write_s=0.005, **HEALTHY),
+              dict(gen_s=0.005, write_s=0.05, producer_cpus="0", involuntary_per_s=1000, faults_per_chunk=30000),
+              dict(gen_s=0, write_s=0, fsync_s=0, chunk_size=4096, chunks_per_save=2000))
+
+
+def test_each_check_reports_only_the_codes_it_declares(tmp_path):
+    seen = set()
+    for i, fields in enumerate(EVERY_CODE):
+        write_run(tmp_path / f"run{i}", Scenario(**fields))
+        run = load(tmp_path / f"run{i}")
+        summary = summarize(run)
+        for check in diagnoses.CHECKS:
+            declared = {c.code: c.severities for c in check.codes}
+            for d in check(run, summary["processes"], summary["saves"]):
+                assert d["code"] in declared, f"{check.__name__} reports {d['code']}, which it does not declare"
+                assert d["severity"] in declared[d["code"]]
+                seen.add(d["code"])
+    assert seen == set(diagnoses.CODES)  # every code was reported somewhere above
+
+
+def test_a_severity_a_code_is_not_declared_with_is_refused():
+    with pytest.raises(ValueError, match="fsync-bound is not declared with severity 'warning'"):
+        diagnoses._diagnosis("fsync-bound", None, "m", {}, severity="warning")

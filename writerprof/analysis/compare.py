@@ -15,6 +15,7 @@ import numpy as np
 
 from writerprof.analysis.processes import mean_shares
 from writerprof.analysis.saves import COMPONENTS, STARTUP_PHASES
+from writerprof.analysis.shapes import Comparison, Summary
 from writerprof.run import roles as run_roles
 
 SCHEMA = "writerprof.compare/1"
@@ -94,7 +95,7 @@ def side(summaries: list[dict]) -> dict:
     }
 
 
-def compare(a: list[dict], b: list[dict], names: tuple[str, str] | None = None) -> dict:
+def compare(a: list[Summary], b: list[Summary], names: tuple[str, str] | None = None) -> Comparison:
     """names: what to call A and B (default: their start methods)."""
     A, B = side(a), side(b)
     for one, name in zip((A, B), names or (None, None)):

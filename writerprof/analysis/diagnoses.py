@@ -2,6 +2,10 @@
 only on measured data, with the numbers it used as evidence and, where the
 critical path gives one, its cost in seconds. Thresholds are named below.
 
+Each check declares the codes it reports next to it (@emits): their severity
+and their meaning in one line, its thresholds in it. CODES collects them: the
+one place that says what each code means (the notebooks show it from there).
+
 Severity: "warning" costs throughput or is a hazard; "info" says what bounds
 a run that is otherwise healthy (a checkpoint is meant to be I/O-bound).
 """
@@ -9,12 +13,14 @@ a run that is otherwise healthy (a checkpoint is meant to be I/O-bound).
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 
 import numpy as np
 
 from writerprof.analysis.processes import dominant
 from writerprof.analysis.samples import sample_rows
 from writerprof.analysis.saves import index
+from writerprof.analysis.shapes import Diagnosis
 from writerprof.run import roles as run_roles
 from writerprof.run import topology
 from writerprof.units import format_cpu_list
@@ -31,6 +37,8 @@ REIMPORT_SHARE = 0.02
 # generation-bound: the writer waited for chunks this share of its loop;
 # writer-bound: the producer waited on the full queue this share of its loop.
 WAIT_SHARE = 0.5
+# writer-bound says "I/O-bound" when writes and fsync are this share of the save.
+IO_SHARE = 0.5
 # queue-stall: both sides waited at once (the queue itself) this share of the save.
 QUEUE_SHARE = 0.10
 # cpu-oversubscription: the recorded processes wanted this share of their
@@ -46,16 +54,42 @@ PAGE = 4096
 # fsync-bound: the final flush on the critical path, share of the save time.
 FSYNC_SHARE = 0.30
 
+WARNING, INFO = "warning", "info"
+SEVERITIES = (WARNING, INFO)  # the order reports list them in
 
-def diagnose(run, procs: list[dict], saves: list[dict]) -> list[dict]:
+
+@dataclass(frozen=True)
+class Code:
+    """A diagnosis code, as its check declares it."""
+
+    code: str
+    severities: tuple[str, ...]  # the ones it is reported with, the usual one first
+    meaning: str  # one line: when it fires and what it says
+
+
+def emits(*codes: Code):
+    """Declare, on a check, the codes it reports."""
+    def declare(check):
+        check.codes = codes
+        return check
+    return declare
+
+
+def diagnose(run, procs: list[dict], saves: list[dict]) -> list[Diagnosis]:
     found = []
     for check in CHECKS:
         found += check(run, procs, saves)
-    order = {"warning": 0, "info": 1}
+    order = {severity: i for i, severity in enumerate(SEVERITIES)}
     return sorted(found, key=lambda d: (order[d["severity"]], -(d.get("cost_s") or 0), d["code"]))
 
 
-def _diagnosis(code, severity, proc, message, evidence, cost_s=None) -> dict:
+def _diagnosis(code, proc, message, evidence, cost_s=None, severity=None) -> Diagnosis:
+    """severity: where its check decides between the code's severities (default: the usual one)."""
+    declared = CODES[code].severities  # an undeclared code fails here, in every test
+    if severity is None:
+        severity = declared[0]
+    elif severity not in declared:
+        raise ValueError(f"{code} is not declared with severity {severity!r} (only {', '.join(declared)})")
     out = {"code": code, "severity": severity, "host": proc["host"] if proc else None,
            "pid": proc["pid"] if proc else None, "rank": proc["rank"] if proc else None,
            "message": message, "evidence": evidence}
@@ -72,6 +106,10 @@ def _by_role(procs, role):
     return [p for p in procs if p["role"] == role]
 
 
+@emits(Code("numa-mismatch", (WARNING,),
+            f"a writer (or producer) did ≥ {NUMA_MAJORITY:.0%} of its work (its hooked calls' CPUs, else the "
+            f"sampler's) on one NUMA node while ≥ {NUMA_MAJORITY:.0%} of its buffers' pages are on another: "
+            f"every copy crosses the interconnect"))
 def numa_mismatch(run, procs, saves):
     out = []
     for proc in _by_role(procs, run_roles.WRITER) + _by_role(procs, run_roles.PRODUCER):
@@ -85,7 +123,7 @@ def numa_mismatch(run, procs, saves):
         work = "wrote" if proc["role"] == run_roles.WRITER else "generated"
         copies = "copies from" if proc["role"] == run_roles.WRITER else "fills"
         out.append(_diagnosis(
-            "numa-mismatch", "warning", proc,
+            "numa-mismatch", proc,
             f"{proc['role']} pid {proc['pid']} {work} on node {ran_node} ({ran_share:.0%} of its time) "
             f"but the buffers it {copies} are on node {buf_node} ({buf_share:.0%} of their pages): "
             f"every chunk crosses the interconnect",
@@ -95,6 +133,9 @@ def numa_mismatch(run, procs, saves):
     return out
 
 
+@emits(Code("affinity-divergence", (WARNING,),
+            "a writer started with allowed CPUs other than its producer's: it inherited the forkserver daemon's "
+            "(frozen when the daemon started), not the rank's binding"))
 def affinity_divergence(run, procs, saves):
     out = []
     by_id = {p["id"]: p for p in procs}
@@ -110,7 +151,7 @@ def affinity_divergence(run, procs, saves):
         extra = sorted(set(nodes) - set(_nodes_of(run, producer["host"], mask)))
         via = f" (inherited from the {parent['role']}, pid {parent['pid']})" if parent and parent is not producer else ""
         out.append(_diagnosis(
-            "affinity-divergence", "warning", writer,
+            "affinity-divergence", writer,
             f"writer pid {writer['pid']} (save {save['save']}) may run on CPUs {_cpus(writer['allowed_cpus'])}"
             f"{via}, its producer on {_cpus(mask)}"
             + (f": it spans node {', '.join(map(str, extra))}, which the producer is not bound to" if extra else ""),
@@ -119,6 +160,9 @@ def affinity_divergence(run, procs, saves):
     return out
 
 
+@emits(Code("writer-migration", (WARNING,),
+            f"≥ {MIGRATION_SHARE:.0%} of a writer's write time ran on nodes other than its main one: "
+            f"the scheduler moved it"))
 def writer_migration(run, procs, saves):
     out = []
     for proc in _by_role(procs, run_roles.WRITER):
@@ -129,13 +173,16 @@ def writer_migration(run, procs, saves):
         if 1 - share < MIGRATION_SHARE:
             continue
         out.append(_diagnosis(
-            "writer-migration", "warning", proc,
+            "writer-migration", proc,
             f"writer pid {proc['pid']} moved across nodes during its loop: {_nodes(ran)}",
             {"nodes": ran, "allowed_cpus": proc["allowed_cpus"],
              "from": proc["worked_nodes_from"]}))
     return out
 
 
+@emits(Code("writer-startup", (WARNING,),
+            f"Process.start() to the writer's first write is ≥ {STARTUP_SHARE:.0%} of the save; broken into "
+            f"phases, its cost is its time on the critical path"))
 def writer_startup(run, procs, saves):
     out = []
     for group in _per_producer(saves):
@@ -150,7 +197,7 @@ def writer_startup(run, procs, saves):
         cost = sum(s["critical_path"][c] for s in timed for c in s["critical_path"] if c.startswith("startup:"))
         top = max(phases, key=phases.get)
         out.append(_diagnosis(
-            "writer-startup", "warning", _producer_of(procs, group),
+            "writer-startup", _producer_of(procs, group),
             f"writer start-up (Process.start() to first write) takes {startup:.3f} s of a {duration:.3f} s "
             f"save ({startup / duration:.0%}), most of it in {top} ({phases[top]:.3f} s); "
             f"{cost / len(timed):.3f} s per save on the critical path",
@@ -159,6 +206,9 @@ def writer_startup(run, procs, saves):
     return out
 
 
+@emits(Code("main-reimport", (WARNING,),
+            f"the children's re-run of the parent's __main__ is ≥ {REIMPORT_SHARE:.0%} of the save time on the "
+            f"critical path: a heavy entry script paid once per writer"))
 def main_reimport(run, procs, saves):
     out = []
     by_id = {p["id"]: p for p in procs}
@@ -173,7 +223,7 @@ def main_reimport(run, procs, saves):
             continue
         writer = by_id[reran[0]["writer"]]
         out.append(_diagnosis(
-            "main-reimport", "warning", _producer_of(procs, group),
+            "main-reimport", _producer_of(procs, group),
             f"every {reran[0]['start_method']} writer re-runs the parent's __main__ before its target: "
             f"{per_writer:.3f} s per writer, {cost / len(reran):.3f} s per save on the critical path "
             f"({cost:.2f} s in all, {cost / total:.0%} of the save time; Python {writer['python']})",
@@ -183,6 +233,9 @@ def main_reimport(run, procs, saves):
     return out
 
 
+@emits(Code("fork-with-threads", (WARNING, INFO),
+            "a writer was forked while other threads were live: a lock one of them held stays locked in the "
+            "child, a deadlock hazard (warning for Python threads, info when only native ones, a BLAS pool say)"))
 def fork_with_threads(run, procs, saves):
     out = []
     by_id = {p["id"]: p for p in procs}
@@ -194,19 +247,29 @@ def fork_with_threads(run, procs, saves):
                 # Python threads hold Python-level locks (logging, I/O buffers) that
                 # nothing resets in the child; a native pool (BLAS) usually has
                 # its own at-fork handlers: a hazard worth knowing, not a warning.
-                severity = "warning" if (data.get("python_threads") or 0) > 1 else "info"
+                severity = WARNING if (data.get("python_threads") or 0) > 1 else INFO
                 out.append(_diagnosis(
-                    "fork-with-threads", severity, proc,
+                    "fork-with-threads", proc,
                     f"producer pid {proc['pid']} forked a writer with {data['native_threads']} live native "
                     f"threads, {data.get('python_threads')} of them Python's ({', '.join(data.get('threads') or [])}): "
                     f"a lock another thread held at the fork stays locked in the child (a deadlock hazard "
                     f"for writers that use thread-based storage libraries)",
                     {"native_threads": data["native_threads"], "python_threads": data.get("python_threads"),
-                     "threads": data.get("threads"), "forking_thread": data.get("forking_thread")}))
+                     "threads": data.get("threads"), "forking_thread": data.get("forking_thread")},
+                    severity=severity))
                 break
     return out
 
 
+@emits(Code("generation-bound", (INFO,),
+            f"the writers waited for chunks ≥ {WAIT_SHARE:.0%} of their loop: data generation sets the pace, "
+            f"not storage"),
+       Code("writer-bound", (INFO,),
+            f"the producer waited on the full queue ≥ {WAIT_SHARE:.0%} of its loop: the writer sets the pace "
+            f"(I/O-bound when its writes and fsync are ≥ {IO_SHARE:.0%} of the save)"),
+       Code("queue-stall", (WARNING,),
+            f"producer and writer both waited on the queue at once for ≥ {QUEUE_SHARE:.0%} of the save: "
+            f"chunks are slow to cross the queue"))
 def pipeline_balance(run, procs, saves):
     """generation-bound, writer-bound and queue-stall, from the two sides' waits."""
     out = []
@@ -225,27 +288,30 @@ def pipeline_balance(run, procs, saves):
                     "write_s": sum(s["write_s"] for s in timed), "saves": len(timed)}
         if loop and get_wait / loop >= WAIT_SHARE:
             out.append(_diagnosis(
-                "generation-bound", "info", proc,
+                "generation-bound", proc,
                 f"the writers waited for chunks {get_wait / loop:.0%} of their loop ({get_wait:.2f} s): "
                 f"data generation sets the pace, not storage",
                 dict(evidence, get_wait_share=get_wait / loop)))
         elif producer_loop and put_wait / producer_loop >= WAIT_SHARE:
             write = sum(s["critical_path"]["write"] + s["critical_path"]["fsync"] for s in timed)
             out.append(_diagnosis(
-                "writer-bound", "info", proc,
+                "writer-bound", proc,
                 f"the producer waited on a full queue {put_wait / producer_loop:.0%} of its loop "
                 f"({put_wait:.2f} s): the writer sets the pace"
-                + (", in its writes and fsync: the save is I/O-bound" if write >= 0.5 * total else ""),
+                + (", in its writes and fsync: the save is I/O-bound" if write >= IO_SHARE * total else ""),
                 dict(evidence, put_wait_share=put_wait / producer_loop, io_share=write / total)))
         if queue / total >= QUEUE_SHARE:
             out.append(_diagnosis(
-                "queue-stall", "warning", proc,
+                "queue-stall", proc,
                 f"producer and writer both waited on the queue at once for {queue:.2f} s "
                 f"({queue / total:.0%} of the save time): chunks are slow to cross the queue",
                 dict(evidence, queue_s=queue), cost_s=queue))
     return out
 
 
+@emits(Code("cpu-oversubscription", (WARNING,),
+            f"a host's producers and writers wanted ≥ {DEMAND_SHARE:.0%} of their allowed CPUs during the saves "
+            f"and were preempted ≥ {PREEMPTIONS_PER_CPU_S} times per CPU-second: they queue for CPUs"))
 def cpu_oversubscription(run, procs, saves):
     out = []
     working, spans_of = defaultdict(list), defaultdict(list)
@@ -269,7 +335,7 @@ def cpu_oversubscription(run, procs, saves):
         threads = max((p["threads_max"] or 0) for p in mine)
         if demand >= DEMAND_SHARE * len(cpus) and rate >= PREEMPTIONS_PER_CPU_S:
             out.append(_diagnosis(
-                "cpu-oversubscription", "warning", None,
+                "cpu-oversubscription", None,
                 f"on {host} the producers and writers wanted {demand:.2f} of their {len(cpus)} allowed CPUs "
                 f"during the saves and were preempted {rate:.0f} times per CPU-second: they queue for CPUs",
                 {"host": host, "cpu_demand": demand, "allowed_cpus": cpus, "preemptions_per_cpu_s": rate,
@@ -277,6 +343,9 @@ def cpu_oversubscription(run, procs, saves):
     return out
 
 
+@emits(Code("page-fault-storm", (WARNING,),
+            f"a producer's or writer's hooked calls took more than {FAULTS_PER_PAGE:g} page faults per page of "
+            f"its buffers (+{FAULTS_FLOOR}; mapping a page costs at most 1): pages are being re-faulted"))
 def page_fault_storm(run, procs, saves):
     out = []
     faults = _call_faults(run)
@@ -288,7 +357,7 @@ def page_fault_storm(run, procs, saves):
             continue
         if count > FAULTS_PER_PAGE * own + FAULTS_FLOOR:
             out.append(_diagnosis(
-                "page-fault-storm", "warning", proc,
+                "page-fault-storm", proc,
                 f"{proc['role']} pid {proc['pid']} took {count} page faults in its hooked calls, "
                 f"{count / own:.1f} per page of its {own * PAGE / 2**20:.0f} MiB of buffers "
                 f"(mapping costs at most 1): pages are being re-faulted",
@@ -296,6 +365,8 @@ def page_fault_storm(run, procs, saves):
     return out
 
 
+@emits(Code("fsync-bound", (INFO,),
+            f"the final fsync is ≥ {FSYNC_SHARE:.0%} of the save time: the device's flush dominates"))
 def fsync_bound(run, procs, saves):
     out = []
     for group in _per_producer(saves):
@@ -303,7 +374,7 @@ def fsync_bound(run, procs, saves):
         total = sum(s["duration_s"] for s in group)
         if total and fsync / total >= FSYNC_SHARE:
             out.append(_diagnosis(
-                "fsync-bound", "info", _producer_of(procs, group),
+                "fsync-bound", _producer_of(procs, group),
                 f"the final fsync is {fsync / total:.0%} of the save time ({fsync / len(group):.3f} s per "
                 f"save): the device's flush dominates",
                 {"fsync_s": fsync, "save_s": total, "saves": len(group)}, cost_s=fsync))
@@ -312,6 +383,8 @@ def fsync_bound(run, procs, saves):
 
 CHECKS = (numa_mismatch, affinity_divergence, writer_migration, writer_startup, main_reimport,
           fork_with_threads, pipeline_balance, cpu_oversubscription, page_fault_storm, fsync_bound)
+# Every code, in the order of its check: code -> its Code (severities, meaning).
+CODES: dict[str, Code] = {c.code: c for check in CHECKS for c in check.codes}
 
 
 def _per_producer(saves) -> list[list[dict]]:

@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 from writerprof.analysis import clocks, diagnoses, processes, ranks, saves
+from writerprof.analysis.shapes import Summary, Throughput
 from writerprof.run import topology
 
 SCHEMA = "writerprof.summary/1"
 
 
-def summarize(run) -> dict:
+def summarize(run) -> Summary:
     idx = saves.index(run)
     found = saves.find(run, idx)
     procs = processes.table(run, idx, found)
@@ -53,7 +54,7 @@ def summarize(run) -> dict:
     }
 
 
-def throughput(found: list[dict]) -> dict:
+def throughput(found: list[dict]) -> Throughput:
     """Bytes saved over time saving: per save, and for the run (all saves'
     bytes over their summed durations)."""
     total_bytes = sum(s["bytes"] for s in found)

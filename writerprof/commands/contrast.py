@@ -33,15 +33,14 @@ import sys
 import time
 from pathlib import Path
 
-from writerprof.commands.common import write_text
+from writerprof.analysis import contrast
+from writerprof.commands.common import new_directory, write_text
 from writerprof.errors import UsageError, WriterprofError
 from writerprof.probes.writerprof_probe.format import FORCE_ENV, MITIGATE_ENV, START_METHODS
 
 HELP = "record CMD (default: the built-in reproducer) under fork and forkserver, and explain the difference"
 
-SCHEMA = "writerprof.contrast/1"
-METHODS = START_METHODS
-WHAT_IFS = {"forkserver+preload": ("forkserver", "preload"), "forkserver+pin": ("forkserver", "pin")}
+WHAT_IFS = contrast.WHAT_IFS
 REPRO_ARGS = ["repro", "--saves", "4", "--size", "512MiB", "--main-imports", "numpy,matplotlib.pyplot"]
 
 
@@ -58,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def methods_from(text: str) -> list[str]:
     methods = [m.strip() for m in text.split(",") if m.strip()]
-    known = METHODS + tuple(WHAT_IFS)
+    known = START_METHODS + tuple(WHAT_IFS)
     for m in methods:
         if m not in known:
             raise UsageError(f"--methods: unknown method {m!r} (known: {', '.join(known)})")
@@ -80,6 +79,7 @@ def writerprof_command() -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from writerprof.record import session as recording
+    from writerprof.render import terminal
     from writerprof.run import directory
 
     methods = methods_from(args.methods)
@@ -127,19 +127,19 @@ def run(args: argparse.Namespace) -> int:
                 raise WriterprofError(f"the {method} recording has no saves: no probed process started a "
                                       f"writer (see 'writerprof report {run_dir}')")
             runs.append({"method": method, "repeat": repeat, "path": str(run_dir), "summary": summary})
-            if repeat == 1 and method == "forkserver":
-                skipped.update(_cannot_apply(summary, methods))
+            if repeat == 1 and method == contrast.PLAIN:
+                skipped.update(contrast.cannot_apply(summary, methods))
+                for skip, reason in skipped.items():
+                    print(f"  {skip}: not run: {reason}", file=sys.stderr)
                 total -= args.repeat * len(skipped)
-    result = _result(command, methods, args.repeat, runs, skipped)
+    result = contrast.result(command, methods, args.repeat, runs, skipped)
     write_text(out / "contrast.json", json.dumps(result, indent=1), "contrast result")
     _write_html(out, result, runs)
-    _print(result, out)
+    sys.stdout.write(terminal.contrast_text(result, out / "contrast.html"))
     return 0
 
 
 def _output(path: Path | None) -> Path:
-    from writerprof.commands.common import new_directory
-
     return new_directory(path or Path(time.strftime("writerprof-contrast-%Y%m%d-%H%M%S")), "contrast directory")
 
 
@@ -150,62 +150,6 @@ def _summarize(run_dir: Path) -> dict:
 
     with collector_paused():
         return summarize(load(run_dir))
-
-
-def _cannot_apply(forkserver: dict, methods: list[str]) -> dict[str, str]:
-    """The what-ifs that the plain forkserver recording shows would change nothing."""
-    reasons = {}
-    saves = forkserver["saves"]
-    targets = {s["target"] for s in saves}
-    if "forkserver+preload" in methods:
-        in_main = sorted(t for t in targets if t and t.split(".")[0] in ("__main__", "__mp_main__"))
-        if in_main:
-            reasons["forkserver+preload"] = (f"the writer's target {in_main[0]} lives in __main__: the children "
-                                             f"must re-run it to find the target")
-        elif not any(s["startup"].get("main_rerun") for s in saves):
-            python = ", ".join(forkserver["run"]["python"])
-            reasons["forkserver+preload"] = (f"the forkserver writers did not re-run __main__ (Python {python}): "
-                                             f"nothing to preload away")
-    if "forkserver+pin" in methods and not any(d["code"] == "affinity-divergence" for d in forkserver["diagnoses"]):
-        reasons["forkserver+pin"] = "the forkserver writers already had their producer's CPUs: nothing to pin"
-    for method, reason in reasons.items():
-        print(f"  {method}: not run: {reason}", file=sys.stderr)
-    return reasons
-
-
-def _result(command, methods, repeat, runs, skipped) -> dict:
-    from writerprof.analysis.compare import compare
-
-    sides = {m: [r["summary"] for r in runs if r["method"] == m] for m in methods if m not in skipped}
-    reference = methods[0]
-    comparisons = {m: compare(sides[reference], sides[m], (reference, m)) for m in sides if m != reference}
-    primary = next(iter(comparisons.values()))
-    what_ifs = []
-    plain = sides.get("forkserver")
-    for method in WHAT_IFS:
-        if method not in methods:
-            continue
-        if method in skipped:
-            what_ifs.append({"method": method, "ran": False, "reason": skipped[method]})
-            continue
-        entry = {"method": method, "ran": True, "gib_s": comparisons.get(method, {}).get("throughput", {}).get("b_gib_s")}
-        if plain and reference != "forkserver":
-            lost = comparisons["forkserver"]["difference_s"]
-            regained = lost - comparisons[method]["difference_s"]
-            entry.update(recovered_s=regained, recovered_share=regained / lost if lost else None)
-        what_ifs.append(entry)
-    return {
-        "schema": SCHEMA,
-        "command": command,
-        "methods": methods,
-        "repeat": repeat,
-        "runs": [{"method": r["method"], "repeat": r["repeat"], "path": r["path"],
-                  "saves": r["summary"]["throughput"]["saves"], "gib_s": r["summary"]["throughput"]["gib_s"]}
-                 for r in runs],
-        "comparisons": comparisons,
-        "what_ifs": what_ifs,
-        "verdict": primary["verdict"],
-    }
 
 
 def _write_html(out: Path, result: dict, runs: list[dict]) -> None:
@@ -224,18 +168,3 @@ def _write_html(out: Path, result: dict, runs: list[dict]) -> None:
     flames = flame.role_diffs(pooled[reference], pooled[other], (reference, other))
     write_text(out / "contrast.html", html.contrast_html(primary, sides, figures, contrast=result, flames=flames),
                "contrast report")
-
-
-def _print(result: dict, out: Path) -> None:
-    from writerprof.render import terminal
-
-    for method, comparison in result["comparisons"].items():
-        print(f"\n=== {result['methods'][0]} vs {method} ===")
-        sys.stdout.write(terminal.compare_text(comparison))
-    for entry in result["what_ifs"]:
-        if not entry["ran"]:
-            print(f"{entry['method']}: not run: {entry['reason']}")
-        elif entry.get("recovered_share") is not None:
-            print(f"{entry['method']}: recovers {entry['recovered_s']:.3f} s per save, "
-                  f"{entry['recovered_share']:.0%} of what forkserver lost against {result['methods'][0]}")
-    print(f"\nReport: {out / 'contrast.html'}")

@@ -324,3 +324,21 @@ def _cut(text: str, width: int) -> str:
 
 def _clip(line: str) -> str:
     return _cut(line, WIDTH)
+
+
+def contrast_text(result: dict, report) -> str:
+    """A contrast (writerprof.contrast/1): each comparison against the
+    reference, what each what-if recovered, and where its HTML report is."""
+    reference = result["methods"][0]
+    parts = []
+    for method, comparison in result["comparisons"].items():
+        parts.append(f"\n=== {reference} vs {method} ===\n")
+        parts.append(compare_text(comparison))
+    for entry in result["what_ifs"]:
+        if not entry["ran"]:
+            parts.append(f"{entry['method']}: not run: {entry['reason']}\n")
+        elif entry.get("recovered_share") is not None:
+            parts.append(f"{entry['method']}: recovers {entry['recovered_s']:.3f} s per save, "
+                         f"{entry['recovered_share']:.0%} of what forkserver lost against {reference}\n")
+    parts.append(f"\nReport: {report}\n")
+    return "".join(parts)

@@ -1,0 +1,76 @@
+"""A contrast of start methods: which what-ifs the plain forkserver
+recording shows cannot change anything, and the `writerprof.contrast/1`
+result: every method against the reference, and what each what-if won back
+of what plain forkserver lost."""
+
+from __future__ import annotations
+
+from writerprof.analysis.shapes import ContrastResult, Summary, WhatIf
+
+SCHEMA = "writerprof.contrast/1"
+# A what-if: the start method it runs under, and the probe's switch (MITIGATE_ENV) it sets.
+WHAT_IFS = {"forkserver+preload": ("forkserver", "preload"), "forkserver+pin": ("forkserver", "pin")}
+# The recording the what-ifs are judged on, and measured against.
+PLAIN = "forkserver"
+_MAIN_MODULES = ("__main__", "__mp_main__")
+
+
+def cannot_apply(forkserver: Summary, methods: list[str]) -> dict[str, str]:
+    """The what-ifs among methods that the plain forkserver recording shows
+    would change nothing: {method: why, in a sentence}."""
+    reasons = {}
+    saves = forkserver["saves"]
+    if "forkserver+preload" in methods:
+        targets = {s["target"] for s in saves}
+        in_main = sorted(t for t in targets if t and t.split(".")[0] in _MAIN_MODULES)
+        if in_main:
+            reasons["forkserver+preload"] = (f"the writer's target {in_main[0]} lives in __main__: the children "
+                                             f"must re-run it to find the target")
+        elif not any(s["startup"].get("main_rerun") for s in saves):
+            python = ", ".join(forkserver["run"]["python"])
+            reasons["forkserver+preload"] = (f"the forkserver writers did not re-run __main__ (Python {python}): "
+                                             f"nothing to preload away")
+    if "forkserver+pin" in methods and not any(d["code"] == "affinity-divergence" for d in forkserver["diagnoses"]):
+        reasons["forkserver+pin"] = "the forkserver writers already had their producer's CPUs: nothing to pin"
+    return reasons
+
+
+def result(command: list[str], methods: list[str], repeat: int, runs: list[dict],
+           skipped: dict[str, str]) -> ContrastResult:
+    """runs: {"method", "repeat", "path", "summary"} per recording, in the
+    order recorded; skipped: the what-ifs not run, and why (cannot_apply)."""
+    # Here, not at the top: the CLI reads WHAT_IFS to parse --methods, and starts without numpy.
+    from writerprof.analysis.compare import compare
+
+    sides = {m: [r["summary"] for r in runs if r["method"] == m] for m in methods if m not in skipped}
+    reference = methods[0]
+    comparisons = {m: compare(sides[reference], sides[m], (reference, m)) for m in sides if m != reference}
+    # What plain forkserver lost against the reference: what a what-if can win back.
+    lost = comparisons[PLAIN]["difference_s"] if PLAIN in comparisons else None
+    what_ifs = [_what_if(method, comparisons.get(method), skipped.get(method), lost)
+                for method in WHAT_IFS if method in methods]
+    return {
+        "schema": SCHEMA,
+        "command": list(command),
+        "methods": list(methods),
+        "repeat": repeat,
+        "runs": [{"method": r["method"], "repeat": r["repeat"], "path": r["path"],
+                  "saves": r["summary"]["throughput"]["saves"], "gib_s": r["summary"]["throughput"]["gib_s"]}
+                 for r in runs],
+        "comparisons": comparisons,
+        "what_ifs": what_ifs,
+        "verdict": next(iter(comparisons.values()))["verdict"],
+    }
+
+
+def _what_if(method: str, comparison, reason: str | None, lost: float | None) -> WhatIf:
+    """comparison: the reference against this what-if (None: it is the reference, or was not run)."""
+    entry: WhatIf = {"method": method, "ran": reason is None, "reason": reason,
+                     "gib_s": None, "recovered_s": None, "recovered_share": None}
+    if comparison is None:
+        return entry
+    entry["gib_s"] = comparison["throughput"]["b_gib_s"]
+    if lost is not None:
+        recovered = lost - comparison["difference_s"]
+        entry.update(recovered_s=recovered, recovered_share=recovered / lost if lost else None)
+    return entry
