@@ -231,3 +231,13 @@ def test_every_environment_variable_of_the_probe_is_documented():
 
 def test_run_json_names_its_format():
     assert f"`{layout.FORMAT}`" in _section(FORMATS, layout.RUN_FILE)
+
+
+def test_the_diagnosis_table_is_the_one_the_checks_declare():
+    from writerprof.analysis.diagnoses import CODES
+
+    text = _text(ROOT / "docs" / "commands" / "report.md")
+    documented = [row for row in _table_rows(text) if row and row[0].startswith("`") and row[0].strip("`") in CODES]
+    expected = [[f"`{c.code}`", " / ".join(c.severities), c.meaning] for c in CODES.values()]
+    assert documented == expected, ("docs/commands/report.md's diagnosis table differs from diagnoses.CODES; "
+                                    "its rows should be:\n" + "\n".join(f"| {' | '.join(r)} |" for r in expected))
