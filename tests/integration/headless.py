@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from testcache import CACHE
+
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # What keeps Chromium off the network by itself (no background fetches,
 # updates, sync or QUIC probes); Playwright adds a fresh profile directory.
@@ -24,7 +26,6 @@ FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 WIDTH = 1280
 SPEEDSCOPE_VERSION = "1.25.0"
-CACHE = Path(os.environ.get("WRITERPROF_TEST_CACHE") or Path.home() / ".cache" / "writerprof-tests")
 
 
 @dataclass

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from writerprof import topology
-from writerprof.analysis import clocks, diagnoses, processes, ranks, saves
+from writerprof.analysis import binding, clocks, diagnoses, processes, ranks, saves
 
 SCHEMA = "writerprof.summary/1"
 
@@ -49,6 +49,7 @@ def summarize(run) -> dict:
         "aggregate": ranks.aggregate(found, offsets),
         "stragglers": ranks.stragglers(found),
         "placement": ranks.placement_consistency(procs, topology_of),
+        "binding": binding.launcher_binding(procs, topology_of),
         "diagnoses": diagnoses.diagnose(run, procs, found),
     }
 
