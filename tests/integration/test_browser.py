@@ -15,6 +15,7 @@ import pytest
 
 from headless import WIDTH, chromium, page_of, png_size, speedscope_app
 from helpers import run_writerprof, writerprof_command
+from writerprof.run import load
 
 pytestmark = pytest.mark.browser
 REPRO = ["repro", "--saves", "2", "--size", "64MiB", "--chunk-size", "16MiB"]
@@ -31,7 +32,15 @@ def recording(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("browser")
     run_writerprof("record", "-o", tmp / "run", "--", *writerprof_command(), *REPRO,
                    "--start-method", "forkserver")
+    _stacks_or_skip(tmp / "run")
     return tmp / "run"
+
+
+def _stacks_or_skip(run_dir):
+    """Flamegraphs and speedscope profiles need py-spy's stacks."""
+    stacks = load(run_dir).meta.get("stacks") or {}
+    if not stacks.get("taken"):
+        pytest.skip(f"py-spy took no stacks here ({stacks.get('reason')}): no flamegraph to load")
 
 
 @pytest.fixture(scope="module")
@@ -112,6 +121,8 @@ def test_html_report_in_chromium(browser, recording, screenshots):
 def test_contrast_html_in_chromium(browser, tmp_path, screenshots):
     out = tmp_path / "contrast"
     run_writerprof("contrast", "--repeat", "1", "-o", out, "--", *writerprof_command(), *REPRO, timeout=400)
+    for run_dir in (out / "runs").iterdir():
+        _stacks_or_skip(run_dir)
     with page_of(browser) as (page, watch):
         _open(page, out / "contrast.html")
         _check_images(page)
