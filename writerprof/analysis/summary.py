@@ -1,10 +1,14 @@
-"""A run's summary: the one object every report renderer and `compare` reads
-(`writerprof report --json` prints it)."""
+"""A run's summary: the one object every renderer (terminal, HTML, plots,
+notebooks) and `compare` reads (`writerprof report --json` prints it). It
+holds everything they show that is derived from the run, the plots' data
+included (affinity, buffer placement, chunk timeline), each bounded for
+runs of many ranks; the renderers only format it."""
 
 from __future__ import annotations
 
 from writerprof import topology
-from writerprof.analysis import clocks, diagnoses, processes, ranks, saves
+from writerprof.analysis import affinity, clocks, diagnoses, groups, placement, processes, ranks, saves, starts
+from writerprof.analysis import timeline
 
 SCHEMA = "writerprof.summary/1"
 
@@ -36,7 +40,7 @@ def summarize(run) -> dict:
             "synthetic": bool(run.meta.get("synthetic")),
             "hosts": run.hosts,
             "python": pythons,
-            "start_methods": sorted({s["start_method"] for s in found if s["start_method"]}),
+            "start_methods": starts.start_methods(run),
             "started_ns": origin,
             "losses": run.losses,
         },
@@ -50,6 +54,11 @@ def summarize(run) -> dict:
         "stragglers": ranks.stragglers(found),
         "placement": ranks.placement_consistency(procs, topology_of),
         "diagnoses": diagnoses.diagnose(run, procs, found),
+        "process_groups": groups.process_groups(procs),
+        "save_indices": groups.save_indices(found),
+        "affinity": affinity.affinity(run, procs, found),
+        "buffer_placement": placement.buffer_placement(idx, procs, found),
+        "chunk_timeline": timeline.chunk_timeline(run, procs, found, offsets),
     }
 
 
