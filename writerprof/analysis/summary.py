@@ -26,6 +26,7 @@ def summarize(run) -> dict:
         save["end_s"] = (save["end_ns"] + offsets.get(save["host"], 0) - origin) / 1e9
     for proc in procs:
         _shift(proc, offsets.get(proc["host"], 0) / 1e9)
+    rank_rows = ranks.per_rank(found)
     pythons = sorted({p["python"] for p in procs if p["python"]})
     topology_of = {host: {"nodes": {n: info["cpus"] for n, info in t.get("nodes", {}).items()},
                           "cpus": len(topology.cpu_nodes(t)), "cpu_model": t.get("cpu_model")}
@@ -49,7 +50,8 @@ def summarize(run) -> dict:
         "processes": procs,
         "saves": found,
         "throughput": throughput(found),
-        "ranks": ranks.per_rank(found),
+        "ranks": rank_rows,
+        "ranks_per_host": ranks.per_host(rank_rows),
         "aggregate": ranks.aggregate(found, offsets),
         "stragglers": ranks.stragglers(found),
         "placement": ranks.placement_consistency(procs, topology_of),

@@ -1,8 +1,9 @@
 """Reports as one self-contained HTML file: the plots embedded as base64
 images (PNG, or SVG), the style inline, no script, no external reference,
 readable offline. They format what the analysis found and compute nothing of
-their own; many processes or saves (MPI runs) are shown one row per
-(host, role) or per save index, with mean, min and max.
+their own; many processes or saves (MPI runs) are shown as the summary's rows
+per (host, role) and per save index (summary["process_groups"],
+summary["save_indices"]), with mean, min and max.
 
 Every string that comes from the data (commands, paths, host names,
 messages, evidence) goes through html.escape.
@@ -17,7 +18,10 @@ import re
 import shlex
 from collections import defaultdict
 
+from writerprof.analysis.groups import stats
 from writerprof.analysis.saves import COMPONENTS, STARTUP_PHASES
+from writerprof.render.format import has_rank as _has_rank, placement_value as _placement_value
+from writerprof.render.format import rank as _rank, ranks as _ranks, rate as _rate, seconds as _s, shares
 from writerprof.units import format_cpu_list, format_size
 
 MAX_ROWS = 40  # beyond this many processes or saves, one row per group
@@ -99,18 +103,10 @@ def _kv(rows: list[tuple[str, object]]) -> str:
             + "</table>")
 
 
-def _s(value, digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
 def _signed(value) -> str:
     if value is None:
         return "-"
     return "0.000" if abs(value) < 0.0005 else f"{value:+.3f}"
-
-
-def _rate(value) -> str:
-    return "-" if value is None else f"{value:.2f}"
 
 
 def _pct(value) -> str:
@@ -125,47 +121,15 @@ def _num(value) -> str:
     return f"{value:,.0f}" if isinstance(value, float) else f"{value:,}" if isinstance(value, int) else str(value)
 
 
-def _has_rank(rank) -> bool:
-    return rank is not None and rank >= 0
-
-
-def _rank(rank) -> str:
-    return str(rank) if _has_rank(rank) else "-"
-
-
 def _shares(share: dict, limit: int = 3) -> str:
-    if not share:
+    return shares(share, limit)
+
+
+def _mmm_of(stats: dict | None, digits: int = 3) -> str:
+    """The analysis's {"mean", "min", "max"} as 'mean (min–max)'."""
+    if not stats or stats["mean"] is None:
         return "-"
-    return " ".join(f"{n}:{v:.0%}" for n, v in list(share.items())[:limit])
-
-
-def _mean_shares(many: list[dict]) -> dict:
-    many = [s for s in many if s]
-    total: dict = defaultdict(float)
-    for share in many:
-        for node, value in share.items():
-            total[node] += value / len(many)
-    return dict(sorted(total.items(), key=lambda kv: -kv[1]))
-
-
-def _stats(values) -> tuple:
-    values = [v for v in values if v is not None]
-    if not values:
-        return None, None, None
-    return sum(values) / len(values), min(values), max(values)
-
-
-def _mmm(values, digits: int = 3) -> str:
-    mean, low, high = _stats(values)
-    if mean is None:
-        return "-"
-    return f"{mean:.{digits}f} ({low:.{digits}f}–{high:.{digits}f})"
-
-
-def _ranks(ranks) -> str:
-    """[0, 1, 2, 5] -> '0-2,5'."""
-    ranks = sorted({r for r in ranks if _has_rank(r)})
-    return format_cpu_list(ranks) if ranks else "-"
+    return f"{stats['mean']:.{digits}f} ({stats['min']:.{digits}f}–{stats['max']:.{digits}f})"
 
 
 def _command(command) -> str:
@@ -274,7 +238,7 @@ def diagnoses_html(diagnoses: list[dict], runs: list[str | None] | None = None) 
         if len(costs) == 1:
             head += f" · cost {costs[0]:.3f} s"
         elif costs:
-            head += f" · cost {_mmm(costs)} s each"
+            head += f" · cost {_mmm_of(stats(costs))} s each"
         if len(items) > 1:
             hosts = sorted({d["host"] for d, _ in items if d.get("host")})
             head += _e(f" · ranks {_ranks(d.get('rank') for d, _ in items)}" if any(
@@ -334,19 +298,11 @@ def _processes(summary: dict) -> str:
                 + _table(["id", "host", "rank", "pid", "role", "method", "allowed CPUs", "ran on node",
                           "buffers on node", "minor faults", "invol. switches", "CPU s", "samples"],
                          rows, numeric={0, 3, 9, 10, 11, 12}))
-    groups: dict = defaultdict(list)
-    for p in procs:
-        groups[(p["host"], p["role"])].append(p)
-    rows = []
-    for (host, role), group in sorted(groups.items()):
-        masks = {format_cpu_list(p["allowed_cpus"]) for p in group}
-        methods = sorted({p["start_method"] for p in group if p.get("start_method")})
-        rows.append([host, role, len(group), _ranks(p["rank"] for p in group), ", ".join(methods) or "-",
-                     next(iter(masks)) if len(masks) == 1 else f"{len(masks)} different",
-                     _shares(_mean_shares([p["worked_nodes"] for p in group])),
-                     _shares(_mean_shares([p["buffer_nodes"] for p in group])),
-                     _mmm([p.get("minflt") for p in group], 0), _mmm([p.get("nonvoluntary_switches") for p in group], 0),
-                     _mmm([p.get("cpu_s") for p in group], 2)])
+    rows = [[g["host"], g["role"], g["count"], _ranks(g["ranks"]), ", ".join(g["start_methods"]) or "-",
+             format_cpu_list(g["allowed_cpus"]) if g["masks"] == 1 else f"{g['masks']} different",
+             _shares(g["worked_nodes"]), _shares(g["buffer_nodes"]), _mmm_of(g["minflt"], 0),
+             _mmm_of(g["nonvoluntary_switches"], 0), _mmm_of(g["cpu_s"], 2)]
+            for g in summary["process_groups"]]
     return (f"<h2>Processes ({len(procs)}, one row per host and role)</h2>"
             '<p class="note">Counts as mean (min–max) over the group.</p>'
             + _table(["host", "role", "count", "ranks", "methods", "allowed CPUs", "ran on node (mean)",
@@ -375,20 +331,10 @@ def _saves(summary: dict) -> str:
                        numeric=set(range(5, 14)) | {0, 3})
         title = f"<h2>Saves ({len(saves)})</h2>"
     else:
-        by_index: dict = defaultdict(list)
-        for s in saves:
-            by_index[s["save"]].append(s)
-        rows = []
-        for index, group in sorted(by_index.items()):
-            slowest = max(group, key=lambda s: s["duration_s"])
-            bottlenecks: dict = defaultdict(int)
-            for s in group:
-                bottlenecks[s.get("bottleneck")] += 1
-            rows.append([index, len(group), *[_mmm([s[k] for s in group]) for k, _ in _SAVE_COLUMNS],
-                         _mmm([s.get("gib_s") for s in group], 2),
-                         f"rank {_rank(slowest['rank'])} on {slowest['host']}",
-                         max(bottlenecks, key=bottlenecks.get) or "-"])
-        producers = len({(s["host"], s["producer"]) for s in saves})
+        rows = [[row["save"], row["ranks"], *[_mmm_of(row[k]) for k, _ in _SAVE_COLUMNS], _mmm_of(row["gib_s"], 2),
+                 f"rank {_rank(row['slowest']['rank'])} on {row['slowest']['host']}", row["bottleneck"] or "-"]
+                for row in summary["save_indices"]]
+        producers = len(summary["ranks"])
         table = _table(["save", "ranks", *[h for _, h in _SAVE_COLUMNS], "GiB/s", "slowest", "bottleneck"], rows,
                        numeric={0, 1})
         title = (f"<h2>Saves ({len(saves)} over {producers} producers, one row per save index)</h2>"
@@ -423,14 +369,6 @@ def report_html(summary: dict, figures: dict | None = None, image_format: str = 
 
 def _side_label(side: dict, default: str) -> str:
     return side.get("name") or "/".join(side.get("start_methods") or []) or default
-
-
-def _placement_value(value) -> str:
-    if isinstance(value, dict):
-        return _shares(value, 4)
-    if isinstance(value, list):
-        return "; ".join(format_cpu_list(v) if isinstance(v, list) else str(v) for v in value) or "-"
-    return "-" if value is None else str(value)
 
 
 def _components(comparison: dict, name_a: str, name_b: str) -> str:
