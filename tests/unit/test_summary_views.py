@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from writerprof.analysis import affinity, groups, placement, saves, starts, timeline
+from writerprof.analysis import affinity, groups, placement, starts, timeline
 from writerprof.analysis.clocks import host_offsets
 from writerprof.analysis.summary import summarize
 from writerprof.run import load
@@ -87,7 +87,7 @@ def test_buffer_placement_per_save_and_per_writer_node(tmp_path_factory):
         assert (s["writer_node"], s["writer_share"]) == (1, 1.0)
         assert [b["nodes"] for b in s["buffers"]] == [{"0": pytest.approx(4 * MIB / 4096)}] * 4
     # Beyond max_bars buffers: one row per (host, writer node) with shares of the pages.
-    at_scale = placement.buffer_placement(saves.index(run), summary["processes"], summary["saves"], max_bars=4)
+    at_scale = placement.buffer_placement(run, summary["processes"], summary["saves"], max_bars=4)
     (group,) = at_scale["groups"]
     assert (group["host"], group["writer_node"], group["saves"], group["buffers"]) == ("host0", 1, 3, 12)
     assert group["shares"]["0"] == pytest.approx(1.0) and group["local"] == 0
@@ -115,12 +115,14 @@ def test_affinity_at_scale_is_bounded_time_bins_per_host_and_role(tmp_path_facto
     assert "rows" not in found and len(found["centres"]) == affinity.TIME_BINS
     assert [(g["host"], g["role"]) for g in found["groups"]][:2] == [("host0", "producer"), ("host0", "writer")]
     for g in found["groups"]:
-        shares = np.array(g["shares"])  # node lanes (and "no known node") x time bins
+        shares = affinity.bin_shares(g["counts"])  # node lanes (and "no known node") x time bins
         assert shares.shape == (len(found["nodes"]) + 1, affinity.TIME_BINS)
         assert set(np.round(shares.sum(axis=0), 9)) <= {0.0, 1.0}
         assert 0 < max(g["alive"]) <= g["count"]
     writers = next(g for g in found["groups"] if g["role"] == "writer")
     assert writers["count"] == 320 and max(writers["alive"]) < 320  # they come and go, one save at a time
+    assert sum(map(sum, writers["counts"])) == sum(p["samples"] for p in summary["processes"]
+                                                   if (p["host"], p["role"]) == ("host0", "writer"))
     assert len(json.dumps(found)) < 100_000
 
 

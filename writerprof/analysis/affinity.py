@@ -13,7 +13,6 @@ from collections import defaultdict
 import numpy as np
 
 from writerprof import topology
-from writerprof.analysis.clocks import host_offsets
 from writerprof.analysis.groups import group_key, process_groups
 from writerprof.analysis.samples import sample_rows
 from writerprof.run import roles as run_roles
@@ -30,28 +29,28 @@ def shown(procs: list[dict]) -> list[dict]:
 def sample_nodes(run) -> np.ndarray:
     """The NUMA node of the CPU of each of run.samples, or -1."""
     s = run.samples
-    out = np.full(len(s), -1, dtype=np.int64)
-    for host_index, host in enumerate(run.hosts):
-        nodes = topology.cpu_nodes(run.topology[host]) if host in run.topology else {}
-        if not nodes:
-            continue
-        lut = np.full(max(nodes) + 1, -1, dtype=np.int64)
+    node_of = [topology.cpu_nodes(run.topology[h]) if h in run.topology else {} for h in run.hosts]
+    # CPU -> node per host, as one table: a row per host, a last column for CPUs off the map.
+    width = max((max(nodes) for nodes in node_of if nodes), default=0) + 2
+    lut = np.full((max(len(node_of), 1), width), -1, dtype=np.int64)
+    for h, nodes in enumerate(node_of):
         for cpu, node in nodes.items():
-            lut[cpu] = node
-        mine = (s["host_index"] == host_index) & (s["cpu"] >= 0) & (s["cpu"] < len(lut))
-        out[mine] = lut[s["cpu"][mine]]
-    return out
+            lut[h, cpu] = node
+    cpu = s["cpu"].astype(np.int64)
+    return lut[s["host_index"], np.where((cpu >= 0) & (cpu < width - 1), cpu, width - 1)]
 
 
-def affinity(run, procs: list[dict], saves: list[dict], max_rows: int = MAX_PROCESS_ROWS) -> dict | None:
+def affinity(run, procs: list[dict], saves: list[dict], offsets: dict[str, int],
+             max_rows: int = MAX_PROCESS_ROWS) -> dict | None:
     """{"end_s", "rows": [per process]} up to max_rows processes shown, else
-    {"end_s", "groups": [per (host, role)], "centres", "nodes"}; None without
-    sampler readings."""
+    {"end_s", "groups": [per (host, role): its "counts" of readings per
+    node lane and time bin, "alive" per bin], "centres", "nodes"}; None without
+    sampler readings. offsets: clocks.host_offsets(run)."""
     chosen = shown(procs)
     if not len(run.samples) or not chosen:
         return None
-    offsets = host_offsets(run)  # samples are on their host's clock
     origin = run.meta.get("started_ns") or 0
+    # Samples are on their host's clock.
     shift = np.array([offsets.get(h, 0) for h in run.hosts] or [0], dtype=np.int64)
     t = (run.samples["t_ns"] + shift[run.samples["host_index"]] - origin) / 1e9
     ended = run.meta.get("ended_ns")
@@ -143,11 +142,23 @@ def _per_group(chosen, rows, nodes, t, end_s, node_of, n_procs) -> dict:
     keep = g_of_sample >= 0
     flat = (g_of_sample[keep] * TIME_BINS + b[keep]) * lanes + lane[keep]
     counts = np.bincount(flat, minlength=len(keys) * TIME_BINS * lanes).reshape(len(keys), TIME_BINS, lanes)
+    out = []
     for group, key, c in zip(groups, keys, counts):
-        total = c.sum(axis=1, keepdims=True)
-        group["shares"] = np.divide(c, total, out=np.zeros(c.shape), where=total > 0).T.tolist()
-        group["alive"] = _alive(members[key], centres, end_s).tolist()
-    return {"groups": groups, "centres": centres.tolist(), "nodes": all_nodes, "processes": len(chosen)}
+        out.append({**{k: group[k] for k in _GROUP_FIELDS}, "counts": c.T.tolist(),
+                    "alive": _alive(members[key], centres, end_s).tolist()})
+    return {"groups": out, "centres": centres.tolist(), "nodes": all_nodes, "processes": len(chosen)}
+
+
+def bin_shares(counts: list[list[int]]) -> np.ndarray:
+    """A group's readings per node lane and time bin -> the share of each
+    bin's readings on each lane (0 where a bin has none)."""
+    c = np.array(counts, dtype=np.int64).reshape(len(counts), -1).T
+    total = c.sum(axis=1, keepdims=True)
+    return np.divide(c, total, out=np.zeros(c.shape), where=total > 0).T
+
+
+# What the timeline says of each group (the counts are in summary["process_groups"]).
+_GROUP_FIELDS = ("host", "role", "count", "masks", "allowed_cpus", "allowed_nodes", "spanning")
 
 
 def _alive(members: list[dict], centres: np.ndarray, end_s: float) -> np.ndarray:
@@ -156,5 +167,5 @@ def _alive(members: list[dict], centres: np.ndarray, end_s: float) -> np.ndarray
     stop = np.array([p["exited_s"] if p["exited_s"] is not None else end_s for p in members])
     lived = stop >= created
     created, stop = np.sort(created[lived]), np.sort(stop[lived])
-    return (np.searchsorted(created, centres, side="right") - np.searchsorted(stop, centres, side="left")).astype(float)
+    return np.searchsorted(created, centres, side="right") - np.searchsorted(stop, centres, side="left")
 

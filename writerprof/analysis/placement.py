@@ -8,15 +8,28 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import numpy as np
+
 from writerprof.analysis.processes import dominant
 
 MAX_BUFFER_BARS = 48  # one entry per buffer up to this many, else per (host, writer node)
 
 
-def buffer_placement(idx, procs: list[dict], saves: list[dict], max_bars: int = MAX_BUFFER_BARS) -> dict:
+def buffer_placement(run, procs: list[dict], saves: list[dict], max_bars: int = MAX_BUFFER_BARS) -> dict:
     """{"unit": "pages", "saves": [per save with buffers]} up to max_bars
     buffers, else {"unit": "pages", "groups": [per (host, writer node)]}."""
-    return _bounded([_save(idx, procs, s) for s in saves], "pages", max_bars)
+    events = _buffer_events(run)
+    return _bounded([_save(events, procs, s) for s in saves], "pages", max_bars)
+
+
+def _buffer_events(run) -> dict[int, list[tuple[str, dict]]]:
+    """Per process row, its shm and placement events in time order (few of all its events)."""
+    e = run.events
+    chosen = np.flatnonzero((e["kind"] == "shm") | (e["kind"] == "placement"))
+    out: dict = defaultdict(list)
+    for proc, kind, data in zip(e["proc"][chosen].tolist(), e["kind"][chosen].tolist(), e["data"][chosen].tolist()):
+        out[proc].append((kind, data))
+    return out
 
 
 def from_shares(procs: list[dict], saves: list[dict], max_bars: int = MAX_BUFFER_BARS) -> dict:
@@ -44,14 +57,14 @@ def _who(save: dict, writer: dict | None) -> dict:
             "writer_node": node, "writer_share": share}
 
 
-def _save(idx, procs: list[dict], save: dict) -> dict:
+def _save(buffer_events: dict, procs: list[dict], save: dict) -> dict:
     """One save's buffers: the writer's own (created or attached), else the
     producer's created within the save; each as last read at the loop's end."""
     buffers = []
     for proc, window in ((save["writer"], None), (save["producer"], (save["start_ns"], save["end_ns"]))):
         if proc is None:
             continue
-        events = idx.events[proc]
+        events = buffer_events.get(proc, [])
         if window is None:
             own = {d.get("index") for k, d in events if k == "shm" and d.get("op") in ("create", "attach")}
         else:

@@ -58,9 +58,9 @@ def summarize(run) -> dict:
         "diagnoses": diagnoses.diagnose(run, procs, found),
         "process_groups": groups.process_groups(procs),
         "save_indices": groups.save_indices(found),
-        "affinity": affinity.affinity(run, procs, found),
-        "buffer_placement": placement.buffer_placement(idx, procs, found),
-        "chunk_timeline": timeline.chunk_timeline(run, procs, found, offsets),
+        "affinity": affinity.affinity(run, procs, found, offsets),
+        "buffer_placement": placement.buffer_placement(run, procs, found),
+        "chunk_timeline": timeline.chunk_timeline(run, idx, procs, found, offsets),
     }
 
 

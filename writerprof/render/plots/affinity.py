@@ -6,6 +6,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from writerprof.analysis.affinity import bin_shares
 from writerprof.render.plots.style import NO_NODE, empty, figure, node_colour, node_legend, title, who
 from writerprof.units import format_cpu_list
 
@@ -78,14 +79,14 @@ def _per_group(summary: dict, found: dict) -> Figure:
     fig = figure(12, 1.4 + 1.0 * len(groups))
     axes = fig.subplots(len(groups), 1, sharex=True, squeeze=False)[:, 0]
     for ax, g in zip(axes, groups):
-        ax.stackplot(np.array(centres), np.array(g["shares"]), colors=[node_colour(n) for n in all_nodes] + [NO_NODE],
+        ax.stackplot(np.array(centres), bin_shares(g["counts"]), colors=[node_colour(n) for n in all_nodes] + [NO_NODE],
                      step="mid", linewidth=0)
         ax.set_ylim(0, 1)
         ax.set_yticks([0, 0.5, 1])
         ax.tick_params(axis="y", labelsize=7)
         # How many of the group were alive: the writers' lifetimes, at scale.
         twin = ax.twinx()
-        twin.step(np.array(centres), np.array(g["alive"]), where="mid", color="#000000", lw=0.9)
+        twin.step(np.array(centres), np.array(g["alive"], dtype=float), where="mid", color="#000000", lw=0.9)
         twin.set_ylim(0, max(1, max(g["alive"])) * 1.1)
         twin.tick_params(axis="y", labelsize=7)
         mask_text = (f"allowed CPUs {format_cpu_list(g['allowed_cpus'])}" if g["masks"] == 1
