@@ -121,6 +121,7 @@ def test_affinity_at_scale_is_bounded_time_bins_per_host_and_role(tmp_path_facto
         assert 0 < max(g["alive"]) <= g["count"]
     writers = next(g for g in found["groups"] if g["role"] == "writer")
     assert writers["count"] == 320 and max(writers["alive"]) < 320  # they come and go, one save at a time
+    assert writers["counts"][-1] == []  # no reading on no known node
     assert sum(map(sum, writers["counts"])) == sum(p["samples"] for p in summary["processes"]
                                                    if (p["host"], p["role"]) == ("host0", "writer"))
     assert len(json.dumps(found)) < 100_000

@@ -144,15 +144,17 @@ def _per_group(chosen, rows, nodes, t, end_s, node_of, n_procs) -> dict:
     counts = np.bincount(flat, minlength=len(keys) * TIME_BINS * lanes).reshape(len(keys), TIME_BINS, lanes)
     out = []
     for group, key, c in zip(groups, keys, counts):
-        out.append({**{k: group[k] for k in _GROUP_FIELDS}, "counts": c.T.tolist(),
+        # A lane without readings (a node none of the group ran on) as []: the result stays small.
+        per_lane = [lane if any(lane) else [] for lane in c.T.tolist()]
+        out.append({**{k: group[k] for k in _GROUP_FIELDS}, "counts": per_lane,
                     "alive": _alive(members[key], centres, end_s).tolist()})
     return {"groups": out, "centres": centres.tolist(), "nodes": all_nodes, "processes": len(chosen)}
 
 
-def bin_shares(counts: list[list[int]]) -> np.ndarray:
-    """A group's readings per node lane and time bin -> the share of each
-    bin's readings on each lane (0 where a bin has none)."""
-    c = np.array(counts, dtype=np.int64).reshape(len(counts), -1).T
+def bin_shares(counts: list[list[int]], bins: int = TIME_BINS) -> np.ndarray:
+    """A group's readings per node lane and time bin ([] for none) -> the
+    share of each bin's readings on each lane (0 where a bin has none)."""
+    c = np.array([lane or [0] * bins for lane in counts], dtype=np.int64).reshape(len(counts), bins).T
     total = c.sum(axis=1, keepdims=True)
     return np.divide(c, total, out=np.zeros(c.shape), where=total > 0).T
 

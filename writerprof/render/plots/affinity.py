@@ -79,7 +79,7 @@ def _per_group(summary: dict, found: dict) -> Figure:
     fig = figure(12, 1.4 + 1.0 * len(groups))
     axes = fig.subplots(len(groups), 1, sharex=True, squeeze=False)[:, 0]
     for ax, g in zip(axes, groups):
-        ax.stackplot(np.array(centres), bin_shares(g["counts"]), colors=[node_colour(n) for n in all_nodes] + [NO_NODE],
+        ax.stackplot(np.array(centres), bin_shares(g["counts"], len(centres)), colors=[node_colour(n) for n in all_nodes] + [NO_NODE],
                      step="mid", linewidth=0)
         ax.set_ylim(0, 1)
         ax.set_yticks([0, 0.5, 1])
