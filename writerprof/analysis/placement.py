@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-import numpy as np
-
+from writerprof.analysis import buffers
 from writerprof.analysis.processes import dominant
 
 MAX_BUFFER_BARS = 48  # one entry per buffer up to this many, else per (host, writer node)
@@ -18,18 +17,8 @@ MAX_BUFFER_BARS = 48  # one entry per buffer up to this many, else per (host, wr
 def buffer_placement(run, procs: list[dict], saves: list[dict], max_bars: int = MAX_BUFFER_BARS) -> dict:
     """{"unit": "pages", "saves": [per save with buffers]} up to max_bars
     buffers, else {"unit": "pages", "groups": [per (host, writer node)]}."""
-    events = _buffer_events(run)
-    return _bounded([_save(events, procs, s) for s in saves], "pages", max_bars)
-
-
-def _buffer_events(run) -> dict[int, list[tuple[str, dict]]]:
-    """Per process row, its shm and placement events in time order (few of all its events)."""
-    e = run.events
-    chosen = np.flatnonzero((e["kind"] == "shm") | (e["kind"] == "placement"))
-    out: dict = defaultdict(list)
-    for proc, kind, data in zip(e["proc"][chosen].tolist(), e["kind"][chosen].tolist(), e["data"][chosen].tolist()):
-        out[proc].append((kind, data))
-    return out
+    readings = buffers.readings(run)
+    return _bounded([_save(readings, procs, s) for s in saves], "pages", max_bars)
 
 
 def from_shares(procs: list[dict], saves: list[dict], max_bars: int = MAX_BUFFER_BARS) -> dict:
@@ -57,32 +46,28 @@ def _who(save: dict, writer: dict | None) -> dict:
             "writer_node": node, "writer_share": share}
 
 
-def _save(buffer_events: dict, procs: list[dict], save: dict) -> dict:
+def _save(readings: buffers.Readings, procs: list[dict], save: dict) -> dict:
     """One save's buffers: the writer's own (created or attached), else the
-    producer's created within the save; each as last read at the loop's end."""
-    buffers = []
+    producer's created within the save; each as last read at a loop's end."""
+    found = []
     for proc, window in ((save["writer"], None), (save["producer"], (save["start_ns"], save["end_ns"]))):
         if proc is None:
             continue
-        events = buffer_events.get(proc, [])
         if window is None:
-            own = {d.get("index") for k, d in events if k == "shm" and d.get("op") in ("create", "attach")}
+            own = readings.mapped.get(proc, set())
         else:
-            own = {d.get("index") for k, d in events if k == "shm" and d.get("op") == "create"
-                   and window[0] <= (d.get("t_ns") or 0) <= window[1]}
-        last: dict = {}
-        for kind, d in events:
-            if kind == "placement" and d.get("when") == "end" and d.get("index") in own:
-                last[d["index"]] = d
-        for index, d in sorted(last.items()):
+            own = {index for t, index in readings.created.get(proc, []) if window[0] <= t <= window[1]}
+        last = readings.last_end.get(proc, {})
+        for index in sorted(own & last.keys()):
+            d = last[index]
             scale = d["pages"] / d["sampled"] if d.get("sampled") and d.get("pages") else 1.0
-            buffers.append({"index": index,
+            found.append({"index": index,
                             "nodes": {str(int(n)): c * scale for n, c in (d.get("nodes") or {}).items()},
                             "unfaulted": (d.get("unfaulted") or 0) * scale})
-        if buffers:
+        if found:
             break
     writer = procs[save["writer"]] if save["writer"] is not None else None
-    return {**_who(save, writer), "buffers": buffers}
+    return {**_who(save, writer), "buffers": found}
 
 
 def by_writer_node(placed: list[dict]) -> list[dict]:
