@@ -29,7 +29,7 @@ def recordings(tmp_path_factory):
 
 def test_report_figures_of_a_real_recording(recordings, tmp_path):
     run, summary = recordings["forkserver"]
-    figures = plots.report_figures(run, summary)
+    figures = plots.report_figures(summary)
     # Affinity: a row per process (producer, resource tracker, forkserver, a writer a save).
     roles = sorted(p["role"] for p in summary["processes"] if p["samples"] or p["role"] in ("producer", "writer"))
     assert roles == sorted(["producer", "resource_tracker", "forkserver"] + ["writer"] * SAVES)
@@ -58,7 +58,7 @@ def test_report_figures_of_a_real_recording(recordings, tmp_path):
 
 def test_report_html_of_a_real_recording(recordings):
     run, summary = recordings["forkserver"]
-    doc = html.report_html(summary, plots.report_figures(run, summary))
+    doc = html.report_html(summary, plots.report_figures(summary))
     assert not re.search(r"src=\"http|<link|<script", doc)
     assert doc.count('src="data:image/png;base64,') == 4
     assert {"writer-startup", "main-reimport"} & {d["code"] for d in summary["diagnoses"]}

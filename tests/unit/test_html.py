@@ -32,7 +32,7 @@ def section(doc: str, heading: str) -> str:
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     run, summary = forkserver_run(tmp_path_factory)
-    return summary, html.report_html(summary, plots.report_figures(run, summary))
+    return summary, html.report_html(summary, plots.report_figures(summary))
 
 
 def test_report_is_self_contained_with_its_plots(report):

@@ -11,6 +11,7 @@ from matplotlib.collections import PathCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from writerprof.analysis.clocks import host_offsets
 from writerprof.analysis.compare import compare
 from writerprof.analysis.saves import COMPONENTS
 from writerprof.analysis.summary import summarize
@@ -85,7 +86,7 @@ def test_one_colour_per_component_phase_and_node():
 
 def test_affinity_timeline_has_a_row_per_process(tmp_path_factory):
     run, summary = forkserver_run(tmp_path_factory)
-    fig = plots.affinity_timeline(run, summary)
+    fig = plots.affinity_timeline(summary)
     shown = [p for p in summary["processes"] if p["samples"] or p["role"] in ("producer", "writer")]
     assert len(fig.axes) == len(shown)
     labels = ylabels(fig)
@@ -102,7 +103,7 @@ def test_affinity_timeline_has_a_row_per_process(tmp_path_factory):
 
 def test_affinity_timeline_at_scale_is_one_row_per_host_and_role(tmp_path_factory):
     run, summary = scale_run(tmp_path_factory)
-    fig = plots.affinity_timeline(run, summary)
+    fig = plots.affinity_timeline(summary)
     labels = ylabels(fig)
     rows = [label for label in labels if " on host" in label]
     assert len(rows) == 8  # 2 hosts x producer, writer, forkserver, resource tracker
@@ -115,9 +116,9 @@ def test_affinity_timeline_at_scale_is_one_row_per_host_and_role(tmp_path_factor
 def test_affinity_timeline_puts_every_host_on_the_recording_clock(tmp_path_factory):
     """host1's CLOCK_MONOTONIC is an hour off host0's: the plot aligns them."""
     run, summary = scale_run(tmp_path_factory)
-    offsets = plots.host_offsets(run)
+    offsets = host_offsets(run)
     assert offsets["host0"] == 0 and abs(offsets["host1"]) > 3_000e9
-    fig = plots.affinity_timeline(run, summary)
+    fig = plots.affinity_timeline(summary)
     low, high = fig.axes[0].get_xlim()
     assert high - low < 60  # a 10 s run, not an hour and 10 s
 
@@ -125,7 +126,7 @@ def test_affinity_timeline_puts_every_host_on_the_recording_clock(tmp_path_facto
 def test_buffer_placement_has_a_bar_per_buffer_and_the_writers_node(tmp_path_factory):
     run, summary = recorded(tmp_path_factory, **SMALL, start_method="forkserver", buffer_node=0,
                             writer_run_node=1)
-    fig = plots.buffer_placement(summary, run)
+    fig = plots.buffer_placement(summary)
     (ax,) = fig.axes
     assert len(bars(ax)) == 3 * 4  # 3 saves of 4 buffers, each wholly on one node
     assert {round(b.get_height()) for b in bars(ax)} == {4 * MIB // 4096}  # pages of a 4 MiB buffer
@@ -136,9 +137,9 @@ def test_buffer_placement_has_a_bar_per_buffer_and_the_writers_node(tmp_path_fac
     assert "node 0 (CPUs 0-3,8-11)" in legend_texts(fig)
 
 
-def test_buffer_placement_without_the_run_uses_the_summarys_shares(tmp_path_factory):
+def test_buffer_placement_without_the_buffers_readings_uses_the_summarys_shares(tmp_path_factory):
     _, summary = fork_run(tmp_path_factory)
-    fig = plots.buffer_placement(summary)
+    fig = plots.buffer_placement({k: v for k, v in summary.items() if k != "buffer_placement"})
     (ax,) = fig.axes
     assert len(bars(ax)) == 3  # a bar per writer's buffers
     assert ax.get_ylabel() == "share of pages"
@@ -146,7 +147,7 @@ def test_buffer_placement_without_the_run_uses_the_summarys_shares(tmp_path_fact
 
 def test_buffer_placement_at_scale_is_one_bar_per_host_and_writer_node(tmp_path_factory):
     run, summary = scale_run(tmp_path_factory)
-    fig = plots.buffer_placement(summary, run)
+    fig = plots.buffer_placement(summary)
     (ax,) = fig.axes
     assert [t.get_text() for t in ax.get_xticklabels()] == ["host0\nwriters on\nnode 1", "host1\nwriters on\nnode 1"]
     assert [t.get_text() for t in ax.texts] == ["320 saves\n0% local"] * 2  # every page on the other node
@@ -156,7 +157,7 @@ def test_buffer_placement_at_scale_is_one_bar_per_host_and_writer_node(tmp_path_
 
 def test_chunk_timeline_lanes_phases_and_startup(tmp_path_factory):
     run, summary = forkserver_run(tmp_path_factory)
-    fig = plots.chunk_timeline(run, summary)
+    fig = plots.chunk_timeline(summary)
     (ax,) = fig.axes
     assert [t.get_text() for t in ax.get_yticklabels()] == ["producer rank 0", "writers of rank 0"]
     drawn = {tuple(np.round(c.get_facecolor()[0][:3], 3)) for c in ax.collections}
@@ -173,7 +174,7 @@ def test_chunk_timeline_lanes_phases_and_startup(tmp_path_factory):
 
 def test_chunk_timeline_at_scale_shows_the_slowest_median_and_fastest_rank(tmp_path_factory):
     run, summary = scale_run(tmp_path_factory)
-    fig = plots.chunk_timeline(run, summary)
+    fig = plots.chunk_timeline(summary)
     (ax,) = fig.axes
     title = titles(fig)
     assert "3 of 64 producers" in title and "slowest rank" in title and "fastest rank" in title
@@ -237,7 +238,7 @@ def test_waterfall_runs_from_a_to_b_and_closes(tmp_path_factory):
 
 def test_save_figures_writes_png_and_svg(tmp_path_factory, tmp_path):
     run, summary = fork_run(tmp_path_factory)
-    figures = plots.report_figures(run, summary)
+    figures = plots.report_figures(summary)
     assert list(figures) == ["affinity_timeline", "buffer_placement", "chunk_timeline", "save_decomposition"]
     written = plots.save_figures({"chunk_timeline": figures["chunk_timeline"]}, tmp_path / "plots")
     assert [p.name for p in written] == ["chunk_timeline.png", "chunk_timeline.svg"]
@@ -249,10 +250,11 @@ def test_save_figures_writes_png_and_svg(tmp_path_factory, tmp_path):
 
 def test_a_run_without_samples_or_saves_still_gives_figures(tmp_path_factory):
     run, summary = fork_run(tmp_path_factory)
-    empty = dict(summary, saves=[], processes=[])
-    assert "no saves" in plots.chunk_timeline(run, empty).axes[0].texts[0].get_text()
-    assert "no placement" in plots.buffer_placement(empty, run).axes[0].texts[0].get_text()
-    assert "no sampler" in plots.affinity_timeline(run, empty).axes[0].texts[0].get_text()
+    empty = dict(summary, saves=[], processes=[], affinity=None, chunk_timeline=None,
+                 buffer_placement={"unit": "pages", "saves": []})
+    assert "no saves" in plots.chunk_timeline(empty).axes[0].texts[0].get_text()
+    assert "no placement" in plots.buffer_placement(empty).axes[0].texts[0].get_text()
+    assert "no sampler" in plots.affinity_timeline(empty).axes[0].texts[0].get_text()
 
 
 def test_plots_leave_pyplot_alone(tmp_path):

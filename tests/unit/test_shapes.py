@@ -51,6 +51,18 @@ def test_a_summary_has_the_keys_of_summary(runs):
     assert any(costs) and not all(costs)  # Diagnosis's optional key, both ways
 
 
+def test_the_views_of_a_many_rank_run_have_their_at_scale_shapes(tmp_path):
+    """Past the plots' per-process and per-buffer limits the affinity and the
+    buffer placement take their other shapes, with the timeline's picks."""
+    write_run(tmp_path / "many", Scenario(hosts=8, ranks_per_host=8))
+    summary = summarize(load(tmp_path / "many"))
+    assert "groups" in summary["affinity"] and "groups" in summary["buffer_placement"]
+    assert summary["chunk_timeline"]["picked"] and summary["save_indices"] and summary["process_groups"]
+    assert_shape(summary, shapes.Summary)
+    assert not shapes.mismatches(summary["affinity"], shapes.AffinityBins)
+    assert shapes.mismatches(summary["affinity"], shapes.AffinityProcesses)  # the other shape does not fit
+
+
 def test_a_comparison_has_the_keys_of_comparison(runs):
     comparison = compare([runs["fork"]], [runs["forkserver"]])
     assert comparison["per_rank"] and comparison["per_save"] and comparison["a"]["per_save"]

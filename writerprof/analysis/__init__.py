@@ -1,6 +1,9 @@
 """The analysis: pure functions from a loaded run to findings (processes,
-saves, their decomposition, diagnoses) and from findings to comparisons.
-Renderers format what these return; they compute nothing of their own."""
+saves, their decomposition, diagnoses, groups per host and role and per save
+index, and the plots' data: affinity, buffer placement, chunk timeline) and
+from findings to comparisons. summary.summarize(run) gathers them; the
+renderers take that summary (or a comparison) and never a run, and only
+format it."""
 
 from __future__ import annotations
 

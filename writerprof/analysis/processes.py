@@ -8,6 +8,7 @@ from collections import Counter
 
 import numpy as np
 
+from writerprof.analysis import buffers
 from writerprof.analysis.samples import sample_rows
 from writerprof.run import roles as run_roles
 from writerprof.run import topology
@@ -58,6 +59,8 @@ def table(run, idx, saves: list[dict]) -> list[dict]:
     affinity_log = _affinity_log(run)
     methods = _start_methods(saves)
     work_nodes = _work_nodes(run, role_of, node_of)
+    found = buffers.readings(run)
+    mapped, last_nodes = found.mapped, found.last_nodes
     rows_of_pid: dict = {}
     for row, (h, pid) in enumerate(zip(p["host"], p["pid"].tolist())):
         rows_of_pid.setdefault((h, pid), []).append(row)
@@ -101,7 +104,7 @@ def table(run, idx, saves: list[dict]) -> list[dict]:
             "worked_nodes": work_nodes[row] or sampled_nodes,
             "worked_nodes_from": (WORKED_FROM_CALLS if work_nodes[row]
                                   else WORKED_FROM_SAMPLES if sampled_nodes else None),
-            "buffer_nodes": _buffer_nodes(idx.events[row]),
+            "buffer_nodes": _buffer_nodes(mapped.get(row, ()), last_nodes.get(row, {})),
             "minflt": _counter(usage, "minflt", last, "minflt"),
             "majflt": _counter(usage, "majflt", last, "majflt"),
             "nonvoluntary_switches": _counter(usage, "nivcsw", last, "nonvoluntary_ctxt"),
@@ -179,16 +182,12 @@ def _work_nodes(run, role_of, node_of) -> list[dict[str, float]]:
     return [shares({n: float(w) for n, w in enumerate(row) if w > 0}) for row in table]
 
 
-def _buffer_nodes(events) -> dict[str, float]:
+def _buffer_nodes(mapped, last_nodes: dict) -> dict[str, float]:
     """Node -> share of the sampled pages of the buffers this process created
     or attached, as last measured (an inherited mapping is its parent's)."""
-    own = {d.get("index") for k, d in events if k == "shm" and d.get("op") in ("create", "attach")}
-    latest: dict = {}
-    for kind, data in events:
-        if kind == "placement" and data.get("index") in own and data.get("nodes"):
-            latest[data["index"]] = data["nodes"]
     pages: Counter = Counter()
-    for nodes in latest.values():
-        for node, count in nodes.items():
-            pages[int(node)] += count
+    for index, nodes in last_nodes.items():  # in the order they were first read
+        if index in mapped:
+            for node, count in nodes.items():
+                pages[int(node)] += count
     return shares(pages)

@@ -30,6 +30,21 @@ def per_rank(saves: list[dict]) -> list[dict]:
     return rows
 
 
+def per_host(rank_rows: list[dict]) -> list[dict]:
+    """Per host, over its ranks (per_rank's rows): how many, their mean save
+    time, and the rank with the slowest save."""
+    by_host = defaultdict(list)
+    for r in rank_rows:
+        by_host[r["host"]].append(r)
+    out = []
+    for host, group in sorted(by_host.items()):
+        worst = max(group, key=lambda r: r["slowest_save_s"])
+        out.append({"host": host, "ranks": len(group),
+                    "mean_save_s": sum(r["mean_save_s"] for r in group) / len(group),
+                    "slowest_save_s": worst["slowest_save_s"], "slowest_rank": worst["rank"]})
+    return out
+
+
 def aggregate(saves: list[dict], offsets: dict[str, int]) -> dict:
     """Per save index (the n-th save of every rank), as the benchmark reports
     it: the checkpoint size summed over ranks over rank 0's save duration

@@ -197,6 +197,156 @@ class Binding(TypedDict):
     writer_cpus: list[list[int]]  # the distinct masks its writers started with
 
 
+class Stats(TypedDict):
+    mean: float
+    min: float
+    max: float
+
+
+class RankPerHost(TypedDict):
+    host: str
+    ranks: int  # ranks on that host
+    mean_save_s: float | None
+    slowest_save_s: float | None
+    slowest_rank: int | None
+
+
+class ProcessGroup(TypedDict):
+    """The processes of one (host, role), as the tables of a many-rank run show them (analysis.groups)."""
+    host: str
+    role: str
+    count: int
+    ranks: list[int]
+    start_methods: list[str]
+    masks: int  # distinct allowed-CPU masks among them
+    allowed_cpus: list[int] | None  # the one mask, when masks == 1
+    allowed_nodes: list[int]
+    spanning: int  # of them allowed on more than one node
+    worked_nodes: dict[str, float]  # mean of their worked_nodes shares
+    buffer_nodes: dict[str, float]  # mean of their buffers' page shares
+    minflt: Stats | None
+    nonvoluntary_switches: Stats | None
+    cpu_s: Stats | None
+
+
+class Slowest(TypedDict):
+    rank: int | None
+    host: str
+    duration_s: float
+
+
+class SaveIndex(TypedDict):
+    """One save index across ranks (analysis.groups): mean/min/max of each column."""
+    save: int
+    ranks: int
+    startup_s: Stats | None
+    main_rerun_s: Stats | None
+    gen_s: Stats | None
+    put_wait_s: Stats | None
+    get_wait_s: Stats | None
+    write_s: Stats | None
+    fsync_s: Stats | None
+    duration_s: Stats | None
+    gib_s: Stats | None
+    slowest: Slowest
+    bottleneck: str | None  # the component most of its ranks' saves were bound by
+
+
+class AffinityRow(TypedDict):
+    """A process's sampler readings, for runs of few processes (analysis.affinity)."""
+    id: int  # its row in processes
+    save: int | None
+    allowed: list  # [[from_s, to_s, [[first_cpu, last_cpu, node]]]]
+    writers: list  # [[created_s, stop_s, save]] of a producer's writers
+    t_s: list[float]
+    cpu: list[int]
+    node: list[int]  # -1: no known node
+    host_nodes: list[int]
+    cpus: list[int]
+
+
+class AffinityProcesses(TypedDict):
+    end_s: float
+    rows: list[AffinityRow]
+
+
+class AffinityGroup(TypedDict):
+    host: str
+    role: str
+    count: int
+    masks: int
+    allowed_cpus: list[int] | None
+    allowed_nodes: list[int]
+    spanning: int
+    counts: list[list[int]]  # per node lane (then "no known node"): readings per time bin; [] for none
+    alive: list[int]  # processes alive per time bin
+
+
+class AffinityBins(TypedDict):
+    """Past the per-process limit: readings counted per (host, role) and time bin."""
+    end_s: float
+    centres: list[float]  # the bins' mid times, seconds
+    nodes: list[int]
+    processes: int
+    groups: list[AffinityGroup]
+
+
+class BufferReading(TypedDict):
+    index: int | str
+    nodes: dict[str, float]  # node -> pages (scaled from the sample)
+    unfaulted: float
+
+
+class SavePlacement(TypedDict):
+    save: int
+    host: str
+    rank: int | None
+    producer: int
+    writer_node: int | None
+    writer_share: float
+    buffers: list[BufferReading]
+
+
+class PlacementPerSave(TypedDict):
+    unit: str
+    saves: list[SavePlacement]
+
+
+class PlacementGroup(TypedDict):
+    host: str
+    writer_node: int | None
+    saves: int
+    buffers: int
+    shares: dict[str, float]  # node ("-1": not faulted in) -> share of pages
+    local: float | None  # share of pages on the writer's node
+
+
+class PlacementPerNode(TypedDict):
+    """Past MAX_BUFFER_BARS buffers: per (host, writer node)."""
+    unit: str
+    groups: list[PlacementGroup]
+
+
+class Pick(TypedDict):
+    what: str  # slowest / median / fastest
+    producer: int
+    mean_save_s: float
+
+
+class TimelinePair(TypedDict):
+    producer: int
+    producer_spans: dict[str, list]  # phase -> [[from_s, seconds]]
+    writer_spans: dict[str, list]  # start-up phase or call -> [[from_s, seconds]]
+    saves: list  # [[start_s, save]]
+
+
+class ChunkTimeline(TypedDict):
+    """The representative producer/writer pairs' spans on the run's one time axis (analysis.timeline)."""
+    producers: int
+    picked: list[Pick] | None  # None: every producer is drawn
+    pairs: list[TimelinePair]
+
+
 class Summary(TypedDict):
     schema: str  # "writerprof.summary/1"
     run: RunInfo
@@ -211,6 +361,12 @@ class Summary(TypedDict):
     placement: Placement
     diagnoses: list[Diagnosis]  # warnings first, then by cost
     binding: list[Binding]  # ranks bound by their launcher, by rank
+    ranks_per_host: list[RankPerHost]
+    process_groups: list[ProcessGroup]
+    save_indices: list[SaveIndex]
+    affinity: AffinityProcesses | AffinityBins | None  # None: no sampler readings
+    buffer_placement: PlacementPerSave | PlacementPerNode
+    chunk_timeline: ChunkTimeline
 
 
 # ---- the comparison: writerprof.compare/1 ---------------------------------------------------
@@ -346,7 +502,8 @@ def mismatches(value, shape, where: str = "") -> list[str]:
     if origin in (Union, types.UnionType):
         if value is None:
             return []
-        return mismatches(value, next(a for a in args if a is not type(None)), where)
+        # One of several shapes: the value is measured against the one it fits best.
+        return min((mismatches(value, a, where) for a in args if a is not type(None)), key=len)
     if typing.is_typeddict(shape):
         if not isinstance(value, dict):
             return [f"{where or shape.__name__}: a {type(value).__name__}, not a {shape.__name__}"]

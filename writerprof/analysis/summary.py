@@ -1,9 +1,13 @@
-"""A run's summary: the one object every report renderer and `compare` reads
-(`writerprof report --json` prints it)."""
+"""A run's summary: the one object every renderer (terminal, HTML, plots,
+notebooks) and `compare` reads (`writerprof report --json` prints it). It
+holds everything they show that is derived from the run, the plots' data
+included (affinity, buffer placement, chunk timeline), each bounded for
+runs of many ranks; the renderers only format it."""
 
 from __future__ import annotations
 
-from writerprof.analysis import binding, clocks, diagnoses, processes, ranks, saves
+from writerprof.analysis import affinity, binding, clocks, diagnoses, groups, placement, processes, ranks, saves
+from writerprof.analysis import starts, timeline
 from writerprof.analysis.shapes import Summary, Throughput
 from writerprof.run import topology
 
@@ -23,6 +27,7 @@ def summarize(run) -> Summary:
         save["end_s"] = (save["end_ns"] + offsets.get(save["host"], 0) - origin) / 1e9
     for proc in procs:
         _shift(proc, offsets.get(proc["host"], 0) / 1e9)
+    rank_rows = ranks.per_rank(found)
     pythons = sorted({p["python"] for p in procs if p["python"]})
     topology_of = {host: {"nodes": {n: info["cpus"] for n, info in t.get("nodes", {}).items()},
                           "cpus": len(topology.cpu_nodes(t)), "cpu_model": t.get("cpu_model")}
@@ -37,7 +42,7 @@ def summarize(run) -> Summary:
             "synthetic": bool(run.meta.get("synthetic")),
             "hosts": run.hosts,
             "python": pythons,
-            "start_methods": sorted({s["start_method"] for s in found if s["start_method"]}),
+            "start_methods": starts.start_methods(run),
             "started_ns": origin,
             "losses": run.losses,
         },
@@ -46,12 +51,18 @@ def summarize(run) -> Summary:
         "processes": procs,
         "saves": found,
         "throughput": throughput(found),
-        "ranks": ranks.per_rank(found),
+        "ranks": rank_rows,
+        "ranks_per_host": ranks.per_host(rank_rows),
         "aggregate": ranks.aggregate(found, offsets),
         "stragglers": ranks.stragglers(found),
         "placement": ranks.placement_consistency(procs, topology_of),
         "binding": binding.launcher_binding(procs, topology_of),
         "diagnoses": diagnoses.diagnose(run, procs, found),
+        "process_groups": groups.process_groups(procs),
+        "save_indices": groups.save_indices(found),
+        "affinity": affinity.affinity(run, procs, found, offsets),
+        "buffer_placement": placement.buffer_placement(run, procs, found),
+        "chunk_timeline": timeline.chunk_timeline(run, idx, procs, found, offsets),
     }
 
 

@@ -120,7 +120,9 @@ def _one(args) -> int:
 
 
 def _method(recorded) -> str:
-    methods = sorted({e["data"].get("method") for e in recorded.events_of("process_start")} - {None})
+    from writerprof.analysis.starts import start_methods
+
+    methods = start_methods(recorded)
     return f" ({', '.join(methods)})" if methods else ""
 
 

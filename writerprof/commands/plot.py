@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
         recorded = load(args.run_dir)
         summary = summarize(recorded)
     out = output_directory(args.output or args.run_dir / "plots", "plots directory")
-    written = plots.save_figures(plots.report_figures(recorded, summary), out)
+    written = plots.save_figures(plots.report_figures(summary), out)
     for path in written:
         print(path)
     print(f"writerprof plot: {len(written)} files in {out}", file=sys.stderr)

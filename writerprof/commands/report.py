@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     if args.html or args.plots:
         from writerprof.render import html, plots
 
-        figures = plots.report_figures(recorded, summary)
+        figures = plots.report_figures(summary)
         if args.plots:
             written = plots.save_figures(figures, output_directory(args.plots, "plots directory"))
             print(f"writerprof report: {len(written)} plot files in {args.plots}", file=sys.stderr)

@@ -1,8 +1,9 @@
 """Reports as one self-contained HTML file: the plots embedded as base64
 images (PNG, or SVG), the style inline, no script, no external reference,
 readable offline. They format what the analysis found and compute nothing of
-their own; many processes or saves (MPI runs) are shown one row per
-(host, role) or per save index, with mean, min and max.
+their own; many processes or saves (MPI runs) are shown as the summary's rows
+per (host, role) and per save index (summary["process_groups"],
+summary["save_indices"]), with mean, min and max.
 
 Every string that comes from the data (commands, paths, host names,
 messages, evidence) goes through html.escape.
@@ -10,14 +11,13 @@ messages, evidence) goes through html.escape.
 
 from __future__ import annotations
 
-import base64
-import html
-import io
-import re
 import shlex
 from collections import defaultdict
 
+from writerprof.analysis.groups import stats
 from writerprof.analysis.saves import COMPONENTS, STARTUP_PHASES
+from writerprof.render.format import has_rank as _has_rank, placement_value as _placement_value
+from writerprof.render.format import rank as _rank, ranks as _ranks, rate as _rate, seconds as _s, shares
 from writerprof.units import format_cpu_list, format_size
 
 MAX_ROWS = 40  # beyond this many processes or saves, one row per group
@@ -25,92 +25,15 @@ MAX_INSTANCES = 20  # a diagnosis's instances listed before "... and N more"
 FULL_INSTANCES = 3  # instances of one diagnosis shown with their evidence (else the costliest, and a table)
 MIN_S = 0.0005  # a component below this on both sides is shown dimmed
 
-_STYLE = """
-body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif;
-       margin: 1.5em auto; max-width: 1250px; padding: 0 1em; color: #222; line-height: 1.4; }
-h1 { font-size: 1.5em; margin-bottom: 0.2em; } h2 { font-size: 1.2em; margin-top: 1.8em;
-     border-bottom: 1px solid #ddd; padding-bottom: 0.2em; } h3 { font-size: 1.05em; margin: 0.2em 0; }
-table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.86em; }
-th, td { border: 1px solid #ddd; padding: 0.2em 0.5em; vertical-align: top; }
-th { background: #f3f3f3; text-align: left; } td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
-tr.dim td { color: #999; } tr.total td { font-weight: bold; border-top: 2px solid #999; }
-tr.differs td { background: #fff7d6; }
-table.kv th { width: 12em; }
-code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 0.92em; }
-.diagnosis { margin: 0.8em 0; padding: 0.5em 0.8em; border-left: 5px solid #999; background: #f7f7f7; }
-.diagnosis.warning { border-left-color: #d9822b; background: #fff5ea; }
-.diagnosis.info { border-left-color: #3b7dd8; background: #f1f6fd; }
-.badge { display: inline-block; padding: 0 0.45em; border-radius: 3px; font-size: 0.8em; font-weight: bold;
-         color: #fff; background: #888; margin-right: 0.4em; text-transform: uppercase; }
-.badge.warning { background: #c8691a; } .badge.info { background: #2f6fc4; }
-.instance { margin: 0.5em 0 0.5em 0.8em; }
-.where { color: #555; font-size: 0.9em; }
-.verdict { font-size: 1.25em; padding: 0.8em 1em; border: 2px solid #333; background: #fffbe6; margin: 1em 0; }
-.notice { padding: 0.5em 0.8em; background: #fdecea; border-left: 5px solid #c62828; }
-.note { color: #555; font-size: 0.9em; }
-figure { margin: 1em 0 2em 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
-figcaption { color: #555; font-size: 0.9em; }
-"""
-
-# What each plot shows, under it.
-CAPTIONS = {
-    "affinity_timeline": "Where each process ran over time (sampled CPU, coloured by NUMA node), against the CPUs "
-                         "it was allowed; at scale the share of samples per node by host and role.",
-    "buffer_placement": "Pages of each shared-memory buffer per NUMA node at the end of the writer's loop, and the "
-                        "node the writer ran on.",
-    "chunk_timeline": "Each producer/writer pair on one time axis: gen, put-wait, the writer's start-up phases, "
-                      "get-wait, write, fsync.",
-    "save_decomposition": "The critical path of each save by component (mean per save index at scale).",
-    "compare_waterfall": "From A's mean save time to B's, through each component's difference.",
-}
-
-
-class _Html(str):
-    """Markup made here: not escaped again."""
-
-
-def _e(value) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
-
-
-def _cell(value) -> str:
-    return value if isinstance(value, _Html) else _e(value)
-
-
-def _table(headers: list[str], rows: list[list], numeric: set[int] = frozenset(), row_classes=None,
-           cls: str = "") -> str:
-    out = [f'<table class="{cls}">' if cls else "<table>", "<thead><tr>"]
-    out += [f'<th class="n">{_cell(h)}</th>' if i in numeric else f"<th>{_cell(h)}</th>"
-            for i, h in enumerate(headers)]
-    out.append("</tr></thead><tbody>")
-    for r, row in enumerate(rows):
-        klass = (row_classes or {}).get(r) if isinstance(row_classes, dict) else (
-            row_classes[r] if row_classes else None)
-        out.append(f'<tr class="{klass}">' if klass else "<tr>")
-        out += [f'<td class="n">{_cell(v)}</td>' if i in numeric else f"<td>{_cell(v)}</td>"
-                for i, v in enumerate(row)]
-        out.append("</tr>")
-    out.append("</tbody></table>")
-    return "".join(out)
-
-
-def _kv(rows: list[tuple[str, object]]) -> str:
-    return ('<table class="kv">' + "".join(f"<tr><th>{_cell(k)}</th><td>{_cell(v)}</td></tr>" for k, v in rows)
-            + "</table>")
-
-
-def _s(value, digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
+# figure_data_uri and CAPTIONS are part of this module's interface; the rest builds its pages.
+from writerprof.render.markup import CAPTIONS, _Html, _e, _figures, _flames, _kv, _page, _table  # noqa: F401
+from writerprof.render.markup import figure_data_uri  # noqa: F401
 
 
 def _signed(value) -> str:
     if value is None:
         return "-"
     return "0.000" if abs(value) < 0.0005 else f"{value:+.3f}"
-
-
-def _rate(value) -> str:
-    return "-" if value is None else f"{value:.2f}"
 
 
 def _pct(value) -> str:
@@ -125,47 +48,15 @@ def _num(value) -> str:
     return f"{value:,.0f}" if isinstance(value, float) else f"{value:,}" if isinstance(value, int) else str(value)
 
 
-def _has_rank(rank) -> bool:
-    return rank is not None and rank >= 0
-
-
-def _rank(rank) -> str:
-    return str(rank) if _has_rank(rank) else "-"
-
-
 def _shares(share: dict, limit: int = 3) -> str:
-    if not share:
+    return shares(share, limit)
+
+
+def _mmm_of(stats: dict | None, digits: int = 3) -> str:
+    """The analysis's {"mean", "min", "max"} as 'mean (min–max)'."""
+    if not stats or stats["mean"] is None:
         return "-"
-    return " ".join(f"{n}:{v:.0%}" for n, v in list(share.items())[:limit])
-
-
-def _mean_shares(many: list[dict]) -> dict:
-    many = [s for s in many if s]
-    total: dict = defaultdict(float)
-    for share in many:
-        for node, value in share.items():
-            total[node] += value / len(many)
-    return dict(sorted(total.items(), key=lambda kv: -kv[1]))
-
-
-def _stats(values) -> tuple:
-    values = [v for v in values if v is not None]
-    if not values:
-        return None, None, None
-    return sum(values) / len(values), min(values), max(values)
-
-
-def _mmm(values, digits: int = 3) -> str:
-    mean, low, high = _stats(values)
-    if mean is None:
-        return "-"
-    return f"{mean:.{digits}f} ({low:.{digits}f}–{high:.{digits}f})"
-
-
-def _ranks(ranks) -> str:
-    """[0, 1, 2, 5] -> '0-2,5'."""
-    ranks = sorted({r for r in ranks if _has_rank(r)})
-    return format_cpu_list(ranks) if ranks else "-"
+    return f"{stats['mean']:.{digits}f} ({stats['min']:.{digits}f}–{stats['max']:.{digits}f})"
 
 
 def _command(command) -> str:
@@ -185,52 +76,6 @@ def _value(key: str, value) -> str:
             return format_cpu_list(value)
         return ", ".join(_value(key, v) for v in value) or "-"
     return "-" if value is None else str(value)
-
-
-# --- figures -----------------------------------------------------------------------------------
-
-def figure_data_uri(figure, image_format: str = "png", dpi: int = 100) -> str:
-    """A figure as a data: URI (base64 PNG or SVG): an image without a file."""
-    buffer = io.BytesIO()
-    metadata = {"Date": None} if image_format == "svg" else {}
-    figure.savefig(buffer, format=image_format, dpi=dpi, metadata=metadata)
-    mime = "image/svg+xml" if image_format == "svg" else "image/png"
-    return f"data:{mime};base64,{base64.b64encode(buffer.getvalue()).decode('ascii')}"
-
-
-def _figures(figures: dict, image_format: str) -> str:
-    if not figures:
-        return ""
-    out = ["<h2>Plots</h2>"]
-    for name, figure in figures.items():
-        if figure is None:
-            continue
-        out.append(f'<figure id="{_e(name)}"><img alt="{_e(name)}" src="{figure_data_uri(figure, image_format)}">'
-                   f"<figcaption><b>{_e(name.replace('_', ' '))}</b>. {_e(CAPTIONS.get(name, ''))}</figcaption>"
-                   f"</figure>")
-    return "\n".join(out)
-
-
-def _flames(flames: dict[str, str]) -> str:
-    """Flamegraphs (SVG documents) embedded each in a frame of its own: they
-    stay interactive (hover, click to zoom) and their ids cannot collide."""
-    if not flames:
-        return ""
-    out = ["<h2>Flamegraphs (py-spy)</h2>",
-           "<p>Python stacks sampled by py-spy, blocked threads included: widths are wall-clock time. "
-           "Hover a frame for its samples and share; click to zoom.</p>"]
-    for name, svg in flames.items():
-        height = re.search(r'<svg[^>]*\sheight="(\d+)"', svg)
-        out.append(f'<figure><iframe title="{_e(name)}" srcdoc="{_e(svg)}" '
-                   f'style="width:100%;border:0;height:{int(height.group(1)) + 20 if height else 600}px"></iframe>'
-                   f"<figcaption><b>{_e(name)}</b></figcaption></figure>")
-    return "\n".join(out)
-
-
-def _page(title: str, body: list[str]) -> str:
-    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-            f"<title>{_e(title)}</title>\n<style>{_STYLE}</style>\n</head>\n<body>\n"
-            + "\n".join(body) + "\n</body>\n</html>\n")
 
 
 # --- diagnoses ---------------------------------------------------------------------------------
@@ -274,7 +119,7 @@ def diagnoses_html(diagnoses: list[dict], runs: list[str | None] | None = None) 
         if len(costs) == 1:
             head += f" · cost {costs[0]:.3f} s"
         elif costs:
-            head += f" · cost {_mmm(costs)} s each"
+            head += f" · cost {_mmm_of(stats(costs))} s each"
         if len(items) > 1:
             hosts = sorted({d["host"] for d, _ in items if d.get("host")})
             head += _e(f" · ranks {_ranks(d.get('rank') for d, _ in items)}" if any(
@@ -334,19 +179,11 @@ def _processes(summary: dict) -> str:
                 + _table(["id", "host", "rank", "pid", "role", "method", "allowed CPUs", "ran on node",
                           "buffers on node", "minor faults", "invol. switches", "CPU s", "samples"],
                          rows, numeric={0, 3, 9, 10, 11, 12}))
-    groups: dict = defaultdict(list)
-    for p in procs:
-        groups[(p["host"], p["role"])].append(p)
-    rows = []
-    for (host, role), group in sorted(groups.items()):
-        masks = {format_cpu_list(p["allowed_cpus"]) for p in group}
-        methods = sorted({p["start_method"] for p in group if p.get("start_method")})
-        rows.append([host, role, len(group), _ranks(p["rank"] for p in group), ", ".join(methods) or "-",
-                     next(iter(masks)) if len(masks) == 1 else f"{len(masks)} different",
-                     _shares(_mean_shares([p["worked_nodes"] for p in group])),
-                     _shares(_mean_shares([p["buffer_nodes"] for p in group])),
-                     _mmm([p.get("minflt") for p in group], 0), _mmm([p.get("nonvoluntary_switches") for p in group], 0),
-                     _mmm([p.get("cpu_s") for p in group], 2)])
+    rows = [[g["host"], g["role"], g["count"], _ranks(g["ranks"]), ", ".join(g["start_methods"]) or "-",
+             format_cpu_list(g["allowed_cpus"]) if g["masks"] == 1 else f"{g['masks']} different",
+             _shares(g["worked_nodes"]), _shares(g["buffer_nodes"]), _mmm_of(g["minflt"], 0),
+             _mmm_of(g["nonvoluntary_switches"], 0), _mmm_of(g["cpu_s"], 2)]
+            for g in summary["process_groups"]]
     return (f"<h2>Processes ({len(procs)}, one row per host and role)</h2>"
             '<p class="note">Counts as mean (min–max) over the group.</p>'
             + _table(["host", "role", "count", "ranks", "methods", "allowed CPUs", "ran on node (mean)",
@@ -375,20 +212,10 @@ def _saves(summary: dict) -> str:
                        numeric=set(range(5, 14)) | {0, 3})
         title = f"<h2>Saves ({len(saves)})</h2>"
     else:
-        by_index: dict = defaultdict(list)
-        for s in saves:
-            by_index[s["save"]].append(s)
-        rows = []
-        for index, group in sorted(by_index.items()):
-            slowest = max(group, key=lambda s: s["duration_s"])
-            bottlenecks: dict = defaultdict(int)
-            for s in group:
-                bottlenecks[s.get("bottleneck")] += 1
-            rows.append([index, len(group), *[_mmm([s[k] for s in group]) for k, _ in _SAVE_COLUMNS],
-                         _mmm([s.get("gib_s") for s in group], 2),
-                         f"rank {_rank(slowest['rank'])} on {slowest['host']}",
-                         max(bottlenecks, key=bottlenecks.get) or "-"])
-        producers = len({(s["host"], s["producer"]) for s in saves})
+        rows = [[row["save"], row["ranks"], *[_mmm_of(row[k]) for k, _ in _SAVE_COLUMNS], _mmm_of(row["gib_s"], 2),
+                 f"rank {_rank(row['slowest']['rank'])} on {row['slowest']['host']}", row["bottleneck"] or "-"]
+                for row in summary["save_indices"]]
+        producers = len(summary["ranks"])
         table = _table(["save", "ranks", *[h for _, h in _SAVE_COLUMNS], "GiB/s", "slowest", "bottleneck"], rows,
                        numeric={0, 1})
         title = (f"<h2>Saves ({len(saves)} over {producers} producers, one row per save index)</h2>"
@@ -423,14 +250,6 @@ def report_html(summary: dict, figures: dict | None = None, image_format: str = 
 
 def _side_label(side: dict, default: str) -> str:
     return side.get("name") or "/".join(side.get("start_methods") or []) or default
-
-
-def _placement_value(value) -> str:
-    if isinstance(value, dict):
-        return _shares(value, 4)
-    if isinstance(value, list):
-        return "; ".join(format_cpu_list(v) if isinstance(v, list) else str(v) for v in value) or "-"
-    return "-" if value is None else str(value)
 
 
 def _components(comparison: dict, name_a: str, name_b: str) -> str:

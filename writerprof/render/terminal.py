@@ -1,14 +1,15 @@
 """Reports as text for a terminal, 100 columns: they format what the analysis
 found and compute nothing of their own. Many processes or saves (MPI runs)
-are aggregated into one row per host and role, or per save index."""
+are shown as the summary's rows per host and role (summary["process_groups"])
+and per save index (summary["save_indices"])."""
 
 from __future__ import annotations
 
 import textwrap
 from collections import defaultdict
 
-from writerprof.analysis.processes import mean_shares
 from writerprof.analysis.saves import COMPONENTS
+from writerprof.render.format import placement_value, rank as _rank, rate as _rate, seconds as _sec, shares
 from writerprof.units import format_cpu_list, format_size
 
 WIDTH = 100
@@ -57,9 +58,7 @@ def _header(summary: dict) -> str:
 
 
 def _shares(share: dict, limit: int = 2) -> str:
-    if not share:
-        return "-"
-    return " ".join(f"{n}:{v:.0%}" for n, v in list(share.items())[:limit])
+    return shares(share, limit)
 
 
 def _processes(summary: dict) -> str:
@@ -75,21 +74,15 @@ def _processes(summary: dict) -> str:
                 f"{_shares(p['worked_nodes']):<11.11} {_shares(p['buffer_nodes'], 1):<8.8} "
                 f"{_num(p['minflt']):>8} {_num(p['nonvoluntary_switches']):>7}")
         return "\n".join(rows)
-    groups = defaultdict(list)
-    for p in procs:
-        groups[(p["host"], p["role"])].append(p)
     rows[1] = (f"{'host':<10} {'role':<16} {'count':>6} {'methods':<12} {'allowed masks':<16} "
                f"{'ran on node':<12} {'buffers':<10} {'faults/proc':>11}")
-    for (host, role), group in sorted(groups.items()):
-        masks = {format_cpu_list(p["allowed_cpus"]) for p in group}
-        methods = {p["start_method"] for p in group if p["start_method"]}
-        faults = [p["minflt"] for p in group if p["minflt"] is not None]
+    for g in summary["process_groups"]:
+        faults = g["minflt"]
+        mask = format_cpu_list(g["allowed_cpus"]) if g["masks"] == 1 else f"{g['masks']} different"
         rows.append(
-            f"{_cut(host, 10):<10} {role:<16} {len(group):>6} {','.join(sorted(methods)) or '-':<12.12} "
-            f"{(next(iter(masks)) if len(masks) == 1 else f'{len(masks)} different'):<16.16} "
-            f"{_shares(mean_shares([p['worked_nodes'] for p in group])):<12.12} "
-            f"{_shares(mean_shares([p['buffer_nodes'] for p in group])):<10.10} "
-            f"{_num(sum(faults) // len(faults) if faults else None):>11}")
+            f"{_cut(g['host'], 10):<10} {g['role']:<16} {g['count']:>6} {','.join(g['start_methods']) or '-':<12.12} "
+            f"{mask:<16.16} {_shares(g['worked_nodes']):<12.12} {_shares(g['buffer_nodes']):<10.10} "
+            f"{_num(int(faults['mean']) if faults else None):>11}")
     return "\n".join(rows)
 
 
@@ -107,23 +100,20 @@ def _saves(summary: dict) -> str:
                 f"{_sec(s['get_wait_s']):>8} {_sec(s['write_s']):>6} {_sec(s['fsync_s']):>6} "
                 f"{_sec(s['duration_s']):>6} {_rate(s['gib_s']):>5} {s['bottleneck']}")
         return "\n".join(rows)
-    by_index = defaultdict(list)
-    for s in saves:
-        by_index[s["save"]].append(s)
-    rows[0] = (f"Saves ({len(saves)} over {len({(s['host'], s['rank']) for s in saves})} producers; seconds, "
+    rows[0] = (f"Saves ({len(saves)} over {len(summary['ranks'])} producers; seconds, "
                f"mean over ranks; slowest: the rank whose save took longest)")
     rows[1] = (f"{'save':>4} {'ranks':>5} {'start-up':>8} {'re-run':>6} {'gen':>6} {'put-wait':>8} "
                f"{'write':>6} {'fsync':>6} {'mean':>6} {'max':>6} {'slowest':<14} bottleneck")
-    for index, group in sorted(by_index.items()):
-        slowest = max(group, key=lambda s: s["duration_s"])
+    for row in summary["save_indices"]:
+        slowest = row["slowest"]
         rows.append(
-            f"{index:>4} {len(group):>5} {_sec(_avg(s['startup_s'] for s in group)):>8} "
-            f"{_sec(_avg(s['startup'].get('main_rerun') for s in group) or None):>6} "
-            f"{_sec(_avg(s['gen_s'] for s in group)):>6} {_sec(_avg(s['put_wait_s'] for s in group)):>8} "
-            f"{_sec(_avg(s['write_s'] for s in group)):>6} {_sec(_avg(s['fsync_s'] for s in group)):>6} "
-            f"{_sec(_avg(s['duration_s'] for s in group)):>6} {_sec(slowest['duration_s']):>6} "
+            f"{row['save']:>4} {row['ranks']:>5} {_sec(_mean(row['startup_s'])):>8} "
+            f"{_sec(_mean(row['main_rerun_s']) or None):>6} "
+            f"{_sec(_mean(row['gen_s'])):>6} {_sec(_mean(row['put_wait_s'])):>8} "
+            f"{_sec(_mean(row['write_s'])):>6} {_sec(_mean(row['fsync_s'])):>6} "
+            f"{_sec(_mean(row['duration_s'])):>6} {_sec(slowest['duration_s']):>6} "
             f"{_cut('rank ' + _rank(slowest['rank']) + ' ' + slowest['host'], 14):<14} "
-            f"{_most(s['bottleneck'] for s in group)}")
+            f"{row['bottleneck']}")
     return "\n".join(rows)
 
 
@@ -136,14 +126,10 @@ def _ranks(summary: dict) -> str:
             rows.append(f"{_cut(r['host'], 12):<12} {_rank(r['rank']):>5} {r['producer_pid']:>7} {r['saves']:>5} "
                         f"{r['mean_save_s']:>9.3f} {r['slowest_save_s']:>8.3f} {_rate(r['gib_s']):>6}")
     else:
-        by_host = defaultdict(list)
-        for r in ranks:
-            by_host[r["host"]].append(r)
         rows.append(f"{'host':<12} {'ranks':>5} {'mean save':>9} {'slowest':>8} {'slowest rank':>12}")
-        for host, group in sorted(by_host.items()):
-            worst = max(group, key=lambda r: r["slowest_save_s"])
-            rows.append(f"{_cut(host, 12):<12} {len(group):>5} {_avg(r['mean_save_s'] for r in group):>9.3f} "
-                        f"{worst['slowest_save_s']:>8.3f} {_rank(worst['rank']):>12}")
+        for h in summary["ranks_per_host"]:
+            rows.append(f"{_cut(h['host'], 12):<12} {h['ranks']:>5} {h['mean_save_s']:>9.3f} "
+                        f"{h['slowest_save_s']:>8.3f} {_rank(h['slowest_rank']):>12}")
     rows += ["", "Aggregate, as the benchmark reports it: the size summed over ranks / rank 0's save time",
              f"{'save':>4} {'ranks':>5} {'size':>10} {'rank 0 s':>9} {'GiB/s':>7} {'span s':>8} {'GiB/s':>7}  "
              f"(span: first rank's start to last rank's end)"]
@@ -248,8 +234,8 @@ def compare_text(comparison: dict) -> str:
                         f"{b['startup'][phase] - a['startup'][phase]:>+9.3f}")
     rows += ["", "Placement and kernel"]
     for key in ("writer_cpus", "producer_cpus", "writer_parent", "writer_nodes", "buffer_nodes"):
-        rows.append(f"  {key.replace('_', ' '):<20} A {_cut(_placement(a['placement'][key]), 33):<34} "
-                    f"B {_cut(_placement(b['placement'][key]), 33)}")
+        rows.append(f"  {key.replace('_', ' '):<20} A {_cut(placement_value(a['placement'][key]), 33):<34} "
+                    f"B {_cut(placement_value(b['placement'][key]), 33)}")
     for key, value in a["kernel"].items():
         rows.append(f"  {key.replace('_', ' '):<32} {_num(value):>9} {_num(b['kernel'][key]):>9}")
     rows.append(f"  {'warnings':<20} A {_cut(', '.join(a['diagnoses']) or 'none', 33):<34} "
@@ -276,14 +262,6 @@ def compare_text(comparison: dict) -> str:
     return "\n".join(rows) + "\n"
 
 
-def _placement(value) -> str:
-    if isinstance(value, dict):
-        return _shares(value, 4)
-    if isinstance(value, list):
-        return "; ".join(format_cpu_list(v) if isinstance(v, list) else str(v) for v in value) or "-"
-    return str(value)
-
-
 def _evidence(evidence: dict) -> str:
     parts = []
     for key, value in evidence.items():
@@ -302,28 +280,8 @@ def _wrap(text: str, indent: str) -> list[str]:
     return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ") or [indent]
 
 
-def _avg(values):
-    values = [v for v in values if v is not None]
-    return sum(values) / len(values) if values else None
-
-
-def _most(values) -> str:
-    counts = defaultdict(int)
-    for v in values:
-        counts[v] += 1
-    return max(counts, key=counts.get) if counts else "-"
-
-
-def _rank(rank) -> str:
-    return "-" if rank is None or rank < 0 else str(rank)
-
-
-def _sec(value) -> str:
-    return "-" if value is None else f"{value:.3f}"
-
-
-def _rate(value) -> str:
-    return "-" if value is None else f"{value:.2f}"
+def _mean(stats: dict | None):
+    return stats["mean"] if stats else None
 
 
 def _num(value) -> str:

@@ -1,0 +1,31 @@
+"""Process.start() calls, as the probe journaled them: which start methods a
+run used, and when a producer called Process.start() for each writer (the
+journaled time, or an estimate from the writer's first write less its
+start-up when the call's record is missing)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def start_methods(run) -> list[str]:
+    """The start methods of the run's Process.start() calls that started a child."""
+    starts = run.events["data"][run.events["kind"] == "process_start"]
+    return sorted({d.get("method") for d in starts if d.get("started")} - {None})
+
+
+def start_times(run, producers) -> dict[tuple[int, int], int]:
+    """(producer row, child pid) -> start_ns of the Process.start() that
+    started that child, on the producer's host's clock; for these producers."""
+    e = run.events
+    chosen = (e["kind"] == "process_start") & np.isin(e["proc"], list(producers))
+    return {(int(proc), d.get("child_pid")): d.get("start_ns")
+            for proc, d in zip(e["proc"][chosen], e["data"][chosen]) if d.get("started")}
+
+
+def estimated_start_ns(first_write_ns: int | None, save: dict) -> float | None:
+    """When Process.start() was called, without its record: the writer's
+    first write less the save's start-up (which ends at that write)."""
+    if first_write_ns is None or save["writer"] is None or save["startup_s"] is None:
+        return None
+    return int(first_write_ns) - save["startup_s"] * 1e9
