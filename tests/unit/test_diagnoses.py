@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from writerprof.analysis import diagnoses
+from writerprof.analysis.diagnoses import base as diagnosis_base
 from writerprof.analysis.summary import summarize
 from writerprof.run import load
 from writerprof.synthetic import Scenario, make_topology, write_run
@@ -195,4 +196,4 @@ def test_each_check_reports_only_the_codes_it_declares(tmp_path):
 
 def test_a_severity_a_code_is_not_declared_with_is_refused():
     with pytest.raises(ValueError, match="fsync-bound is not declared with severity 'warning'"):
-        diagnoses._diagnosis("fsync-bound", None, "m", {}, severity="warning")
+        diagnosis_base.diagnosis("fsync-bound", None, "m", {}, severity="warning")

@@ -1,0 +1,206 @@
+"""The pipeline: which side sets the pace, the queue, CPU contention, page
+faults and the final flush."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from writerprof.analysis.diagnoses.base import INFO, WARNING, Code, diagnosis, emits, per_producer, producer_of
+from writerprof.analysis.samples import sample_rows
+from writerprof.run import roles as run_roles
+
+# generation-bound: the writer waited for chunks this share of its loop;
+# writer-bound: the producer waited on the full queue this share of its loop.
+WAIT_SHARE = 0.5
+# writer-bound says "I/O-bound" when writes and fsync are this share of the save.
+IO_SHARE = 0.5
+# queue-stall: both sides waited at once (the queue itself) this share of the save.
+QUEUE_SHARE = 0.10
+# cpu-oversubscription: the recorded processes wanted this share of their
+# allowed CPUs during the saves, and were preempted this often per CPU-second.
+DEMAND_SHARE = 0.95
+PREEMPTIONS_PER_CPU_S = 200
+# page-fault-storm: faults in hooked calls per page of the process's own
+# buffers; mapping a page costs at most one fault (fault-around makes it less).
+# FAULTS_FLOOR more than that at least: a few faults on tiny buffers are no storm.
+FAULTS_PER_PAGE = 2.0
+FAULTS_FLOOR = 1000
+PAGE = 4096
+# fsync-bound: the final flush on the critical path, share of the save time.
+FSYNC_SHARE = 0.30
+
+
+@emits(Code("generation-bound", (INFO,),
+            f"the writers waited for chunks ≥ {WAIT_SHARE:.0%} of their loop: data generation sets the pace, "
+            f"not storage"),
+       Code("writer-bound", (INFO,),
+            f"the producer waited on the full queue ≥ {WAIT_SHARE:.0%} of its loop: the writer sets the pace "
+            f"(I/O-bound when its writes and fsync are ≥ {IO_SHARE:.0%} of the save)"),
+       Code("queue-stall", (WARNING,),
+            f"producer and writer both waited on the queue at once for ≥ {QUEUE_SHARE:.0%} of the save: "
+            f"chunks are slow to cross the queue"))
+def pipeline_balance(run, procs, saves):
+    """generation-bound, writer-bound and queue-stall, from the two sides' waits."""
+    out = []
+    for group in per_producer(saves):
+        proc = producer_of(procs, group)
+        timed = [s for s in group if s["writer"] is not None and s["duration_s"] > 0]
+        if not timed:
+            continue
+        loop = sum(s["write_s"] + s["get_wait_s"] + s["fsync_s"] + s["close_s"] + s["fadvise_s"] for s in timed)
+        get_wait = sum(s["get_wait_s"] for s in timed)
+        producer_loop = sum(s["gen_s"] + s["put_wait_s"] for s in timed)
+        put_wait = sum(s["put_wait_s"] for s in timed)
+        queue = sum(s["critical_path"]["queue"] for s in timed)
+        total = sum(s["duration_s"] for s in timed)
+        evidence = {"gen_s": sum(s["gen_s"] for s in timed), "put_wait_s": put_wait, "get_wait_s": get_wait,
+                    "write_s": sum(s["write_s"] for s in timed), "saves": len(timed)}
+        if loop and get_wait / loop >= WAIT_SHARE:
+            out.append(diagnosis(
+                "generation-bound", proc,
+                f"the writers waited for chunks {get_wait / loop:.0%} of their loop ({get_wait:.2f} s): "
+                f"data generation sets the pace, not storage",
+                dict(evidence, get_wait_share=get_wait / loop)))
+        elif producer_loop and put_wait / producer_loop >= WAIT_SHARE:
+            write = sum(s["critical_path"]["write"] + s["critical_path"]["fsync"] for s in timed)
+            out.append(diagnosis(
+                "writer-bound", proc,
+                f"the producer waited on a full queue {put_wait / producer_loop:.0%} of its loop "
+                f"({put_wait:.2f} s): the writer sets the pace"
+                + (", in its writes and fsync: the save is I/O-bound" if write >= IO_SHARE * total else ""),
+                dict(evidence, put_wait_share=put_wait / producer_loop, io_share=write / total)))
+        if queue / total >= QUEUE_SHARE:
+            out.append(diagnosis(
+                "queue-stall", proc,
+                f"producer and writer both waited on the queue at once for {queue:.2f} s "
+                f"({queue / total:.0%} of the save time): chunks are slow to cross the queue",
+                dict(evidence, queue_s=queue), cost_s=queue))
+    return out
+
+
+@emits(Code("cpu-oversubscription", (WARNING,),
+            f"a host's producers and writers wanted ≥ {DEMAND_SHARE:.0%} of their allowed CPUs during the saves "
+            f"and were preempted ≥ {PREEMPTIONS_PER_CPU_S} times per CPU-second: they queue for CPUs"))
+def cpu_oversubscription(run, procs, saves):
+    out = []
+    working, spans_of = defaultdict(list), defaultdict(list)
+    for p in procs:
+        if p["role"] in (run_roles.WRITER, run_roles.PRODUCER):
+            working[p["host"]].append(p)
+    for s in saves:
+        spans_of[s["host"]].append((s["start_ns"], s["end_ns"]))
+    steps = _cpu_steps(run, [p["id"] for mine in working.values() for p in mine])
+    for host in run.hosts:
+        mine, spans = working[host], spans_of[host]
+        if not mine or not spans:
+            continue
+        demand = _cpu_demand(steps.get(host), spans)
+        cpus = sorted({c for p in mine for c in p["allowed_cpus"]})
+        cpu_s = sum(p["cpu_s"] or 0 for p in mine)
+        switches = sum(p["nonvoluntary_switches"] or 0 for p in mine)
+        if demand is None or not cpu_s or not cpus:
+            continue
+        rate = switches / cpu_s
+        threads = max((p["threads_max"] or 0) for p in mine)
+        if demand >= DEMAND_SHARE * len(cpus) and rate >= PREEMPTIONS_PER_CPU_S:
+            out.append(diagnosis(
+                "cpu-oversubscription", None,
+                f"on {host} the producers and writers wanted {demand:.2f} of their {len(cpus)} allowed CPUs "
+                f"during the saves and were preempted {rate:.0f} times per CPU-second: they queue for CPUs",
+                {"host": host, "cpu_demand": demand, "allowed_cpus": cpus, "preemptions_per_cpu_s": rate,
+                 "nonvoluntary_switches": switches, "threads_max": threads}))
+    return out
+
+
+@emits(Code("page-fault-storm", (WARNING,),
+            f"a producer's or writer's hooked calls took more than {FAULTS_PER_PAGE:g} page faults per page of "
+            f"its buffers (+{FAULTS_FLOOR}; mapping a page costs at most 1): pages are being re-faulted"))
+def page_fault_storm(run, procs, saves):
+    out = []
+    faults = _call_faults(run)
+    pages = _buffer_pages(run)
+    for proc in procs:
+        own = pages.get(proc["id"], 0)
+        count = faults.get(proc["id"], 0)
+        if proc["role"] not in (run_roles.WRITER, run_roles.PRODUCER) or not own:
+            continue
+        if count > FAULTS_PER_PAGE * own + FAULTS_FLOOR:
+            out.append(diagnosis(
+                "page-fault-storm", proc,
+                f"{proc['role']} pid {proc['pid']} took {count} page faults in its hooked calls, "
+                f"{count / own:.1f} per page of its {own * PAGE / 2**20:.0f} MiB of buffers "
+                f"(mapping costs at most 1): pages are being re-faulted",
+                {"faults": count, "buffer_pages": own, "faults_per_page": count / own}))
+    return out
+
+
+@emits(Code("fsync-bound", (INFO,),
+            f"the final fsync is ≥ {FSYNC_SHARE:.0%} of the save time: the device's flush dominates"))
+def fsync_bound(run, procs, saves):
+    out = []
+    for group in per_producer(saves):
+        fsync = sum(s["critical_path"]["fsync"] for s in group)
+        total = sum(s["duration_s"] for s in group)
+        if total and fsync / total >= FSYNC_SHARE:
+            out.append(diagnosis(
+                "fsync-bound", producer_of(procs, group),
+                f"the final fsync is {fsync / total:.0%} of the save time ({fsync / len(group):.3f} s per "
+                f"save): the device's flush dominates",
+                {"fsync_s": fsync, "save_s": total, "saves": len(group)}, cost_s=fsync))
+    return out
+
+
+def _cpu_steps(run, procs: list[int]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per host: the CPU time these processes used between two of the
+    sampler's readings, and the middle of each such step."""
+    rows = sample_rows(run)
+    keep = np.isin(rows, procs)
+    s, rows = run.samples[keep], rows[keep]
+    order = np.lexsort((s["t_ns"], rows))
+    s, rows = s[order], rows[order]
+    same = rows[1:] == rows[:-1]  # steps between two samples of one process
+    step = np.diff(s["utime_ns"] + s["stime_ns"])[same]
+    mid = ((s["t_ns"][1:] + s["t_ns"][:-1]) // 2)[same]
+    host = s["host_index"][1:][same]
+    by_host = np.argsort(host, kind="stable")
+    bounds = np.searchsorted(host[by_host], np.arange(len(run.hosts) + 1))
+    return {name: (step[by_host[bounds[i]:bounds[i + 1]]], mid[by_host[bounds[i]:bounds[i + 1]]])
+            for i, name in enumerate(run.hosts)}
+
+
+def _cpu_demand(steps, spans) -> float | None:
+    """CPUs' worth of time used while saves ran."""
+    if steps is None:
+        return None
+    step, mid = steps
+    merged = np.array(_merge(spans), dtype=np.int64).reshape(-1, 2)
+    at = np.searchsorted(merged[:, 0], mid, side="right") - 1
+    inside = (at >= 0) & (mid <= merged[np.maximum(at, 0), 1])
+    wall = int((merged[:, 1] - merged[:, 0]).sum())
+    return float(step[inside].sum()) / wall if wall else None
+
+
+def _merge(spans):
+    merged = []
+    for a, b in sorted(spans):
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+        else:
+            merged.append((a, b))
+    return merged
+
+
+def _call_faults(run) -> dict[int, int]:
+    c = run.chunks
+    counts = np.bincount(c["proc"], weights=c["minflt"].astype(np.int64) + c["majflt"], minlength=len(run.processes))
+    return {i: int(n) for i, n in enumerate(counts)}
+
+
+def _buffer_pages(run) -> dict[int, int]:
+    pages: dict = defaultdict(int)
+    for proc, kind, data in zip(run.events["proc"], run.events["kind"], run.events["data"]):
+        if kind == "shm" and data.get("op") in ("create", "attach"):
+            pages[int(proc)] += -(-int(data.get("size") or 0) // PAGE)
+    return pages
