@@ -36,7 +36,7 @@ def runs(tmp_path_factory):
 
 def assert_shape(value, shape):
     found = shapes.mismatches(value, shape)
-    assert not found, f"the {shape.__name__} differs from analysis/shapes.py:\n  " + "\n  ".join(found)
+    assert not found, f"the {shape.__name__} differs from analysis/shapes/:\n  " + "\n  ".join(found)
 
 
 def test_a_summary_has_the_keys_of_summary(runs):

@@ -1,0 +1,121 @@
+"""The comparison (writerprof.compare/1) and the contrast result
+(writerprof.contrast/1)."""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+
+class MeanSave(TypedDict):
+    duration_s: float  # mean
+    components: dict[str, float]  # component -> mean seconds
+
+
+class SidePlacement(TypedDict):
+    writer_cpus: list[list[int]]  # distinct allowed CPUs
+    producer_cpus: list[list[int]]
+    writer_nodes: dict[str, float]  # mean worked-node shares
+    buffer_nodes: dict[str, float]  # mean buffer-page shares of the producers
+    writer_parent: list[str | None]  # distinct roles of the writers' parents
+
+
+class Kernel(TypedDict):
+    writer_faults_per_gib: float | None  # minor faults per GiB saved
+    producer_faults_per_gib: float | None
+    writer_switches_per_save: float | None  # preemptions
+    producer_switches_per_save: float | None
+
+
+class Side(TypedDict):
+    name: str  # what the comparison calls it (a start method, by default)
+    runs: list[str]  # run paths, one per summary pooled
+    start_methods: list[str]
+    python: list[str]
+    saves: int  # pooled over the runs
+    mean_save_s: float
+    bytes_per_save: float
+    gib_s: float | None
+    components: dict[str, float]  # component -> mean seconds per save
+    unexplained_s: float  # mean per save
+    startup: dict[str, float]  # start-up phase -> mean seconds
+    per_save: dict[int, MeanSave]  # save order within its producer -> mean
+    per_rank: dict[int, MeanSave]
+    aggregate_gib_s: float | None  # the runs' mean aggregate rate
+    placement: SidePlacement
+    kernel: Kernel
+    diagnoses: list[str]  # the warnings' codes
+    main: str | None  # the __main__ the writers re-ran, if main-reimport fired
+
+
+class RankDiff(TypedDict):
+    rank: int
+    a_s: float  # mean save time
+    b_s: float
+    diff_s: float
+    top: str  # the component that changed the most
+    top_s: float
+
+
+class ComponentDiff(TypedDict):
+    name: str
+    label: str  # for tables
+    description: str  # for sentences
+    a_s: float  # mean seconds per save
+    b_s: float
+    diff_s: float
+    share: float | None  # of difference_s
+
+
+class SaveDiff(TypedDict):
+    save: int
+    a_s: float
+    b_s: float
+    diff_s: float
+    components: dict[str, float]  # component -> B's seconds minus A's
+
+
+class ThroughputChange(TypedDict):
+    a_gib_s: float | None
+    b_gib_s: float | None
+    change: float | None  # b over a, minus 1
+
+
+class Comparison(TypedDict):
+    schema: str  # "writerprof.compare/1"
+    a: Side
+    b: Side
+    per_rank: list[RankDiff]
+    throughput: ThroughputChange
+    difference_s: float  # B's mean save time minus A's: the components and unexplained_s sum to it
+    components: list[ComponentDiff]  # in saves.COMPONENTS order
+    unexplained_s: float
+    per_save: list[SaveDiff]  # saves matched by their order
+    verdict: str
+
+
+class ContrastRun(TypedDict):
+    method: str
+    repeat: int  # from 1
+    path: str
+    saves: int
+    gib_s: float | None
+
+
+class WhatIf(TypedDict):
+    method: str  # forkserver+preload, forkserver+pin
+    ran: bool
+    reason: str | None  # why it was not run
+    gib_s: float | None  # its throughput, when it ran and is not the reference
+    recovered_s: float | None  # seconds per save it won back of what plain forkserver lost
+    recovered_share: float | None  # recovered_s over that loss
+
+
+class ContrastResult(TypedDict):
+    schema: str  # "writerprof.contrast/1"
+    command: list[str]
+    methods: list[str]  # the reference first
+    repeat: int
+    runs: list[ContrastRun]  # in the order recorded
+    comparisons: dict[str, Comparison]  # method -> the reference against it
+    what_ifs: list[WhatIf]
+    verdict: str  # the first comparison's

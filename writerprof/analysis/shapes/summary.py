@@ -1,0 +1,206 @@
+"""The summary, writerprof.summary/1: what `report --json` prints."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+from writerprof.analysis.shapes.views import (AffinityBins, AffinityProcesses, ChunkTimeline, PlacementPerNode,
+                                              PlacementPerSave, ProcessGroup, RankPerHost, SaveIndex)
+
+
+class RunInfo(TypedDict):
+    path: str
+    command: list[str] | None
+    complete: bool  # the recording ended normally (run.json was closed)
+    exit_status: int | None  # the command's
+    synthetic: bool  # made by writerprof.synthetic, not measured
+    hosts: list[str]
+    python: list[str]  # the versions the processes ran
+    start_methods: list[str]  # the writers'
+    started_ns: int  # the recording's start, the origin of every "_s" time
+    losses: list[str]  # what could not be read, one line each
+
+
+class HostTopology(TypedDict):
+    nodes: dict[str, list[int]]  # NUMA node -> its CPUs
+    cpus: int  # CPUs on the host
+    cpu_model: str | None
+
+
+class ClockAlignment(TypedDict):
+    offset_ns: int  # added to the host's monotonic readings: the recording host's clock
+    anchors: int  # (wall, monotonic) pairs the offset rests on
+    spread_ns: int | None  # how far those anchors disagree: the alignment is no better
+    aligned: bool  # the recording host, or anchors were found
+
+
+class AffinityChange(TypedDict):
+    t_s: float
+    cpus: list[int]  # the allowed CPUs from then on
+
+
+class Process(TypedDict):
+    id: int  # its row in the run (saves' producer/writer, processes' parent)
+    host: str
+    rank: int  # MPI rank; -1 without MPI
+    pid: int
+    ppid: int
+    parent: int | None  # the row of the probed process that started it
+    role: str  # producer, writer, forkserver, resource_tracker, other
+    start_method: str | None  # a writer's; a producer's: the methods it used, comma-separated
+    python: str | None
+    created_s: float
+    exited_s: float | None
+    allowed_cpus: list[int]  # what it worked with: the inherited CPUs, or the pin what-if's
+    inherited_cpus: list[int]  # its affinity when the probe started in it
+    allowed_nodes: list[int]
+    affinity_changes: list[AffinityChange]  # seen by the sampler during its life
+    samples: int  # the sampler's readings of it
+    cpu_nodes: dict[str, float]  # node -> share of the sampler's readings
+    work_nodes: dict[str, float]  # node -> share of its work calls' time (write, gen)
+    worked_nodes: dict[str, float]  # work_nodes, else cpu_nodes: what reports and diagnoses read
+    worked_nodes_from: str | None  # which of the two worked_nodes is (processes.WORKED_FROM_*)
+    buffer_nodes: dict[str, float]  # node -> share of the pages of the buffers it created or attached
+    minflt: int | None  # minor page faults
+    majflt: int | None
+    nonvoluntary_switches: int | None  # preemptions
+    voluntary_switches: int | None
+    cpu_s: float | None  # user + system
+    threads_max: int | None  # the most threads the sampler saw
+
+
+class Save(TypedDict):
+    save: int  # its order within its producer, from 1
+    host: str
+    rank: int
+    producer: int  # process row
+    producer_pid: int
+    writer: int | None  # process row (None: the probe was not in the writer)
+    writer_pid: int | None
+    start_method: str | None
+    target: str | None  # the writer's target, module.function
+    start_ns: int
+    end_ns: int
+    start_s: float
+    end_s: float
+    duration_s: float
+    bytes: int  # written by the writer
+    chunks: int  # its writes
+    gib_s: float | None
+    startup: dict[str, float]  # start-up phase (saves.STARTUP_PHASES) -> seconds; {} when unknown
+    startup_s: float | None  # Process.start() to the first write
+    gen_s: float  # the producer generating
+    put_wait_s: float  # the producer waiting on the full queue
+    get_wait_s: float  # the writer waiting for a chunk
+    write_s: float
+    fadvise_s: float
+    fsync_s: float
+    close_s: float
+    critical_path: dict[str, float]  # component (saves.COMPONENTS) -> seconds; with unexplained_s, the save
+    unexplained_s: float
+    bottleneck: str  # the group (saves.BOTTLENECK_GROUPS) of the most critical-path time
+
+
+class Throughput(TypedDict):
+    saves: int
+    bytes: int
+    save_s: float  # all saves' durations summed
+    mean_save_s: float | None
+    gib_s: float | None  # bytes over save_s
+
+
+class RankRow(TypedDict):
+    host: str
+    rank: int
+    producer: int  # process row
+    producer_pid: int
+    saves: int
+    mean_save_s: float
+    slowest_save_s: float
+    gib_s: float | None
+
+
+class AggregateSave(TypedDict):
+    save: int  # the n-th save of every rank
+    ranks: int
+    bytes: int  # summed over the ranks
+    rank0: int  # the lowest rank present
+    rank0_s: float  # its save's duration
+    gib_s: float | None  # bytes over rank0_s, as the benchmark reports it
+    span_s: float  # first rank's start to last rank's end
+    span_gib_s: float | None
+
+
+class Aggregate(TypedDict):
+    saves: list[AggregateSave]
+    mean_gib_s: float | None  # the mean of the saves' gib_s, as the benchmark averages them
+
+
+class Straggler(TypedDict):
+    save: int
+    host: str
+    rank: int  # the slowest rank of this save
+    duration_s: float
+    median_s: float  # the median rank's
+    excess_s: float  # duration_s - median_s
+    component: str  # the critical-path component most above the median rank's
+    component_excess_s: float
+
+
+class HostPlacement(TypedDict):
+    writer_cpus: list[list[int]]  # the distinct allowed CPUs of the host's writers
+    writer_node: list[int | None]  # their distinct dominant worked nodes
+    buffer_node: list[int | None]  # their buffers' distinct dominant nodes
+
+
+class Placement(TypedDict):
+    hosts: dict[str, HostPlacement]  # hosts with writers
+    consistent: bool  # every host's writers alike
+    hosts_alike: bool  # the hosts have the same topology
+
+
+class _Diagnosis(TypedDict):
+    code: str  # diagnoses.CODES says what it means
+    severity: str  # "warning" or "info"
+    host: str | None
+    pid: int | None
+    rank: int | None
+    message: str
+    evidence: dict[str, Any]  # the numbers it was computed from, per code
+
+
+class Diagnosis(_Diagnosis, total=False):
+    cost_s: float  # seconds of save time on the critical path, where it has one
+
+
+class Binding(TypedDict):
+    """A rank whose producer started bound to part of its host (analysis.binding)."""
+    host: str
+    rank: int
+    pid: int
+    cpus: list[int]  # the producer's CPUs at its start: the launcher's binding
+    host_cpus: int  # CPUs of its host
+    writers_inherit: bool  # every writer started with those same CPUs
+    writer_cpus: list[list[int]]  # the distinct masks its writers started with
+
+
+class Summary(TypedDict):
+    schema: str  # "writerprof.summary/1"
+    run: RunInfo
+    topology: dict[str, HostTopology]  # per host
+    clocks: dict[str, ClockAlignment]  # per host
+    processes: list[Process]  # in row order
+    saves: list[Save]  # in start order
+    throughput: Throughput
+    ranks: list[RankRow]
+    aggregate: Aggregate
+    stragglers: list[Straggler]  # per save index with two ranks or more
+    placement: Placement
+    diagnoses: list[Diagnosis]  # warnings first, then by cost
+    binding: list[Binding]  # ranks bound by their launcher, by rank
+    ranks_per_host: list[RankPerHost]
+    process_groups: list[ProcessGroup]
+    save_indices: list[SaveIndex]
+    affinity: AffinityProcesses | AffinityBins | None  # None: no sampler readings
+    buffer_placement: PlacementPerSave | PlacementPerNode
+    chunk_timeline: ChunkTimeline
