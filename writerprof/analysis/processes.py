@@ -49,6 +49,8 @@ WORKED_FROM_SAMPLES = "sampler"
 
 
 def table(run, idx, saves: list[dict]) -> list[dict]:
+    # One row per process, field by field: long because the row is wide, not
+    # because it branches; the per-run lookups before the loop serve every row.
     role_of = run_roles.roles(run)
     p = run.processes
     origin = run.meta.get("started_ns") or 0

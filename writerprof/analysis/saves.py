@@ -74,6 +74,8 @@ def _make_index(run) -> _Index:
 
 def find(run, idx: _Index | None = None) -> list[dict]:
     """Every save of the run, in the order they started."""
+    # Long, and one function on purpose: each step reads the column views and
+    # per-process bounds built at its top, for every save at once (vectorised).
     idx = idx or index(run)
     codes = {name: code for code, name in run.phase_names.items()}
     # Field by field (views): whole records are wide, and there are millions of them.
@@ -326,6 +328,8 @@ def _loop_components(codes) -> dict[int, int]:
 
 def _critical_paths(found, w0, w1, gen, loop, codes) -> np.ndarray:
     """Seconds of each component, then the unexplained, per save."""
+    # Long on purpose: one key space for every save's intervals, cut once; the
+    # priority rules below read as one sequence (producer first, then writer).
     n = len(found)
     saves = np.arange(n)
     shift = _shift(int((w1 - w0).max()), n)
