@@ -10,7 +10,7 @@ import time
 
 import psutil
 import pytest
-from helpers import run_writerprof, writerprof_command
+from helpers import filled_up_env, run_writerprof, writerprof_command
 
 
 @pytest.mark.parametrize(
@@ -110,10 +110,49 @@ def test_interrupted_run_cleans_up(signum, tmp_path):
 
 @pytest.mark.parametrize("method", ["fork", "spawn"])
 def test_writer_error_is_reported_with_its_cause(method, tiny_filesystem):
-    done = run_writerprof("repro", "--start-method", method, "--saves", 2, "--size", "16MiB",
-                          "--chunk-size", "1MiB", "--dir", tiny_filesystem, check=False)
+    done = subprocess.run(
+        writerprof_command() + ["repro", "--start-method", method, "--saves", "2", "--size", "2MiB",
+                                "--chunk-size", "1MiB", "--dir", str(tiny_filesystem),
+                                "--main-imports", "fill_up"],
+        env=filled_up_env(tiny_filesystem), capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("writerprof repro: save 1 failed: writer (pid ")
     assert line.endswith("exited with status 1: OSError: [Errno 28] No space left on device")
+    os.remove(tiny_filesystem / "filler")  # the test's own
     assert os.listdir(tiny_filesystem) == []
+
+
+@pytest.mark.parametrize(
+    "args, needed",
+    [
+        (["--saves", "2", "--size", "5MiB"], "--size needs 5.0 MiB"),
+        (["--saves", "3", "--size", "2MiB", "--keep"], "--saves x --size (with --keep) needs 6.0 MiB"),
+    ],
+)
+def test_a_save_larger_than_the_free_space_is_refused(tiny_filesystem, args, needed):
+    done = run_writerprof("repro", "--chunk-size", "1MiB", "--dir", tiny_filesystem, *args,
+                          check=False)
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert line == (f"writerprof repro: error: {needed}; {tiny_filesystem} has 4.0 MiB free")
+    assert done.stdout == "" and os.listdir(tiny_filesystem) == []
+
+
+@pytest.mark.parametrize("args", [["--saves", "3", "--size", "2MiB"],
+                                  ["--saves", "2", "--size", "2MiB", "--keep"]])
+def test_saves_that_fit_the_free_space_run(tiny_filesystem, args):
+    # Without --keep each save's file goes before the next: only one must fit.
+    done = run_writerprof("repro", "--chunk-size", "1MiB", "--no-fsync", "--dir", tiny_filesystem,
+                          *args)
+    kept = os.listdir(tiny_filesystem)
+    assert len(kept) == (2 if "--keep" in args else 0)
+    assert "mean" in done.stderr.strip().splitlines()[-1]
+
+
+def test_a_size_beyond_the_default_directory_is_refused():
+    done = run_writerprof("repro", "--size", "1000TiB", check=False)
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("writerprof repro: error: --size needs 1000.0 TiB; ")
+    assert line.endswith(" free")

@@ -139,6 +139,8 @@ def config_from_args(args) -> ReproConfig:
     _check_shared_memory(args.buffers * args.chunk_size)
     if args.directory is not None:
         _check_writable(args.directory)
+    _check_free_space(args.directory or tempfile.gettempdir(),
+                      args.size * (args.saves if args.keep else 1), args.keep)
     return ReproConfig(
         saves=args.saves, size=args.size, chunk_size=args.chunk_size, buffers=args.buffers,
         start_method=args.start_method, generator=args.generator, gen_threads=args.gen_threads,
@@ -169,6 +171,21 @@ def _check_shared_memory(needed: int) -> None:
     if needed > free:
         raise UsageError(f"--buffers x --chunk-size needs {format_size(needed)} of shared memory;"
                          f" {where} has {format_size(free)} free")
+
+
+def _check_free_space(directory: str, needed: int, keep: bool) -> None:
+    """A save that cannot fit would fill the filesystem and fail at its end:
+    refuse first. Without --keep each file goes before the next save starts,
+    so one save must fit; with it, all of them."""
+    try:
+        stat = os.statvfs(directory)
+    except OSError:  # nothing to measure: let the writer say what is wrong
+        return
+    free = stat.f_bavail * stat.f_frsize
+    if needed > free:
+        what = "--saves x --size (with --keep)" if keep else "--size"
+        raise UsageError(f"{what} needs {format_size(needed)}; {directory} has"
+                         f" {format_size(free)} free")
 
 
 def _check_writable(directory: str) -> None:

@@ -62,10 +62,13 @@ def _die_with_parent():
 
 
 def _write_all(fd, view):
-    """One os.write per chunk; loops only if the kernel takes less."""
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
+    """One os.write per chunk; loops only if the kernel takes less. Each rest
+    is released even when its write fails (a full disk), so that no view of
+    the buffer outlives the error and the buffer still closes."""
+    written = os.write(fd, view)
+    while written < len(view):
+        with view[written:] as rest:
+            written += os.write(fd, rest)
 
 
 def next_chunk(chunks):
