@@ -52,7 +52,8 @@ def test_unknown_subcommand_and_version():
 
 
 def _find_writer(repro: psutil.Process, method: str, deadline: float) -> psutil.Process:
-    """The writer child: a fork of the repro process, or a fork of its forkserver."""
+    """The writer child: a fork of the repro process, a fork of its forkserver,
+    or a spawned interpreter of its own."""
     while time.monotonic() < deadline:
         for child in repro.children(recursive=True):
             try:
@@ -60,9 +61,10 @@ def _find_writer(repro: psutil.Process, method: str, deadline: float) -> psutil.
                 cmdline = child.cmdline()
                 forked = cmdline == repro.cmdline() and parent.pid == repro.pid
                 from_daemon = "forkserver" in " ".join(cmdline) and parent.pid != repro.pid
+                spawned = "--multiprocessing-fork" in cmdline and parent.pid == repro.pid
             except psutil.NoSuchProcess:
                 continue
-            if (forked if method == "fork" else from_daemon):
+            if {"fork": forked, "forkserver": from_daemon, "spawn": spawned}[method]:
                 return child
         time.sleep(0.02)
     raise AssertionError("no writer process appeared")
@@ -156,3 +158,61 @@ def test_a_size_beyond_the_default_directory_is_refused():
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("writerprof repro: error: --size needs 1000.0 TiB; ")
     assert line.endswith(" free")
+
+
+def _gone(process: psutil.Process) -> bool:
+    try:
+        return process.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _helpers(repro: psutil.Process) -> dict[str, psutil.Process]:
+    """The producer's multiprocessing helpers, by name: its forkserver daemon
+    and its resource tracker."""
+    found = {}
+    for child in repro.children(recursive=True):
+        try:
+            cmdline = " ".join(child.cmdline())
+        except psutil.NoSuchProcess:
+            continue
+        for name in ("forkserver", "resource_tracker"):
+            if f"multiprocessing.{name} import main" in cmdline:
+                found[name] = child
+    return found
+
+
+@pytest.mark.parametrize("method", ["fork", "forkserver", "spawn"])
+def test_writer_dies_with_its_killed_producer(method, tmp_path):
+    segments_before = set(os.listdir("/dev/shm"))
+    repro = subprocess.Popen(
+        writerprof_command() + ["repro", "--start-method", method, "--saves", "3", "--size", "4GiB",
+                                "--generator", "random", "--no-fsync", "--dir", str(tmp_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        producer = psutil.Process(repro.pid)
+        writer = _find_writer(producer, method, time.monotonic() + 60)
+        deadline = time.monotonic() + 60
+        while not any(p.stat().st_size for p in tmp_path.iterdir()):  # mid-save
+            assert time.monotonic() < deadline, "the writer wrote nothing"
+            time.sleep(0.02)
+        helpers = _helpers(producer)
+        segments = set(os.listdir("/dev/shm")) - segments_before
+        os.kill(repro.pid, signal.SIGKILL)
+        repro.communicate(timeout=60)
+    finally:
+        repro.kill()
+        repro.wait()
+    assert segments, "the save had no buffers in /dev/shm"
+    assert "resource_tracker" in helpers
+    assert ("forkserver" in helpers) == (method == "forkserver")
+    deadline = time.monotonic() + 15  # a few seconds, with room for a loaded machine
+    while time.monotonic() < deadline:
+        left = segments & set(os.listdir("/dev/shm"))
+        if _gone(writer) and all(map(_gone, helpers.values())) and not left:
+            break
+        time.sleep(0.05)
+    assert _gone(writer), "the writer outlived its producer"
+    assert [name for name, p in helpers.items() if not _gone(p)] == []
+    assert segments & set(os.listdir("/dev/shm")) == set()
