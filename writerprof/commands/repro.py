@@ -68,7 +68,8 @@ def add_arguments(parser) -> None:
     run = parser.add_argument_group("the save")
     run.add_argument("--saves", type=count, default=2, metavar="N", help="number of saves (default: 2)")
     run.add_argument("--size", type=size, default=parse_size("1GiB"), metavar="SIZE",
-                     help="bytes per save: 4096, 512MiB, 2GiB, 1.5GB ... (default: 1GiB)")
+                     help="bytes per save: 4096, 512MiB, 2GiB, 1.5GB ... (default: 1GiB); refused if"
+                     " the directory's filesystem has less free (with --keep: all saves)")
     run.add_argument("--chunk-size", type=size, default=parse_size("32MiB"), metavar="SIZE",
                      help="size of each shared-memory buffer and chunk (default: 32MiB)")
     run.add_argument("--buffers", type=count, default=4, metavar="N",
