@@ -1,13 +1,20 @@
 """writerprof's in-process probe. Standard library only, Python 3.9-3.13;
 it never imports writerprof. `activate()` is called by the sitecustomize
-next to this package when WRITERPROF_RUN names a run directory."""
+next to this package when WRITERPROF_RUN names a run directory.
+
+Every Python process of a recorded command pays for what runs here, so
+start-up does only what every process needs: the identity line, the os
+hooks, the exit and fork handlers, and import hooks that wait. The
+multiprocessing and shared-memory hooks (mp, mitigate, shm, numa) are
+imported and installed when the target first imports multiprocessing; the
+sampler agent's module only on a host that needs one."""
 
 import os
 import sys
 import time
 
-from . import agent, calls, format, identity, lifecycle, mp, osio, shm, specs
-from .format import FORCE_ENV, MITIGATE_ENV, PROBES_ENV, RUN_ENV
+from . import calls, format, identity, imports, lifecycle, osio, specs
+from .format import FORCE_ENV, LAUNCH_HOST_ENV, MITIGATE_ENV, PROBES_ENV, RUN_ENV
 from .journal import Journal
 
 
@@ -46,16 +53,32 @@ def activate(started_ns=None):
     def hook_status(spec, status, reason):
         journal.event("hook", spec=spec, status=status, reason=reason)
 
-    forced = os.environ.get(FORCE_ENV, "").strip() or None
+    lifecycle.install(journal, process, phases)
+    lifecycle.on_fork_in_child(calls.reset_after_fork)
     osio.install(hook_status)
-    mp.install(journal, hook_status, forced, os.environ.get(MITIGATE_ENV, ""))
-    shm.install(journal, hook_status)
+    forced = os.environ.get(FORCE_ENV, "").strip() or None
+    mitigations = os.environ.get(MITIGATE_ENV, "")
+
+    def multiprocessing_hooks(package):
+        # Right after the package's own module ran: its submodules that it
+        # imported are hooked at once, the others when they are imported.
+        try:
+            from . import mp, shm
+
+            mp.install(journal, hook_status, forced, mitigations)
+            shm.install(journal, hook_status)
+        except Exception as exc:  # inside the target's import: never its problem
+            hook_status("multiprocessing", "failed", "%s: %s" % (type(exc).__name__, exc))
+
+    imports.when_imported("multiprocessing", multiprocessing_hooks)
     added = [line.strip() for line in os.environ.get(PROBES_ENV, "").splitlines() if line.strip()]
     for spec in specs.BUILT_IN + tuple(added):
         try:
             specs.register(spec, phases, hook_status)
         except specs.SpecError as exc:
             hook_status(spec, "failed", str(exc))
-    lifecycle.install(journal, process, phases)
-    agent.maybe_start(journal, run, host)
+    if os.environ.get(LAUNCH_HOST_ENV):  # launched from another host, perhaps
+        from . import agent
+
+        agent.maybe_start(journal, run, host)
     journal.event("activated", start_ns=started_ns, end_ns=time.monotonic_ns())

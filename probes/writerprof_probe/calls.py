@@ -2,7 +2,6 @@
 one CHUNK record (phase, depth, CPU, buffer, times, bytes, page faults)."""
 
 import _thread
-import resource
 import time
 
 from . import format
@@ -14,6 +13,16 @@ journal = None  # set by activate()
 writer_seq = [-1]  # index of the writer this process started last
 shm_index = {}  # id(mmap of a SharedMemory) -> its index in this process
 _getcpu = None
+_resource = None
+
+
+def _thread_usage():
+    global _resource
+    if _resource is None:
+        import resource  # once something is timed, not at start-up
+
+        _resource = resource
+    return _resource.getrusage(_resource.RUSAGE_THREAD)
 
 
 def _cpu():
@@ -34,11 +43,11 @@ class _Thread:
     def __init__(self):
         self.stack = []
         self.tid = _thread.get_native_id()
-        usage = resource.getrusage(resource.RUSAGE_THREAD)
+        usage = _thread_usage()
         self.minflt, self.majflt = usage.ru_minflt, usage.ru_majflt
 
     def faults(self):
-        usage = resource.getrusage(resource.RUSAGE_THREAD)
+        usage = _thread_usage()
         minflt, majflt = usage.ru_minflt - self.minflt, usage.ru_majflt - self.majflt
         self.minflt, self.majflt = usage.ru_minflt, usage.ru_majflt
         return minflt, majflt

@@ -55,8 +55,6 @@ a host); spans also have "start_ns" and "end_ns". The kinds:
 """
 
 import os
-import re
-import struct
 
 SCHEMA = 1
 
@@ -79,7 +77,7 @@ CHUNK_FIELDS = (
     ("writer_seq", "i4"), ("tid", "u4"), ("start_ns", "i8"), ("end_ns", "i8"),
     ("bytes", "i8"), ("minflt", "i4"), ("majflt", "i4"),
 )
-CHUNK = struct.Struct("<HBhiiIqqqii")
+CHUNK_FORMAT = "<HBhiiIqqqii"  # CHUNK, a struct.Struct made when first used (below)
 # Chunk records are appended in batches of FLUSH_RECORDS, or sooner when a
 # record comes FLUSH_NS after the last batch, and at exit, fork and SIGTERM:
 # a SIGKILL loses the records since the last batch.
@@ -128,6 +126,21 @@ INTERVAL_ENV = "WRITERPROF_INTERVAL_NS"
 AGENT_LOCK = "agent.lock"  # in RUN/hosts/HOST/: who started that host's agent
 
 
+def __getattr__(name):
+    """CHUNK, made on first use: struct costs start-up, and only a process
+    that records calls needs it."""
+    if name == "CHUNK":
+        import struct
+
+        global CHUNK
+        CHUNK = struct.Struct(CHUNK_FORMAT)
+        return CHUNK
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
+
+
+_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+
+
 def host_name():
     """The name a host's processes are filed under."""
     return os.environ.get(HOST_ENV) or os.uname().nodename
@@ -135,7 +148,8 @@ def host_name():
 
 def safe_host(host):
     """A host name usable as one path component."""
-    return re.sub(r"[^A-Za-z0-9._-]", "_", host) or "localhost"
+    # Not re: the probe does not import it (start-up, see jsonline.py).
+    return "".join(c if c in _SAFE else "_" for c in host) or "localhost"
 
 
 def procs_dir(run, host):

@@ -11,10 +11,19 @@ _finder = None
 def when_imported(name, apply):
     module = sys.modules.get(name)
     if module is not None:
-        apply(module)
+        _run(apply, module)
         return
     _pending.setdefault(name, []).append(apply)
     _install()
+
+
+def _run(apply, module):
+    """A hook's failure is never the target's: each apply journals its own
+    outcome, and anything it lets through stops here, not in an import."""
+    try:
+        apply(module)
+    except Exception:
+        pass
 
 
 def _install():
@@ -56,4 +65,4 @@ class _Loader:
     def exec_module(self, module):
         self._loader.exec_module(module)
         for apply in _pending.pop(self._name, ()):
-            apply(module)
+            _run(apply, module)

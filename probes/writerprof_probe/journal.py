@@ -7,12 +7,12 @@ never reaches the target: the journal stops in this process, says so in one
 line on stderr, and counts what it drops from then on."""
 
 import _thread
-import json
 import os
 import sys
 import time
 
 from . import format
+from .jsonline import dumps
 
 # The target's own calls to these may be hooked; the journal uses the originals.
 _open, _write, _close, _fstat = os.open, os.write, os.close, os.fstat
@@ -70,7 +70,7 @@ class Journal:
             return
         fields["kind"] = kind
         fields.setdefault("t_ns", time.monotonic_ns())
-        if not self._append(format.EVENTS_SUFFIX, (json.dumps(fields, default=str) + "\n").encode()):
+        if not self._append(format.EVENTS_SUFFIX, (dumps(fields) + "\n").encode()):
             self.dropped["events"] += 1
 
     def record(self, fields):
@@ -128,7 +128,7 @@ class Journal:
         dropped (the disk may have room again); silent if it still has none."""
         if self.stopped is None or self.base is None:
             return
-        line = json.dumps({"kind": "journal_stopped", "t_ns": time.monotonic_ns(), "reason": self.stopped,
+        line = dumps({"kind": "journal_stopped", "t_ns": time.monotonic_ns(), "reason": self.stopped,
                            "events_dropped": self.dropped["events"],
                            "records_dropped": self.dropped["records"] + len(self.records)})
         try:

@@ -1,21 +1,36 @@
 """The journal through a process's life: a new journal in every forked
 child, the fork-hazard record in the parent, and a last flush on exit,
-os._exit and SIGTERM/SIGHUP (whose default would lose the last batch)."""
+os._exit and SIGTERM/SIGHUP (whose default would lose the last batch).
 
+The hooks installed later (multiprocessing, shared memory: only in a process
+that imports them) add what they must do at fork and at exit with
+on_fork_in_child() and on_exit(), so that this module imports none of them.
+_signal, not signal: signal imports enum, which a bare interpreter has not
+loaded yet (start-up)."""
+
+import _signal
 import atexit
 import os
-import resource
-import signal
 import sys
 import time
 
-from . import calls, identity, mp, shm
+from . import identity
 from .format import FIRST_ADDED_PHASE
 
 _journal = None
 _process = None
 _phases = None
 _exited = [False]
+_fork_in_child = []  # what each installed hook does in a forked child, in install order
+_at_exit = []  # what each installed hook does before the last flush
+
+
+def on_fork_in_child(fn):
+    _fork_in_child.append(fn)
+
+
+def on_exit(fn):
+    _at_exit.append(fn)
 
 
 def install(journal, process, phases):
@@ -31,22 +46,26 @@ def install(journal, process, phases):
 
     _exit_wrapper.__wrapped__ = exit_
     os._exit = _exit_wrapper
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        if signal.getsignal(signum) == signal.SIG_DFL:
+    for signum in (_signal.SIGTERM, _signal.SIGHUP):
+        if _signal.getsignal(signum) == _signal.SIG_DFL:
             try:
-                signal.signal(signum, _fatal)
+                _signal.signal(signum, _fatal)
             except ValueError:  # not the main thread: leave the default
                 break
 
 
 def _fatal(signum, frame):
     """Flush, then die of the signal as the default action would."""
+    import signal
+
     _exit("signal", -signum, signal=signal.Signals(signum).name)
-    signal.signal(signum, signal.SIG_DFL)
+    _signal.signal(signum, _signal.SIG_DFL)
     os.kill(os.getpid(), signum)
 
 
 def _usage():
+    import resource  # here: only the exit needs it
+
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return dict(utime_s=usage.ru_utime, stime_s=usage.ru_stime, minflt=usage.ru_minflt,
                 majflt=usage.ru_majflt, nvcsw=usage.ru_nvcsw, nivcsw=usage.ru_nivcsw,
@@ -58,7 +77,8 @@ def _exit(via, code, **fields):
         return
     _exited[0] = True
     try:
-        shm.at_exit()
+        for fn in _at_exit:
+            fn()
         _journal.flush()
         _journal.event("exit", via=via, code=code, rusage=_usage(), **fields)
         _journal.note_stopped()
@@ -95,8 +115,7 @@ def _after_fork_in_child():
         for name, code in _phases.codes.items():
             if code >= FIRST_ADDED_PHASE:
                 _journal.event("phase", code=code, name=name)
-        calls.reset_after_fork()
-        mp.reset_after_fork()
-        shm.after_fork()
+        for fn in _fork_in_child:
+            fn()
     except Exception:
         pass

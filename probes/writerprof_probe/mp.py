@@ -10,7 +10,7 @@ daemon imports the target's module and children skip the __main__ re-run."""
 import sys
 import time
 
-from . import calls, imports, mitigate
+from . import calls, imports, lifecycle, mitigate
 
 _now = time.monotonic_ns
 _POPEN_METHODS = {
@@ -27,6 +27,7 @@ _prepare_end = [None]  # when spawn.prepare() finished in this child
 def install(journal_, hook_status, forced, mitigations=""):
     global journal, _hook_status
     journal, _hook_status = journal_, hook_status
+    lifecycle.on_fork_in_child(reset_after_fork)
     mitigate.install(journal_, hook_status, mitigations)  # before the hooks that consult it
     imports.when_imported("multiprocessing.process", _guard("multiprocessing.process", _process))
     imports.when_imported("multiprocessing.spawn", _guard("multiprocessing.spawn", _spawn))

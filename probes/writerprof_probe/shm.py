@@ -2,7 +2,19 @@
 range here, and where its pages are, at attach and again at close (the end
 of a writer's loop) or exit."""
 
-from . import calls, imports, numa
+from . import calls, imports, lifecycle
+
+_numa = None
+
+
+def numa():
+    """The placement module, once a buffer is mapped here (array, ctypes: start-up)."""
+    global _numa
+    if _numa is None:
+        from . import numa as module
+
+        _numa = module
+    return _numa
 
 journal = None
 _hook_status = None
@@ -13,6 +25,8 @@ _known = []  # every buffer this process has had: (index, event fields)
 def install(journal_, hook_status):
     global journal, _hook_status
     journal, _hook_status = journal_, hook_status
+    lifecycle.on_fork_in_child(after_fork)
+    lifecycle.on_exit(at_exit)
     imports.when_imported("multiprocessing.shared_memory", _apply)
 
 
@@ -50,7 +64,7 @@ def _mapping(shm):
 
     start = ctypes.addressof(ctypes.c_char.from_buffer(shm.buf))
     length = len(shm._mmap)
-    return start, start + -(-length // numa.PAGE_SIZE) * numa.PAGE_SIZE
+    return start, start + -(-length // numa().PAGE_SIZE) * numa().PAGE_SIZE
 
 
 def _opened(shm, create):
@@ -66,7 +80,7 @@ def _opened(shm, create):
 
 def _placement(index, when):
     fields = _known[index]
-    found = numa.placement(fields["start"], fields["end"])
+    found = numa().placement(fields["start"], fields["end"])
     if found is not None:
         journal.event("placement", name=fields["name"], index=index, when=when, **found)
 

@@ -44,3 +44,13 @@ def attached_placements(run, pid: int, when: str) -> tuple[set, list[dict]]:
     placements = [e["data"] for e in run.events_of("placement") if e["pid"] == pid
                   and e["data"]["when"] == when and e["data"]["index"] in attached]
     return attached, placements
+
+
+TARGETS = os.path.join(os.path.dirname(__file__), "targets")
+
+
+def filled_up_env(directory, leave=256 << 10) -> dict:
+    """The environment of a repro run with `--main-imports fill_up`: a save that
+    fits at repro's free-space check, then runs out of room (targets/fill_up.py)."""
+    return dict(os.environ, FILL_UP_DIR=str(directory), FILL_UP_LEAVE=str(leave),
+                PYTHONPATH=os.pathsep.join(filter(None, [TARGETS, os.environ.get("PYTHONPATH")])))

@@ -10,7 +10,7 @@ import time
 
 import psutil
 import pytest
-from helpers import run_writerprof, writerprof_command
+from helpers import filled_up_env, run_writerprof, writerprof_command
 
 
 @pytest.mark.parametrize(
@@ -52,7 +52,8 @@ def test_unknown_subcommand_and_version():
 
 
 def _find_writer(repro: psutil.Process, method: str, deadline: float) -> psutil.Process:
-    """The writer child: a fork of the repro process, or a fork of its forkserver."""
+    """The writer child: a fork of the repro process, a fork of its forkserver,
+    or a spawned interpreter of its own."""
     while time.monotonic() < deadline:
         for child in repro.children(recursive=True):
             try:
@@ -60,9 +61,10 @@ def _find_writer(repro: psutil.Process, method: str, deadline: float) -> psutil.
                 cmdline = child.cmdline()
                 forked = cmdline == repro.cmdline() and parent.pid == repro.pid
                 from_daemon = "forkserver" in " ".join(cmdline) and parent.pid != repro.pid
+                spawned = "--multiprocessing-fork" in cmdline and parent.pid == repro.pid
             except psutil.NoSuchProcess:
                 continue
-            if (forked if method == "fork" else from_daemon):
+            if {"fork": forked, "forkserver": from_daemon, "spawn": spawned}[method]:
                 return child
         time.sleep(0.02)
     raise AssertionError("no writer process appeared")
@@ -110,10 +112,107 @@ def test_interrupted_run_cleans_up(signum, tmp_path):
 
 @pytest.mark.parametrize("method", ["fork", "spawn"])
 def test_writer_error_is_reported_with_its_cause(method, tiny_filesystem):
-    done = run_writerprof("repro", "--start-method", method, "--saves", 2, "--size", "16MiB",
-                          "--chunk-size", "1MiB", "--dir", tiny_filesystem, check=False)
+    done = subprocess.run(
+        writerprof_command() + ["repro", "--start-method", method, "--saves", "2", "--size", "2MiB",
+                                "--chunk-size", "1MiB", "--dir", str(tiny_filesystem),
+                                "--main-imports", "fill_up"],
+        env=filled_up_env(tiny_filesystem), capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("writerprof repro: save 1 failed: writer (pid ")
     assert line.endswith("exited with status 1: OSError: [Errno 28] No space left on device")
+    os.remove(tiny_filesystem / "filler")  # the test's own
     assert os.listdir(tiny_filesystem) == []
+
+
+@pytest.mark.parametrize(
+    "args, needed",
+    [
+        (["--saves", "2", "--size", "5MiB"], "--size needs 5.0 MiB"),
+        (["--saves", "3", "--size", "2MiB", "--keep"], "--saves x --size (with --keep) needs 6.0 MiB"),
+    ],
+)
+def test_a_save_larger_than_the_free_space_is_refused(tiny_filesystem, args, needed):
+    done = run_writerprof("repro", "--chunk-size", "1MiB", "--dir", tiny_filesystem, *args,
+                          check=False)
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert line == (f"writerprof repro: error: {needed}; {tiny_filesystem} has 4.0 MiB free")
+    assert done.stdout == "" and os.listdir(tiny_filesystem) == []
+
+
+@pytest.mark.parametrize("args", [["--saves", "3", "--size", "2MiB"],
+                                  ["--saves", "2", "--size", "2MiB", "--keep"]])
+def test_saves_that_fit_the_free_space_run(tiny_filesystem, args):
+    # Without --keep each save's file goes before the next: only one must fit.
+    done = run_writerprof("repro", "--chunk-size", "1MiB", "--no-fsync", "--dir", tiny_filesystem,
+                          *args)
+    kept = os.listdir(tiny_filesystem)
+    assert len(kept) == (2 if "--keep" in args else 0)
+    assert "mean" in done.stderr.strip().splitlines()[-1]
+
+
+def test_a_size_beyond_the_default_directory_is_refused():
+    done = run_writerprof("repro", "--size", "1000TiB", check=False)
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("writerprof repro: error: --size needs 1000.0 TiB; ")
+    assert line.endswith(" free")
+
+
+def _gone(process: psutil.Process) -> bool:
+    try:
+        return process.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _helpers(repro: psutil.Process) -> dict[str, psutil.Process]:
+    """The producer's multiprocessing helpers, by name: its forkserver daemon
+    and its resource tracker."""
+    found = {}
+    for child in repro.children(recursive=True):
+        try:
+            cmdline = " ".join(child.cmdline())
+        except psutil.NoSuchProcess:
+            continue
+        for name in ("forkserver", "resource_tracker"):
+            if f"multiprocessing.{name} import main" in cmdline:
+                found[name] = child
+    return found
+
+
+@pytest.mark.parametrize("method", ["fork", "forkserver", "spawn"])
+def test_writer_dies_with_its_killed_producer(method, tmp_path):
+    segments_before = set(os.listdir("/dev/shm"))
+    repro = subprocess.Popen(
+        writerprof_command() + ["repro", "--start-method", method, "--saves", "3", "--size", "4GiB",
+                                "--generator", "random", "--no-fsync", "--dir", str(tmp_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        producer = psutil.Process(repro.pid)
+        writer = _find_writer(producer, method, time.monotonic() + 60)
+        deadline = time.monotonic() + 60
+        while not any(p.stat().st_size for p in tmp_path.iterdir()):  # mid-save
+            assert time.monotonic() < deadline, "the writer wrote nothing"
+            time.sleep(0.02)
+        helpers = _helpers(producer)
+        segments = set(os.listdir("/dev/shm")) - segments_before
+        os.kill(repro.pid, signal.SIGKILL)
+        repro.communicate(timeout=60)
+    finally:
+        repro.kill()
+        repro.wait()
+    assert segments, "the save had no buffers in /dev/shm"
+    assert "resource_tracker" in helpers
+    assert ("forkserver" in helpers) == (method == "forkserver")
+    deadline = time.monotonic() + 15  # a few seconds, with room for a loaded machine
+    while time.monotonic() < deadline:
+        left = segments & set(os.listdir("/dev/shm"))
+        if _gone(writer) and all(map(_gone, helpers.values())) and not left:
+            break
+        time.sleep(0.05)
+    assert _gone(writer), "the writer outlived its producer"
+    assert [name for name, p in helpers.items() if not _gone(p)] == []
+    assert segments & set(os.listdir("/dev/shm")) == set()

@@ -17,7 +17,7 @@ import time
 
 import psutil
 import pytest
-from helpers import writerprof_command
+from helpers import filled_up_env, writerprof_command
 
 GIB = 1 << 30
 SHORT = ("--saves", "2", "--size", "64MiB", "--chunk-size", "16MiB")
@@ -175,15 +175,16 @@ def test_writer_failing_on_one_rank_stops_every_rank(tiny_filesystem, tmp_path):
     good = tmp_path / "good"
     done, elapsed = _run(_mpmd(
         ["--saves", 2, "--size", "8GiB", "--generator", "random", "--dir", good, "--json"],
-        ["--saves", 2, "--size", "16MiB", "--chunk-size", "1MiB", "--dir", tiny_filesystem,
-         "--json"],
-    ), timeout=120)
+        ["--saves", 2, "--size", "2MiB", "--chunk-size", "1MiB", "--dir", tiny_filesystem,
+         "--json", "--main-imports", "fill_up"],
+    ), env=filled_up_env(tiny_filesystem), timeout=120)
     assert done.returncode == 1, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith("writerprof repro: rank 1: save 1 failed: writer (pid ")
     assert lines[0].endswith("exited with status 1: OSError: [Errno 28] No space left on device")
     assert done.stdout == ""  # no record for a save that did not complete on every rank
+    os.remove(tiny_filesystem / "filler")  # the test's own
     assert os.listdir(good) == [] and os.listdir(tiny_filesystem) == []
     assert elapsed < 30
 

@@ -68,7 +68,8 @@ def add_arguments(parser) -> None:
     run = parser.add_argument_group("the save")
     run.add_argument("--saves", type=count, default=2, metavar="N", help="number of saves (default: 2)")
     run.add_argument("--size", type=size, default=parse_size("1GiB"), metavar="SIZE",
-                     help="bytes per save: 4096, 512MiB, 2GiB, 1.5GB ... (default: 1GiB)")
+                     help="bytes per save: 4096, 512MiB, 2GiB, 1.5GB ... (default: 1GiB); refused if"
+                     " the directory's filesystem has less free (with --keep: all saves)")
     run.add_argument("--chunk-size", type=size, default=parse_size("32MiB"), metavar="SIZE",
                      help="size of each shared-memory buffer and chunk (default: 32MiB)")
     run.add_argument("--buffers", type=count, default=4, metavar="N",
@@ -139,6 +140,8 @@ def config_from_args(args) -> ReproConfig:
     _check_shared_memory(args.buffers * args.chunk_size)
     if args.directory is not None:
         _check_writable(args.directory)
+    _check_free_space(args.directory or tempfile.gettempdir(),
+                      args.size * (args.saves if args.keep else 1), args.keep)
     return ReproConfig(
         saves=args.saves, size=args.size, chunk_size=args.chunk_size, buffers=args.buffers,
         start_method=args.start_method, generator=args.generator, gen_threads=args.gen_threads,
@@ -169,6 +172,21 @@ def _check_shared_memory(needed: int) -> None:
     if needed > free:
         raise UsageError(f"--buffers x --chunk-size needs {format_size(needed)} of shared memory;"
                          f" {where} has {format_size(free)} free")
+
+
+def _check_free_space(directory: str, needed: int, keep: bool) -> None:
+    """A save that cannot fit would fill the filesystem and fail at its end:
+    refuse first. Without --keep each file goes before the next save starts,
+    so one save must fit; with it, all of them."""
+    try:
+        stat = os.statvfs(directory)
+    except OSError:  # nothing to measure: let the writer say what is wrong
+        return
+    free = stat.f_bavail * stat.f_frsize
+    if needed > free:
+        what = "--saves x --size (with --keep)" if keep else "--size"
+        raise UsageError(f"{what} needs {format_size(needed)}; {directory} has"
+                         f" {format_size(free)} free")
 
 
 def _check_writable(directory: str) -> None:

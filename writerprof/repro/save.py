@@ -192,6 +192,7 @@ class _Save:
             fsync=config.fsync,
             writer_cpus=sorted(config.writer_cpus) if config.writer_cpus else None,
             die_with_parent=self.die_with_parent,
+            producer_pid=os.getpid(),
         )
         self.writer = self.ctx.Process(
             target=run_writer, args=(spec, chunks, freed, self.report_end),

@@ -6,16 +6,66 @@ target runs, so it imports only the standard library.
 """
 
 import os
+import queue
+import select
 import signal
 import time
 import traceback
 from multiprocessing import shared_memory
 
+# While its queue is empty, how often the writer checks that its producer
+# lives: a producer killed outright (SIGKILL, the OOM killer) sends no end
+# mark, and the writer would wait forever, holding the buffers, the resource
+# tracker and (under forkserver) nothing that would ever wake it.
+PRODUCER_CHECK_S = 0.2
+
+
+class ProducerGone(Exception):
+    """The producer died before the save's end mark: nobody will read this save."""
+
+
+class Producer:
+    """The process that queues this writer's chunks, watched by its pid: under
+    forkserver the writer's parent is the daemon, so neither getppid() nor
+    PR_SET_PDEATHSIG says when the producer dies. A pidfd turns readable when
+    the process ends (a zombie included); where there is none, kill(pid, 0)."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.fd = None
+        self.gone = False
+        try:
+            self.fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            self.gone = True
+        except (AttributeError, OSError):  # an old kernel or Python: fall back to kill(pid, 0)
+            pass
+
+    def alive(self):
+        if self.gone:
+            return False
+        if self.fd is not None:
+            self.gone = bool(select.select([self.fd], [], [], 0)[0])
+        else:
+            try:
+                os.kill(self.pid, 0)
+            except ProcessLookupError:
+                self.gone = True
+            except PermissionError:  # there, under another user
+                pass
+        return not self.gone
+
+    def close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
 
 def run_writer(spec, chunks, freed, report):
     """Target of the writer Process.
 
-    spec:   dict with path, buffer_names, fadvise, fsync, writer_cpus, die_with_parent
+    spec:   dict with path, buffer_names, fadvise, fsync, writer_cpus, die_with_parent,
+            producer_pid
     chunks: queue of (buffer index, nbytes), None at the end
     freed:  queue the writer returns each written buffer index to (--verify), or None
     report: the send end of a pipe; gets ("ok", figures) or ("error", traceback)
@@ -37,6 +87,8 @@ def run_writer(spec, chunks, freed, report):
         )
         report.send(("ok", figures))
         status = 0
+    except ProducerGone:  # nobody to tell: the buffers are unlinked, leave
+        pass
     except BaseException:  # the parent must hear about any failure, then we exit
         report.send(("error", traceback.format_exc()))
     finally:
@@ -62,16 +114,25 @@ def _die_with_parent():
 
 
 def _write_all(fd, view):
-    """One os.write per chunk; loops only if the kernel takes less."""
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
+    """One os.write per chunk; loops only if the kernel takes less. Each rest
+    is released even when its write fails (a full disk), so that no view of
+    the buffer outlives the error and the buffer still closes."""
+    written = os.write(fd, view)
+    while written < len(view):
+        with view[written:] as rest:
+            written += os.write(fd, rest)
 
 
-def next_chunk(chunks):
+def next_chunk(chunks, producer):
     """The writer's wait for its next chunk: a function of its own so that
-    the probe's built-in spec can time it as the `get` phase."""
-    return chunks.get()
+    the probe's built-in spec can time it as the `get` phase. Raises
+    ProducerGone if the producer dies while the queue is empty."""
+    while True:
+        try:
+            return chunks.get(timeout=PRODUCER_CHECK_S)
+        except queue.Empty:
+            if not producer.alive():
+                raise ProducerGone("producer (pid %d) is gone" % producer.pid) from None
 
 
 def _write_chunks(spec, chunks, freed):
@@ -82,11 +143,12 @@ def _write_chunks(spec, chunks, freed):
     totals = dict(get_wait_ns=0, write_ns=0, fadvise_ns=0, fsync_ns=0, close_ns=0)
     nbytes = nchunks = 0
     first_chunk_ns = None
+    producer = Producer(spec["producer_pid"])
     fd = os.open(spec["path"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         while True:
             t0 = clock()
-            item = next_chunk(chunks)
+            item = next_chunk(chunks, producer)
             t1 = clock()
             totals["get_wait_ns"] += t1 - t0
             if item is None:
@@ -109,10 +171,20 @@ def _write_chunks(spec, chunks, freed):
             t0 = clock()
             os.fsync(fd)
             totals["fsync_ns"] += clock() - t0
+    except ProducerGone:
+        # The producer cannot unlink them now: do it here, rather than leave
+        # them to the resource tracker, which may not outlive us.
+        for buffer in buffers:
+            try:
+                buffer.unlink()
+            except FileNotFoundError:
+                pass
+        raise
     finally:
         t0 = clock()
         os.close(fd)
         totals["close_ns"] += clock() - t0
+        producer.close()
         for buffer in buffers:
             buffer.close()
     return dict(

@@ -1,0 +1,110 @@
+"""What the probe does at an interpreter's start-up: only what every process
+needs. A process that never imports multiprocessing loads none of the
+multiprocessing, shared-memory or agent hooks, and no standard-library module
+beyond the C JSON escaper and atexit; the hooks come up when multiprocessing
+is first imported. Under every CPython that pyenv has, from 3.9 up."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+from test_probe_journal import INTERPRETERS, PROBE_DIR, journals, kinds
+
+SHOW_MODULES = "import sys; print(' '.join(sorted(sys.modules)))"
+LAZY = {"writerprof_probe.mp", "writerprof_probe.mitigate", "writerprof_probe.shm",
+        "writerprof_probe.numa", "writerprof_probe.agent"}
+
+
+def _warm_up(python, tmp_path):
+    """One probed process first: under PYTHONDONTWRITEBYTECODE the first one
+    also writes the probe's bytecode (bytecode.py), and imports what that needs."""
+    run = tmp_path / "warm-up"
+    run.mkdir()
+    subprocess.run([python, "-c", "import multiprocessing"], env=_env(run), check=True, timeout=60)
+
+
+def _modules(python, script, env):
+    done = subprocess.run([python, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "writerprof" not in done.stderr, done.stderr
+    return set(done.stdout.split())
+
+
+def _env(run=None):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WRITERPROF_") and k != "PYTHONPATH"}
+    if run is not None:
+        env.update(PYTHONPATH=PROBE_DIR, **({"WRITERPROF_RUN": str(run)} if run else {}))
+    return env
+
+
+@pytest.mark.parametrize("python", sorted(INTERPRETERS))
+def test_start_up_loads_only_what_every_process_needs(tmp_path, python):
+    python = INTERPRETERS[python]
+    run = tmp_path / "run"
+    run.mkdir()
+    _warm_up(python, tmp_path)
+    bare = _modules(python, SHOW_MODULES, _env())
+    probed = _modules(python, SHOW_MODULES, _env(run))
+    added = probed - bare
+    assert "writerprof_probe" in added and not added & LAZY
+    assert {m for m in added if not m.startswith("writerprof_probe")} <= {"sitecustomize", "_json", "atexit"}
+    (events, _), = journals(run).values()
+    assert events[0]["kind"] == "process" and kinds(events, "activated") and kinds(events, "exit")
+    assert {e["spec"] for e in kinds(events, "hook")} >= {"os:write=write", "os:fsync=fsync"}
+    assert not [e for e in kinds(events, "hook") if e["spec"].startswith("multiprocessing")]
+
+
+@pytest.mark.parametrize("python", sorted(INTERPRETERS))
+def test_multiprocessing_hooks_come_up_with_multiprocessing(tmp_path, python):
+    run = tmp_path / "run"
+    run.mkdir()
+    script = "import multiprocessing.shared_memory; " + SHOW_MODULES
+    loaded = _modules(INTERPRETERS[python], script, _env(run))
+    assert {"writerprof_probe.mp", "writerprof_probe.shm"} <= loaded
+    (events, _), = journals(run).values()
+    applied = {e["spec"] for e in kinds(events, "hook") if e["status"] == "applied"}
+    assert {"multiprocessing.process", "multiprocessing.shared_memory"} <= applied
+    assert not [e for e in kinds(events, "hook") if e["status"] == "failed"]
+
+
+def test_inert_probe_loads_nothing_of_its_own(tmp_path):
+    python = INTERPRETERS["current"]
+    added = _modules(python, SHOW_MODULES, _env("")) - _modules(python, SHOW_MODULES, _env())
+    assert added <= {"sitecustomize"}
+
+
+def test_identity_line_is_json_the_loader_reads(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    env = dict(_env(run), SLURM_JOB_NAME="caf\udce9 \"job\"")
+    subprocess.run([INTERPRETERS["current"], "-c", "pass", "arg\nwith newline"], env=env, check=True,
+                   timeout=60)
+    (events_file,) = run.glob("hosts/*/procs/*.events.jsonl")
+    first = json.loads(events_file.read_text().splitlines()[0])
+    assert first["argv"][-1] == "arg\nwith newline"
+    assert first["env"]["SLURM_JOB_NAME"] == "caf\udce9 \"job\""
+
+
+@pytest.mark.parametrize("python", sorted(INTERPRETERS))
+def test_bytecode_is_written_once_under_dont_write_bytecode(tmp_path, python):
+    # A copy of the probe with no bytecode: the first probed process writes
+    # it for its interpreter; a second one finds it fresh and writes nothing.
+    probes = tmp_path / "probes"
+    shutil.copytree(PROBE_DIR, probes, ignore=shutil.ignore_patterns("__pycache__"))
+    run = tmp_path / "run"
+    run.mkdir()
+    env = dict(_env(run), PYTHONPATH=str(probes), PYTHONDONTWRITEBYTECODE="1")
+    subprocess.run([INTERPRETERS[python], "-c", "pass"], env=env, check=True, timeout=60)
+    written = {p: p.stat().st_mtime_ns for p in probes.rglob("*.pyc")}
+    sources = list(probes.glob("*.py")) + list(probes.glob("writerprof_probe/*.py"))
+    assert len(written) == len(sources) - 1  # every source but probes/__init__.py, not the probe's
+    subprocess.run([INTERPRETERS[python], "-c", "pass"], env=env, check=True, timeout=60)
+    assert {p: p.stat().st_mtime_ns for p in probes.rglob("*.pyc")} == written
+    # Inert, the probe writes nothing.
+    shutil.rmtree(probes / "__pycache__")
+    subprocess.run([INTERPRETERS[python], "-c", "pass"], env=dict(env, WRITERPROF_RUN=""), check=True,
+                   timeout=60)
+    assert not (probes / "__pycache__").exists()
