@@ -249,15 +249,15 @@ class StackRecorder:
                 _keep_whole_lines(self.dir / name)  # whole lines only, and none is no segment
             if (self.dir / name).exists():
                 counts = re.search(r"Samples: (\d+) Errors: (\d+)", said)
-                self._note_write_failure(said)
+                full = self._note_write_failure(said)
                 self.segments.append({
                     "file": _compress(self.dir / name), "root_pid": self.pid, "started_ns": started,
                     "ended_ns": time.monotonic_ns(), "exit_status": status,
                     "samples": int(counts.group(1)) if counts else None,
                     "errors": int(counts.group(2)) if counts else None})
                 self._write_index()
-                if status == 0 or self._done.is_set() or not _alive(self.pid):
-                    return
+                if full or status == 0 or self._done.is_set() or not _alive(self.pid):
+                    return  # (a full disk has no room for a next segment either)
                 continue  # it wrote what it had and ended early: follow on in a new segment
             if self._note_write_failure(said):
                 return
