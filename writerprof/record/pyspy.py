@@ -200,6 +200,9 @@ class StackRecorder:
     def start(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         self._write_index()
+        self._tree = procfs.ProcessTree(HOST, self.pid)
+        # The first look now, not in the thread: a Python CMD is one at once (it has been exec'd).
+        self._python = self._python_there()
         self._thread.start()
 
     def _follow(self) -> None:
@@ -211,13 +214,15 @@ class StackRecorder:
 
     def _python_seen(self) -> bool:
         """Wait until CMD's tree has a Python process (True) or CMD ends (False)."""
-        tree = procfs.ProcessTree(HOST, self.pid)
         while True:
-            if self._journaled() or any(_is_python(pid) for pid in tree.pids()):
+            if self._python or self._python_there():
                 return True
             if self._done.wait(_WATCH_S) or not _alive(self.pid):
                 self.reason = "no Python process was found in CMD's process tree"
                 return False
+
+    def _python_there(self) -> bool:
+        return self._journaled() or any(_is_python(pid) for pid in self._tree.pids())
 
     def _journaled(self) -> bool:
         try:
