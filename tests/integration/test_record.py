@@ -541,3 +541,20 @@ def test_an_unwritable_default_location_is_one_line(tmp_path, command, what):
     (line,) = done.stderr.splitlines()
     assert line.startswith(f"writerprof {command[0]}: cannot make the {what} {place}/writerprof-"), line
     assert "Read-only file system" in line and "-o" in line
+
+
+def test_ctrl_c_at_a_terminal_ends_contrast_with_130(tmp_path):
+    """At a terminal Ctrl-C goes to the command's process group alone (it has
+    the terminal): contrast still stops, once that recording is finished."""
+    out = tmp_path / "contrast"
+    argv = writerprof_command() + ["contrast", "--repeat", "1", "-o", str(out), "--", sys.executable, "-c", WAITS]
+    log = out / "runs" / "01-fork" / "output.log"
+
+    class Ready:  # typed once the command has said it is running
+        def encode(self):
+            return b"[1/" if log.exists() and "ready" in log.read_text() else b"\0never"
+
+    screen, status = _in_a_terminal(argv, [(Ready(), b"\x03")])
+    assert status == 128 + signal.SIGINT, screen
+    assert "writerprof contrast: interrupted" in screen
+    assert load(out / "runs" / "01-fork").complete and not (out / "runs" / "02-forkserver").exists()

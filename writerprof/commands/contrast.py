@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import signal
 import sys
 import time
 from pathlib import Path
@@ -46,6 +47,7 @@ from writerprof.probes.writerprof_probe.format import FORCE_ENV, MITIGATE_ENV, S
 HELP = "record CMD (default: the built-in reproducer) under fork and forkserver, and explain the difference"
 
 WHAT_IFS = contrast.WHAT_IFS
+_INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
 REPRO_ARGS = ["repro", "--saves", "4", "--size", "512MiB", "--main-imports", "numpy,matplotlib.pyplot"]
 
 
@@ -121,9 +123,12 @@ def run(args: argparse.Namespace) -> int:
             with open(log, "wb") as output:
                 recorded = recording.record(run_dir, command, recording.INTERVAL_NS, [], extra_env=env,
                                             output=output)
-            if recorded.signals:  # passed on to the command, which has ended; the run is finished
+            # A signal sent to contrast was passed on to the command, which has ended; a Ctrl-C
+            # at the terminal went to the command alone (its group has the terminal): both end contrast.
+            stopped_by = recorded.signals[:1] or [s for s in (recorded.killed_by,) if s in _INTERRUPTS]
+            if stopped_by:  # the run directory is finished
                 print(" interrupted", file=sys.stderr)
-                raise Interrupted(recorded.signals[0])
+                raise Interrupted(stopped_by[0])
             status = recorded.exit_status
             summary = _summarize(run_dir)
             rate = summary["throughput"]["gib_s"]

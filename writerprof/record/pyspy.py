@@ -48,8 +48,9 @@ is left out and said (StackRecorder.write_error).
 
 py-spy is started once a Python process is in CMD's tree (a journal in the
 run directory, or a process whose executable is named python*): a CMD that
-never runs Python costs no py-spy at all (a shell script's `sleep 1`:
-record took 1.6 s with py-spy retrying, 1.1 s now). If py-spy still finds no
+never runs Python costs no py-spy at all (`record -- sh -c 'sleep 1'` took
+1.63-1.69 s with py-spy retrying, 1.16-1.28 s with --no-stacks; now 1.20-1.22
+s either way, 5 runs each). If py-spy still finds no
 Python process (the interpreter not yet started up), it is started again,
 every half second while CMD runs, into the same segment file name. A segment
 is one run of py-spy that sampled; the files are described in

@@ -120,6 +120,7 @@ class Recorded:
 
     exit_status: int  # CMD's, 128+N if signal N killed it
     signals: list[int] = field(default_factory=list)  # SIGINT/SIGTERM that record passed on to CMD
+    killed_by: int | None = None  # the signal that ended CMD, if one did
     notes: list[str] = field(default_factory=list)  # py-spy's one-liners, held while CMD ran
     incomplete: list[str] = field(default_factory=list)  # what the run directory lacks, and why
     outlived: list[dict] = field(default_factory=list)  # processes still running after CMD ended
@@ -159,6 +160,7 @@ def record(run_dir: Path, command: list[str], interval_ns: int, probes: list[str
         status, stacks_taken = _follow(child, run_dir, host, interval_ns, sampler, stacks, recorded)
     recorded.signals = list(signals.received)
     recorded.exit_status = 128 - status if status < 0 else status
+    recorded.killed_by = -status if status < 0 else None
     try:
         directory.finish(run_dir, exit_status=recorded.exit_status,
                          ended_by="signal" if status < 0 else "exit",
