@@ -352,7 +352,7 @@ def _in_a_terminal(argv, steps, timeout_s: float = 60) -> tuple[str, int]:
 def test_in_a_terminal_the_command_reads_it_and_gets_ctrl_c(tmp_path):
     """CMD runs in its own process group; at a terminal that group is the
     foreground one, so CMD can read the terminal (as mpiexec does to forward
-    stdin) and Ctrl-C goes to it. The status line shows while it runs."""
+    stdin) and Ctrl-C goes to it."""
     # Short sleeps: a signal that lands just before a long sleep starts would
     # only be handled after it (CPython checks for signals between calls).
     # The print inside the try: Ctrl-C is typed as soon as "got hello" shows.
@@ -360,7 +360,7 @@ def test_in_a_terminal_the_command_reads_it_and_gets_ctrl_c(tmp_path):
             "        time.sleep(0.05)\nexcept KeyboardInterrupt:\n"
             "    print('interrupted', flush=True)\n    raise\n")
     argv = writerprof_command() + ["record", "-o", str(tmp_path / "run"), "--", sys.executable, "-c", code]
-    out, status = _in_a_terminal(argv, [("writers alive", b"hello\n"), ("got hello", b"\x03")])
+    out, status = _in_a_terminal(argv, [("recording into", b"hello\n"), ("got hello", b"\x03")])
     assert "got hello" in out and "interrupted" in out, out
     assert status == 128 + signal.SIGINT
     run = load(tmp_path / "run")
@@ -375,3 +375,186 @@ def test_a_command_that_cannot_run(tmp_path):
     assert done.stderr.strip().splitlines()[-1] == f"writerprof record: cannot run {script}: Permission denied"
     run = load(tmp_path / "run")
     assert run.complete and run.meta["ended_by"] == "not_started" and len(run.processes) == 0
+
+
+def _screen(out: str) -> list[str]:
+    """The terminal's lines as they stay on screen: a carriage return starts
+    the line over, and an erase-line sequence (ESC [ K) empties it."""
+    lines = []
+    for line in out.replace("\r\n", "\n").split("\n"):
+        lines.append(line.rsplit("\r", 1)[-1].rsplit("\033[K", 1)[-1])
+    return lines
+
+
+PRINTS_LINES = "import time\nfor i in range(8):\n    print('line', i, flush=True)\n    time.sleep(0.15)\n"
+
+
+def test_in_a_terminal_the_commands_lines_stay_whole(tmp_path):
+    """record writes nothing on CMD's terminal while it runs: no status line
+    that erases a line or joins one (before: '...0.00 GiB writtenline 3')."""
+    argv = writerprof_command() + ["record", "-o", str(tmp_path / "run"), "--", sys.executable, "-c",
+                                   PRINTS_LINES]
+    out, status = _in_a_terminal(argv, [])
+    assert status == 0, out
+    screen = _screen(out)
+    assert "\033[K" not in out
+    lines = [line for line in screen if "line " in line]
+    assert lines == [f"line {i}" for i in range(8)], screen
+    # Before CMD: one line of record's; after it, the summary.
+    first = screen.index("line 0")
+    assert [line for line in screen[:first] if line] == [f"writerprof record: recording into {tmp_path / 'run'}"]
+
+
+def test_in_a_terminal_contrasts_labels_stay(tmp_path):
+    argv = writerprof_command() + ["contrast", "--methods", "fork,spawn", "--repeat", "1", "-o",
+                                   str(tmp_path / "contrast"), "--", sys.executable, str(TARGETS / "shm_writer.py"),
+                                   "fork", str(tmp_path / "out.bin")]
+    out, status = _in_a_terminal(argv, [], timeout_s=180)
+    assert status == 0, out
+    screen = _screen(out)
+    for label in ("[1/2] fork", "[2/2] spawn"):
+        (line,) = [line for line in screen if label in line]
+        assert "repeat 1" in line and "1 saves" in line, line  # the label and its outcome, on one line
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+LEAVES_A_GRANDCHILD = """
+import subprocess, sys, time
+left = subprocess.Popen([sys.executable, "-c", "import time\\nwhile True: time.sleep(0.05)"],
+                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+open(sys.argv[1], "w").write(str(left.pid))
+start = time.monotonic()
+while time.monotonic() - start < 0.5:
+    sum(range(1000))
+"""
+
+
+def test_a_python_grandchild_that_outlives_cmd_is_named_and_not_waited_for(tmp_path):
+    pid_file = tmp_path / "grandchild.pid"
+    started = time.monotonic()
+    done = record(tmp_path / "run", sys.executable, "-c", LEAVES_A_GRANDCHILD, pid_file, timeout=60)
+    took = time.monotonic() - started
+    grandchild = int(pid_file.read_text())
+    try:
+        assert _alive(grandchild)  # record returned, py-spy stopped, and it still runs
+        assert took < 10, took  # before: py-spy waited for it, ~30 s
+        run = load(tmp_path / "run")
+        assert [p["pid"] for p in run.meta["outlived_cmd"]] == [grandchild]
+        assert run.meta["outlived_cmd"][0]["cmdline"][:2] == [sys.executable, "-c"]
+        (said,) = [line for line in done.stderr.splitlines() if "outlived CMD" in line]
+        assert f"pid {grandchild} " in said
+        assert run.meta["stacks"]["taken"]  # what py-spy had was written when it was stopped
+    finally:
+        os.kill(grandchild, signal.SIGKILL)
+
+
+def test_a_command_that_never_runs_python_starts_no_py_spy(tmp_path):
+    record(tmp_path / "run", "sh", "-c", "sleep 0.3")
+    run = load(tmp_path / "run")
+    assert run.meta["stacks"]["reason"] == "no Python process was found in CMD's process tree"
+    # Before: py-spy was started, and retried every half second (its log says each time).
+    assert not list((tmp_path / "run").rglob("py-spy.log"))
+
+
+SEGFAULTS = """
+import os, signal, time
+start = time.monotonic()
+while time.monotonic() - start < 0.8:
+    sum(range(1000))
+os.kill(os.getpid(), signal.SIGSEGV)
+"""
+
+
+def test_a_python_command_killed_by_a_signal_keeps_its_stacks(tmp_path):
+    done = record(tmp_path / "run", sys.executable, "-c", SEGFAULTS, check=False)
+    assert done.returncode == 128 + signal.SIGSEGV, done.stderr
+    run = load(tmp_path / "run")
+    assert run.meta["signal"] == "SIGSEGV"
+    assert run.meta["stacks"]["taken"] and run.meta["stacks"]["samples"] > 0, run.meta["stacks"]
+    assert "no Python process was found" not in done.stderr
+
+
+WAITS = "import time\nprint('ready', flush=True)\nwhile True: time.sleep(0.05)\n"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_contrast_ends_with_128_plus_the_signal(tmp_path, signum):
+    out = tmp_path / "contrast"
+    contrast = subprocess.Popen(writerprof_command() + ["contrast", "--repeat", "1", "-o", str(out), "--",
+                                                        sys.executable, "-c", WAITS],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    log = out / "runs" / "01-fork" / "output.log"
+    deadline = time.monotonic() + 60
+    while not (log.exists() and "ready" in log.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    contrast.send_signal(signum)
+    _, err = contrast.communicate(timeout=60)
+    assert contrast.returncode == 128 + signum, err  # before: 1, "the fork recording failed"
+    assert err.splitlines()[-1] == "writerprof contrast: interrupted"
+    run = load(out / "runs" / "01-fork")  # the recording under way was finished
+    assert run.complete and run.meta["signal"] == signal.Signals(signum).name
+    assert not (out / "runs" / "02-forkserver").exists() and not (out / "contrast.json").exists()
+
+
+def test_probe_specs_that_match_nothing_are_counted_and_named(tmp_path):
+    done = subprocess.run(writerprof_command() + [
+        "record", "--no-stacks", "-o", str(tmp_path / "run"), "--probe", "os:no_such_call=x",
+        "--probe", "no_such_module:f=y", "--probe", "posixpath:join=pathjoin", "--", sys.executable, "-c",
+        "import os.path; os.path.join('a', 'b')"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "  probes           3 given, 2 matched nothing" in done.stderr
+    said = [line.strip() for line in done.stderr.splitlines() if "matched nothing:" in line]
+    assert said == ["--probe os:no_such_call=x matched nothing: os has no callable no_such_call",
+                    "--probe no_such_module:f=y matched nothing: no process imported no_such_module"]
+    run = load(tmp_path / "run")  # what the report needs is in the journal
+    statuses = {e["data"]["spec"]: e["data"]["status"] for e in run.events_of("hook")}
+    assert statuses["os:no_such_call=x"] == "unavailable" and statuses["posixpath:join=pathjoin"] == "applied"
+
+
+def _read_only_directory(tmp_path):
+    place = tmp_path / "read-only"
+    place.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(place)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    return place
+
+
+@pytest.mark.parametrize("command, what", [(["record", "--", "true"], "run directory"),
+                                           (["contrast", "--", "true"], "contrast directory")])
+def test_an_unwritable_default_location_is_one_line(tmp_path, command, what):
+    place = _read_only_directory(tmp_path)
+    try:
+        done = subprocess.run(writerprof_command() + command, cwd=place, capture_output=True, text=True,
+                              timeout=60)
+    finally:
+        subprocess.run(["umount", str(place)], check=True)
+    assert done.returncode == 1
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"writerprof {command[0]}: cannot make the {what} {place}/writerprof-"), line
+    assert "Read-only file system" in line and "-o" in line
+
+
+def test_ctrl_c_at_a_terminal_ends_contrast_with_130(tmp_path):
+    """At a terminal Ctrl-C goes to the command's process group alone (it has
+    the terminal): contrast still stops, once that recording is finished."""
+    out = tmp_path / "contrast"
+    argv = writerprof_command() + ["contrast", "--repeat", "1", "-o", str(out), "--", sys.executable, "-c", WAITS]
+    log = out / "runs" / "01-fork" / "output.log"
+
+    class Ready:  # typed once the command has said it is running
+        def encode(self):
+            return b"[1/" if log.exists() and "ready" in log.read_text() else b"\0never"
+
+    screen, status = _in_a_terminal(argv, [(Ready(), b"\x03")])
+    assert status == 128 + signal.SIGINT, screen
+    assert "writerprof contrast: interrupted" in screen
+    assert load(out / "runs" / "01-fork").complete and not (out / "runs" / "02-forkserver").exists()

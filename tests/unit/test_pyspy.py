@@ -128,3 +128,65 @@ def test_record_options(capsys):
 
     assert main(["record", "--stack-rate", "0", "--", "true"]) == 2
     assert "argument --stack-rate: '0' is not a rate" in capsys.readouterr().err
+
+
+def test_py_spy_cut_off_by_a_full_disk_keeps_whole_lines_and_says_so(tmp_path, target, monkeypatch):
+    # A fake py-spy whose disk fills while it writes: two lines and half of a third.
+    body = (f'out=""; prev=""; for a in "$@"; do [ "$prev" = --output ] && out="$a"; prev="$a"; done\n'
+            f'printf \'a;b 3\\nc;d 4\\ne;f\' > "$out"\n'
+            f'echo "Error: No space left on device (os error 28)" >&2; exit 1')
+    outcome, said = _record_with(tmp_path, target, body, monkeypatch, wait_s=0.3)
+    assert said == [] and outcome["taken"] and outcome["segments"] == 1
+    (segment,) = json.loads((tmp_path / "stacks" / layout.STACKS_INDEX).read_text())["segments"]
+    assert gzip.decompress((tmp_path / "stacks" / segment["file"]).read_bytes()) == b"a;b 3\nc;d 4\n"
+
+
+def test_py_spy_that_could_write_nothing_on_a_full_disk(tmp_path, target, monkeypatch):
+    body = 'echo "Error: No space left on device (os error 28)" >&2; exit 1'
+    monkeypatch.setenv(collection.PY_SPY_ENV, str(_fake(tmp_path, body)))
+    monkeypatch.setattr(collection, "ptrace_problem", lambda system=None: None)
+    recorder, _ = collection.start(target.pid, tmp_path / "stacks", collection.StackOptions(), print)
+    time.sleep(0.3)
+    target.kill()
+    target.wait()
+    outcome = recorder.stop()
+    assert outcome["taken"] is False and outcome["reason"] == "py-spy could not write its stacks: No space left on device"
+    assert recorder.write_error == outcome["reason"]
+
+
+def test_no_py_spy_for_a_tree_without_python(tmp_path, monkeypatch):
+    tries = tmp_path / "tries"
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        monkeypatch.setenv(collection.PY_SPY_ENV, str(_fake(tmp_path, f"echo x >> {tries}; exit 1")))
+        monkeypatch.setattr(collection, "ptrace_problem", lambda system=None: None)
+        recorder, _ = collection.start(sleeper.pid, tmp_path / "stacks", collection.StackOptions(), print)
+        time.sleep(0.3)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    outcome = recorder.stop()
+    assert not tries.exists() and outcome["py_spy"] is None  # never run, not even for its version
+    assert outcome["reason"] == "no Python process was found in CMD's process tree"
+
+
+def test_a_journal_is_a_python_process_to_sample(tmp_path, monkeypatch):
+    """A Python that is not named python* (an embedded interpreter) is found by its journal."""
+    tries = tmp_path / "tries"
+    journals = tmp_path / "procs"
+    journals.mkdir()
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        monkeypatch.setenv(collection.PY_SPY_ENV, str(_fake(tmp_path, f"echo x >> {tries}; exit 1")))
+        monkeypatch.setattr(collection, "ptrace_problem", lambda system=None: None)
+        recorder, _ = collection.start(sleeper.pid, tmp_path / "stacks", collection.StackOptions(), print,
+                                       journals=journals)
+        (journals / f"{sleeper.pid}-1.events.jsonl").write_text("")
+        deadline = time.monotonic() + 10
+        while not tries.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    recorder.stop()
+    assert tries.exists()

@@ -323,3 +323,56 @@ def test_the_sampler_thread_yields_to_the_recorded_processes(tmp_path):
     finally:
         sampler.stop()
     assert nice == min(19, os.getpriority(os.PRIO_PROCESS, 0) + 10)
+
+
+def test_a_write_that_fails_stops_the_sampler_once_and_keeps_whole_records(tmp_path, monkeypatch):
+    """A full disk: the tick's records are taken back whole, the thread ends,
+    and write_error says why; nothing is raised into the recording."""
+    import errno
+
+    from writerprof.record import sampler as module
+
+    root = tmp_path / "root"
+    _, host_dir = new_run(tmp_path)
+    write_process(root, 100)
+    sampler = Sampler(100, host_dir, INTERVAL_S, System(root))
+    sampler.tick()
+    kept = (host_dir / layout.SAMPLES_FILE).read_bytes()
+    real_write, calls = os.write, []
+
+    def half_then_full(fd, data):  # writes half of what it is given, then the disk is full
+        calls.append(fd)
+        if len(calls) == 1:
+            return real_write(fd, bytes(data[:len(data) // 2]))
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(module.os, "write", half_then_full)
+    sampler.start()
+    sampler._thread.join(timeout=30)  # it ends by itself
+    assert not sampler._thread.is_alive()
+    monkeypatch.setattr(module.os, "write", real_write)
+    sampler.stop()
+    assert sampler.write_error.endswith("No space left on device") and str(host_dir) in sampler.write_error
+    assert (host_dir / layout.SAMPLES_FILE).read_bytes() == kept  # the half record taken back
+    assert len(calls) == 2 and sampler.status().errors == 0
+
+
+def test_ticks_that_overrun_the_interval_are_counted(tmp_path):
+    class Slow(System):
+        def read(self, path):
+            if path.endswith("/stat"):
+                time.sleep(0.004)
+            return super().read(path)
+
+    root = tmp_path / "root"
+    _, host_dir = new_run(tmp_path)
+    write_process(root, 100)
+    sampler = Sampler(100, host_dir, 0.001, Slow(root))
+    sampler.start()
+    deadline = time.monotonic() + 30
+    while sampler.timing()["ticks"] < 5 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    sampler.stop()
+    timing = sampler.timing()
+    assert timing["interval_ns"] == 1_000_000 and timing["ticks"] >= 5
+    assert timing["late"] == timing["ticks"] and timing["longest_ns"] > 4_000_000

@@ -53,3 +53,34 @@ def test_a_command_that_cannot_start_finishes_the_run(tmp_path):
     run = load(run_dir)
     assert run.complete and (run.meta["exit_status"], run.meta["ended_by"]) == (126, "not_started")
     assert run.meta["stacks"]["taken"] is False and run.meta["stacks"]["reason"] == "the command did not start"
+
+
+def test_an_interval_below_a_millisecond_is_a_usage_error(capsys):
+    from writerprof.cli import main
+
+    assert main(["record", "--interval", "1us", "--", "true"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "argument --interval: '1us' is shorter than the shortest sampling interval, 1ms" in line
+    assert main(["record", "--interval", "500us", "--", "true"]) == 2
+
+
+def test_what_went_wrong_with_a_recording_is_a_line_each():
+    done = session.Recorded(exit_status=0, incomplete=["samples end early: disk full"],
+                            outlived=[{"pid": 42, "cmdline": ["python", "-c", "a\nb"]}],
+                            sampler_ticks={"interval_ns": 1_000_000, "ticks": 10, "late": 4, "longest_ns": 7_500_000})
+    assert done.warnings() == [
+        "recording incomplete: samples end early: disk full",
+        "the sampler fell behind its 1 ms interval: 4 of 10 ticks took longer (longest 7.5 ms): "
+        "samples are further apart than asked",
+        "pid 42 (python -c 'a\\nb') outlived CMD: still running when the recording ended, not waited for"]
+    on_time = session.Recorded(exit_status=0, sampler_ticks={"interval_ns": 1, "ticks": 100, "late": 9,
+                                                             "longest_ns": 2})
+    assert on_time.warnings() == []  # a late tick now and then is no note
+
+
+def test_unmatched_probe_specs_and_why():
+    hooks = [{"data": {"spec": "os:nope=x", "status": "unavailable", "reason": "os has no callable nope"}},
+             {"data": {"spec": "m:f=a", "status": "unavailable", "reason": "not yet"}},
+             {"data": {"spec": "m:f=a", "status": "applied", "reason": None}}]  # applied in another process
+    assert session.unmatched_probes(["os:nope=x", "m:f=a", "gone:g=b"], hooks) == {
+        "os:nope=x": "os has no callable nope", "gone:g=b": "no process imported gone"}

@@ -22,6 +22,10 @@ had their producer's CPUs) is reported and not run.
 Writes DIR/runs/NN-METHOD (the recordings, each with the command's output in
 output.log), DIR/contrast.json
 ("schema": "writerprof.contrast/1") and DIR/contrast.html, and prints the verdict.
+Each recording's line, `[i/N] METHOD repeat K ... its outcome`, stays on the
+screen: nothing is written over it while the command runs. SIGINT or SIGTERM
+ends the recording under way (the command gets the signal, the recording is
+finished) and contrast with 130 or 143, without a verdict.
 """
 
 from __future__ import annotations
@@ -29,18 +33,21 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import signal
 import sys
 import time
 from pathlib import Path
 
 from writerprof.analysis import contrast
+from writerprof import interrupts
 from writerprof.commands.common import new_directory, write_text
-from writerprof.errors import UsageError, WriterprofError
+from writerprof.errors import Interrupted, UsageError, WriterprofError
 from writerprof.probes.writerprof_probe.format import FORCE_ENV, MITIGATE_ENV, START_METHODS
 
 HELP = "record CMD (default: the built-in reproducer) under fork and forkserver, and explain the difference"
 
 WHAT_IFS = contrast.WHAT_IFS
+_INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
 REPRO_ARGS = ["repro", "--saves", "4", "--size", "512MiB", "--main-imports", "numpy,matplotlib.pyplot"]
 
 
@@ -82,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
     from writerprof.render import terminal
     from writerprof.run import directory
 
+    interrupts.install()  # between recordings too, SIGINT and SIGTERM end contrast with 128+N
     methods = methods_from(args.methods)
     if args.repeat < 1:
         raise UsageError("--repeat must be at least 1")
@@ -113,13 +121,22 @@ def run(args: argparse.Namespace) -> int:
             t0 = time.monotonic()
             log = run_dir / "output.log"
             with open(log, "wb") as output:
-                status = recording.record(run_dir, command, recording.INTERVAL_NS, [], extra_env=env,
-                                          output=output)
+                recorded = recording.record(run_dir, command, recording.INTERVAL_NS, [], extra_env=env,
+                                            output=output)
+            # A signal sent to contrast was passed on to the command, which has ended; a Ctrl-C
+            # at the terminal went to the command alone (its group has the terminal): both end contrast.
+            stopped_by = recorded.signals[:1] or [s for s in (recorded.killed_by,) if s in _INTERRUPTS]
+            if stopped_by:  # the run directory is finished
+                print(" interrupted", file=sys.stderr)
+                raise Interrupted(stopped_by[0])
+            status = recorded.exit_status
             summary = _summarize(run_dir)
             rate = summary["throughput"]["gib_s"]
             print(f" {time.monotonic() - t0:5.1f} s, {summary['throughput']['saves']} saves"
                   + (f", {rate:.2f} GiB/s" if rate else "") + f"   (elapsed {time.monotonic() - started:.0f} s)",
                   file=sys.stderr)
+            for note in recorded.notes + recorded.warnings():  # held by record while the command ran
+                print(f"      {note}", file=sys.stderr)
             if status != 0:
                 raise WriterprofError(f"the {method} recording failed: the command exited with status "
                                       f"{status}; its output is in {log}")
@@ -140,7 +157,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _output(path: Path | None) -> Path:
-    return new_directory(path or Path(time.strftime("writerprof-contrast-%Y%m%d-%H%M%S")), "contrast directory")
+    from writerprof.run import directory
+
+    if path is None:
+        return directory.new_default(time.strftime("writerprof-contrast-%Y%m%d-%H%M%S"), "contrast directory")
+    return new_directory(path, "contrast directory")
 
 
 def _summarize(run_dir: Path) -> dict:

@@ -10,8 +10,11 @@ py-spy samples the Python stacks of CMD's whole process tree alongside
 missing or may not attach (ptrace), record says so in one line and goes on
 without. Exits with CMD's exit status (128+N if a signal N killed it). CMD
 runs in a process group of its own, which gets the terminal (Ctrl-C goes to
-CMD) and any SIGINT or SIGTERM sent to record. The run directory is complete
-and loadable however CMD ended.
+CMD) and any SIGINT or SIGTERM sent to record; while it runs, record writes
+nothing to the terminal (its notes and summary come after CMD ended). The run
+directory is complete and loadable however CMD ended; if it filled up or
+vanished, run.json says what is missing ("incomplete") as far as it can, and
+the exit status is still CMD's.
 """
 
 from __future__ import annotations
@@ -38,6 +41,16 @@ def _duration(text):
 _duration.__name__ = "duration"
 
 
+def _interval(text):
+    value = _duration(text)
+    if value < session.MIN_INTERVAL_NS:  # the sampler thread would spin on a CPU of its own
+        raise argparse.ArgumentTypeError(f"{text!r} is shorter than the shortest sampling interval, 1ms")
+    return value
+
+
+_interval.__name__ = "interval"
+
+
 def _rate(text):
     value = int(text) if text.strip().isdigit() else 0
     if not 1 <= value <= 10_000:
@@ -51,8 +64,8 @@ _rate.__name__ = "rate"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", type=Path, metavar="RUN",
                         help="run directory, new or empty (default: writerprof-YYYYmmdd-HHMMSS here)")
-    parser.add_argument("--interval", type=_duration, default=session.INTERVAL_NS,
-                        metavar="TIME", help="sampling interval (default: 50ms)")
+    parser.add_argument("--interval", type=_interval, default=session.INTERVAL_NS,
+                        metavar="TIME", help="sampling interval, 1ms or longer (default: 50ms)")
     parser.add_argument("--probe", action="append", default=[], metavar="MODULE:QUALNAME=PHASE",
                         help="also time this callable as PHASE (repeatable)")
     parser.add_argument("--no-sampler", action="store_true",

@@ -30,7 +30,8 @@ def run(run_dir: Path, host: str, interval_s: float, root_pid: int) -> None:
     sampler.start()
     idle = 0
     try:
-        while idle < IDLE_TICKS and not _recording_ended(run_dir):
+        # A sampler that could not write (a full run directory) has stopped: so does the agent.
+        while idle < IDLE_TICKS and sampler.write_error is None and not _recording_ended(run_dir):
             time.sleep(interval_s)
             # Itself aside: the probed process that started it is its parent.
             idle = 0 if sampler.status().alive - {os.getpid()} else idle + 1

@@ -37,14 +37,21 @@ children are its descendants, and are followed there). Why these options:
   its profile, and stacks of runs compare (thread ids differ from run to run).
 
 py-spy runs in a session of its own, so that a Ctrl-C at the terminal reaches
-CMD and not py-spy. It stops by itself when CMD's process exits and writes its
-file; `StackRecorder.stop` waits for that, then asks with SIGINT (py-spy
-writes what it has on SIGINT), and kills it only if it still hangs. py-spy
-never fails the run: if it is missing or cannot attach (ptrace), record says
-so in one line, with the fix, and carries on without stacks.
+CMD and not py-spy. It stops by itself when CMD's process tree is gone and
+writes its file; `StackRecorder.stop` waits a moment for that, then asks with
+SIGINT (py-spy writes what it has on SIGINT), and kills it only if it still
+hangs: a process that outlives CMD (a daemon, a grandchild left running)
+does not keep record waiting. py-spy never fails the run: if it is missing or
+cannot attach (ptrace), record says so in one line, with the fix, and carries
+on without stacks; if the run directory is full, what py-spy could not write
+is left out and said (StackRecorder.write_error).
 
-py-spy gives up if it finds no Python process in CMD's tree within a second
-(CMD a shell script that starts Python later): it is then started again,
+py-spy is started once a Python process is in CMD's tree (a journal in the
+run directory, or a process whose executable is named python*): a CMD that
+never runs Python costs no py-spy at all (`record -- sh -c 'sleep 1'` took
+1.63-1.69 s with py-spy retrying, 1.16-1.28 s with --no-stacks; now 1.20-1.22
+s either way, 5 runs each). If py-spy still finds no
+Python process (the interpreter not yet started up), it is started again,
 every half second while CMD runs, into the same segment file name. A segment
 is one run of py-spy that sampled; the files are described in
 writerprof.run.layout.
@@ -66,14 +73,17 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from writerprof.probes.writerprof_probe import format as journal
 from writerprof.probes.writerprof_probe.identity import redact_argv
+from writerprof.record import procfs
 from writerprof.record.system import HOST, System
 
 PY_SPY_ENV = "WRITERPROF_PY_SPY"  # a py-spy executable to use instead of the one found
 RATE_HZ = 100
 CAP_SYS_PTRACE = 19
 _RETRY_S = 0.5  # between py-spy's attempts to find a Python process in CMD's tree
-_FLUSH_WAIT_S = 30.0  # for py-spy to notice CMD's end and write its file
+_WATCH_S = 0.05  # between looks for CMD's first Python process, before py-spy starts
+_FLUSH_WAIT_S = 1.0  # for py-spy to notice CMD's end and write its file, before SIGINT
 _KILL_WAIT_S = 10.0  # after SIGINT, before SIGKILL
 _NO_PYTHON = "No python processes found"
 _PERMISSION = ("Permission Denied", "Operation not permitted", "permission denied", "EPERM")
@@ -163,16 +173,21 @@ def py_spy_version(executable: str) -> str | None:
 
 
 class StackRecorder:
-    """py-spy following CMD's process tree into stacks_dir, until stop()."""
+    """py-spy following CMD's process tree into stacks_dir, until stop().
+    journals: the directory the probe journals CMD's processes into (a
+    journal there is a Python process to sample)."""
 
-    def __init__(self, pid: int, stacks_dir: Path, options: StackOptions, executable: str, warn):
+    def __init__(self, pid: int, stacks_dir: Path, options: StackOptions, executable: str, warn,
+                 journals: Path | None = None):
         self.pid, self.dir, self.options, self.executable = pid, Path(stacks_dir), options, executable
         self._warn = warn
+        self._journals = journals
         self._done = threading.Event()  # CMD ended: stop restarting py-spy
         self._lock = threading.Lock()
         self._spy: subprocess.Popen | None = None
         self.segments: list[dict] = []
         self.reason: str | None = None  # why there are no stacks, once known
+        self.write_error: str | None = None  # what could not be written (a full run directory)
         self.version: str | None = None  # asked once CMD has ended, not while it starts
         self._thread = threading.Thread(target=self._follow, name="writerprof-py-spy", daemon=True)
 
@@ -186,39 +201,72 @@ class StackRecorder:
     def start(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         self._write_index()
+        self._tree = procfs.ProcessTree(HOST, self.pid)
+        # The first look now, not in the thread: a Python CMD is one at once (it has been exec'd).
+        self._python = self._python_there()
         self._thread.start()
 
     def _follow(self) -> None:
-        log_path = self.dir / "py-spy.log"
+        try:
+            if self._python_seen():
+                self._follow_py_spy()
+        except OSError as exc:  # the run directory full or gone: the stacks end here
+            self._cannot_write(exc)
+
+    def _python_seen(self) -> bool:
+        """Wait until CMD's tree has a Python process (True) or CMD ends (False)."""
+        while True:
+            if self._python or self._python_there():
+                return True
+            if self._done.wait(_WATCH_S) or not _alive(self.pid):
+                self.reason = "no Python process was found in CMD's process tree"
+                return False
+
+    def _python_there(self) -> bool:
+        return self._journaled() or any(_is_python(pid) for pid in self._tree.pids())
+
+    def _journaled(self) -> bool:
+        try:
+            return self._journals is not None and any(
+                name.endswith(journal.EVENTS_SUFFIX) for name in os.listdir(self._journals))
+        except OSError:
+            return False
+
+    def _follow_py_spy(self) -> None:
         while not self._done.is_set():
             name = f"{len(self.segments):03d}.raw"
             argv = self.command(self.dir / name)
             started = time.monotonic_ns()
-            with open(log_path, "ab") as log:
-                log.write(f"$ {' '.join(argv)}\n".encode())
-                log.flush()
-                offset = log.tell()
-                try:
-                    with self._lock:
-                        if self._done.is_set():
-                            return
-                        self._spy = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                                     start_new_session=True)
-                except OSError as exc:
-                    self._fail(f"cannot run py-spy ({self.executable}): {exc.strerror}")
-                    return
+            try:
+                with self._lock:
+                    if self._done.is_set():
+                        return
+                    # Its words through a pipe, not into a file: on a full disk they still arrive.
+                    self._spy = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                                 stderr=subprocess.STDOUT, start_new_session=True)
+            except OSError as exc:
+                self._fail(f"cannot run py-spy ({self.executable}): {exc.strerror}")
+                return
+            with self._spy.stdout:
+                said = self._spy.stdout.read().decode("utf-8", "replace")
             status = self._spy.wait()
-            said = log_path.read_bytes()[offset:].decode("utf-8", "replace")
+            self._log(argv, said)
+            if status != 0 and (self.dir / name).exists():  # cut off writing (a full disk)?
+                _keep_whole_lines(self.dir / name)  # whole lines only, and none is no segment
             if (self.dir / name).exists():
                 counts = re.search(r"Samples: (\d+) Errors: (\d+)", said)
+                full = self._note_write_failure(said)
                 self.segments.append({
-                    "file": _compress(self.dir / name), "root_pid": self.pid, "started_ns": started, "ended_ns": time.monotonic_ns(),
-                    "exit_status": status, "samples": int(counts.group(1)) if counts else None,
+                    "file": _compress(self.dir / name), "root_pid": self.pid, "started_ns": started,
+                    "ended_ns": time.monotonic_ns(), "exit_status": status,
+                    "samples": int(counts.group(1)) if counts else None,
                     "errors": int(counts.group(2)) if counts else None})
                 self._write_index()
-                if status == 0 or self._done.is_set() or not _alive(self.pid):
-                    return
+                if full or status == 0 or self._done.is_set() or not _alive(self.pid):
+                    return  # (a full disk has no room for a next segment either)
                 continue  # it wrote what it had and ended early: follow on in a new segment
+            if self._note_write_failure(said):
+                return
             if any(p in said for p in _PERMISSION):
                 self._fail(f"py-spy cannot attach to CMD (pid {self.pid}): no ptrace permission")
                 return
@@ -236,19 +284,44 @@ class StackRecorder:
             self._fail(f"py-spy failed (exit status {status}): {last[0] if last else 'no message'}")
             return
 
+    def _log(self, argv: list[str], said: str) -> None:
+        """py-spy's command and words, kept in py-spy.log while there is room."""
+        try:
+            with open(self.dir / "py-spy.log", "ab") as log:
+                log.write(f"$ {' '.join(argv)}\n{said}".encode("utf-8", "surrogateescape"))
+        except OSError:
+            pass
+
+    def _note_write_failure(self, said: str) -> bool:
+        """Whether py-spy said it could not write its file (and say so once)."""
+        found = re.search(r"No space left on device|Disk quota exceeded|Read-only file system", said)
+        if found and self.write_error is None:
+            self.write_error = f"py-spy could not write its stacks: {found.group(0)}"
+            if not self.segments:
+                self.reason = self.write_error
+        return bool(found)
+
+    def _cannot_write(self, exc: OSError) -> None:
+        if self.write_error is None:
+            self.write_error = f"cannot write the stacks into {self.dir}: {exc.strerror or exc}"
+        if not self.segments:
+            self.reason = self.write_error
+
     def _fail(self, reason: str) -> None:
         self.reason = reason
         self._warn(reason)
 
-    def stop(self) -> dict:
+    def stop(self, grace_s: float | None = None) -> dict:
         """After CMD ended: let py-spy write its file (or make it), and say
-        what was taken."""
+        what was taken. py-spy is given a moment (grace_s, default
+        _FLUSH_WAIT_S) to see the tree gone, then SIGINT: a process left
+        running after CMD does not keep record waiting."""
         self._done.set()
         with self._lock:
             spy = self._spy
         if spy is not None:
             try:
-                spy.wait(timeout=_FLUSH_WAIT_S)
+                spy.wait(timeout=_FLUSH_WAIT_S if grace_s is None else grace_s)
             except subprocess.TimeoutExpired:
                 _signal(spy, signal.SIGINT)
                 try:
@@ -257,7 +330,8 @@ class StackRecorder:
                     _signal(spy, signal.SIGKILL)
                     spy.wait()
         self._thread.join()
-        self.version = py_spy_version(self.executable)
+        if spy is not None:  # a py-spy that never ran has no version worth a process
+            self.version = py_spy_version(self.executable)
         self._write_index()
         return self.outcome()
 
@@ -273,8 +347,32 @@ class StackRecorder:
                  "command": self.command(self.dir / "NNN.raw"), **self.options.settings(),
                  "segments": self.segments}
         temporary = self.dir / f".stacks.json.{os.getpid()}.tmp"
-        temporary.write_text(json.dumps(index, indent=2) + "\n")
-        os.replace(temporary, self.dir / "stacks.json")
+        try:
+            temporary.write_text(json.dumps(index, indent=2) + "\n")
+            os.replace(temporary, self.dir / "stacks.json")
+        except OSError as exc:
+            try:
+                temporary.unlink(missing_ok=True)
+            except OSError:
+                pass
+            self._cannot_write(exc)
+
+
+def _is_python(pid: int) -> bool:
+    exe = procfs.read_exe(HOST, pid)
+    return exe is not None and os.path.basename(exe).startswith(("python", "pypy"))
+
+
+def _keep_whole_lines(file: Path) -> None:
+    """Cut a raw file back to its last whole line (py-spy cut off while writing)."""
+    try:
+        with open(file, "r+b") as f:
+            data = f.read()
+            f.truncate(data.rfind(b"\n") + 1)
+        if file.stat().st_size == 0:
+            file.unlink()
+    except OSError:
+        pass
 
 
 def _compress(file: Path) -> str:
@@ -329,9 +427,11 @@ def _signal(process: subprocess.Popen, signum: int) -> None:
         pass
 
 
-def start(pid: int, stacks_dir: Path, options: StackOptions, warn) -> tuple[StackRecorder | None, dict]:
-    """py-spy following pid's process tree; or None and the outcome saying why
-    not (warn has then been called with the one line to show)."""
+def start(pid: int, stacks_dir: Path, options: StackOptions, warn,
+          journals: Path | None = None) -> tuple[StackRecorder | None, dict]:
+    """py-spy following pid's process tree once a Python process is there
+    (journals: where the probe journals them); or None and the outcome saying
+    why not (warn has then been called with the one line to show)."""
     if not options.enabled:
         return None, {**options.settings(), "taken": False, "reason": "not requested (--no-stacks)"}
     executable = find_py_spy()
@@ -346,6 +446,10 @@ def start(pid: int, stacks_dir: Path, options: StackOptions, warn) -> tuple[Stac
         warn(f"{reason}; {FIX}")
         return None, {**options.settings(), "taken": False, "reason": reason}
     recorder = StackRecorder(pid, stacks_dir, options, executable, warn=lambda r: warn(
-        f"{r}; {FIX}" if "ptrace" in r else r))
-    recorder.start()
+        f"{r}; {FIX}" if "ptrace" in r else r), journals=journals)
+    try:
+        recorder.start()
+    except OSError as exc:  # no room for the stacks directory: no stacks, not a failed recording
+        reason = f"cannot make {stacks_dir}: {exc.strerror or exc}"
+        return None, {**options.settings(), "taken": False, "reason": reason}
     return recorder, recorder.outcome()

@@ -1,9 +1,16 @@
 """The out-of-process sampler of `writerprof record`: a thread of the launcher
 that reads /proc for the recorded command's processes every interval and
-appends to HOST_DIR/samples.bin and sampled.jsonl (formats: run.layout)."""
+appends to HOST_DIR/samples.bin and sampled.jsonl (formats: run.layout).
+
+If a write fails (a full or vanished run directory) the sampler stops: it
+keeps what it wrote, says why once (write_error), and never raises into the
+recording. It also counts the ticks that took longer than the interval
+(timing()): on a loaded host, or at a very short interval, the samples are
+then further apart than asked."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import threading
@@ -72,6 +79,8 @@ class Sampler:
         self._journals: dict[int, tuple[int, Path]] = {}  # pid -> (created_ns, events file), the latest
         self._journal_pids: dict[int, int] = {}  # pid -> created_ns, named since the last tick
         self._errors = 0
+        self.write_error: str | None = None  # why the sampler stopped writing, if it did
+        self._ticks = self._late = self._longest_ns = 0
         self._samples: list[bytes] = []  # this tick's records, written at its end
         self._records: list[dict] = []
 
@@ -91,7 +100,6 @@ class Sampler:
             self._closed = True
             os.close(self._samples_fd)
             os.close(self._sampled_fd)
-            # A tick() after stop() fails instead of writing to a reused descriptor.
             self._samples_fd = self._sampled_fd = -1
 
     def status(self) -> SamplerStatus:
@@ -104,9 +112,18 @@ class Sampler:
                 written_bytes=self._ended_wchar + sum(max(p.wchar, 0) for p in live),
                 errors=self._errors)
 
+    def timing(self) -> dict:
+        """The thread's ticks: how many, how many overran the interval (the
+        next one then started late), and the longest, in ns."""
+        with self._lock:
+            return {"interval_ns": int(self.interval_s * 1e9), "ticks": self._ticks, "late": self._late,
+                    "longest_ns": self._longest_ns}
+
     def tick(self) -> None:
         """Sample once now (the thread does this every interval)."""
         with self._lock:
+            if self._closed:  # rather than write to a descriptor since reused
+                raise OSError(errno.EBADF, "the sampler is stopped")
             self._tick()
 
     def _run(self) -> None:
@@ -119,7 +136,13 @@ class Sampler:
             pass
         deadline = time.monotonic()
         while not self._stopping.is_set():
+            began = time.monotonic_ns()
             self._tick_counting_errors()
+            took = time.monotonic_ns() - began
+            with self._lock:
+                self._ticks += 1
+                self._late += took > self.interval_s * 1e9
+                self._longest_ns = max(self._longest_ns, took)
             # A tick that overran is not caught up on: the next one starts now.
             deadline = max(deadline + self.interval_s, time.monotonic())
             self._stopping.wait(deadline - time.monotonic())
@@ -134,10 +157,7 @@ class Sampler:
                     self._records.append({"kind": "error", "t_ns": time.monotonic_ns(), "pid": self.root_pid,
                                           "error": f"{type(exc).__name__}: {exc}",
                                           "traceback": traceback.format_exc()})
-                    try:
-                        self._flush()
-                    except OSError:
-                        pass
+                    self._flush()
 
     def _tick(self) -> None:
         try:
@@ -160,7 +180,7 @@ class Sampler:
         if stat is None or (pid, stat.start_ticks) in self._ended:
             return
         if proc is None and not in_tree and not (
-                created_ns is not None and _journaled_by(stat.start_ticks, created_ns)):
+                created_ns is not None and journaled_by(stat.start_ticks, created_ns)):
             return  # a pid that journaled, or one we followed, now belongs to another process
         status = procfs.read_status(self.system, pid)
         if status is None:
@@ -234,19 +254,26 @@ class Sampler:
 
     def _read_role(self, proc: _Process) -> None:
         found = self._journals.get(proc.pid)
-        if found is not None and _journaled_by(proc.start_ticks, found[0]):
+        if found is not None and journaled_by(proc.start_ticks, found[0]):
             proc.role = _journal_role(found[1])
 
     def _flush(self) -> None:
         samples, records = self._samples, self._records
         self._samples, self._records = [], []
-        if samples:
-            _write_all(self._samples_fd, b"".join(samples))
-        if records:
-            _write_all(self._sampled_fd, "".join(json.dumps(r) + "\n" for r in records).encode())
+        if self.write_error is not None:
+            return
+        try:
+            if samples:
+                _write_whole(self._samples_fd, b"".join(samples))
+            if records:
+                _write_whole(self._sampled_fd, "".join(json.dumps(r) + "\n" for r in records).encode())
+        except OSError as exc:
+            # A full or vanished run directory: stop here rather than fail every tick.
+            self.write_error = f"cannot write to {self._procs_dir.parent}: {exc.strerror or exc}"
+            self._stopping.set()
 
 
-def _journaled_by(start_ticks: int, created_ns: int) -> bool:
+def journaled_by(start_ticks: int, created_ns: int) -> bool:
     """Whether a journal created at created_ns can be the process started at
     start_ticks: a journal is opened after its process started (start_ticks
     is rounded down to a clock tick), and a reused pid starts later."""
@@ -268,6 +295,20 @@ def _journal_role(path: Path) -> str | None:
     except ValueError:
         return ""
     return str(identity.get("role") or "") if isinstance(identity, dict) else ""
+
+
+def _write_whole(fd: int, data: bytes) -> None:
+    """All of data, or none of it: a write cut short (a full disk) is taken
+    back, so that the file ends on a whole record."""
+    end = os.lseek(fd, 0, os.SEEK_END)
+    try:
+        _write_all(fd, data)
+    except OSError:
+        try:
+            os.ftruncate(fd, end)
+        except OSError:
+            pass
+        raise
 
 
 def _write_all(fd: int, data: bytes) -> None:

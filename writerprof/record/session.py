@@ -5,16 +5,28 @@ sent to record; py-spy (writerprof.record.pyspy) and the /proc sampler
 (writerprof.record.sampler) following it until it ends; the run directory
 finished however CMD ended, with CMD's exit status (128+N if signal N killed
 it); and the one-screen summary `writerprof record` ends with.
+
+The terminal is CMD's while it runs: record writes nothing then (no live
+status line, no warning), so CMD's lines and a caller's labels (contrast's
+`[i/N] method repeat k`) stay as they were written. What record has to say
+comes after CMD ended (Recorded.notes, then the summary).
+
+record never fails because its run directory did: where the disk is full or
+the directory is gone, the sampler and py-spy stop writing, run.json is
+finished as far as it can be with an "incomplete" list saying what is
+missing, and record still exits with CMD's status.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import writerprof.probes
@@ -22,15 +34,20 @@ from writerprof.errors import UsageError, WriterprofError
 from writerprof.probes.writerprof_probe import format as journal_format
 from writerprof.probes.writerprof_probe import identity
 from writerprof.probes.writerprof_probe.format import host_name
-from writerprof.record import pyspy, topology
+from writerprof.record import procfs, pyspy, topology
 from writerprof.record.pyspy import StackOptions
-from writerprof.record.sampler import Sampler
-from writerprof.run import directory, layout
+from writerprof.record.sampler import Sampler, journaled_by
+from writerprof.record.system import HOST
+from writerprof.run import RunDirectoryError, directory, layout
 from writerprof.units import format_size, parse_duration
 
 PROBE_DIR = os.path.dirname(os.path.abspath(writerprof.probes.__file__))
 INTERVAL_NS = parse_duration("50ms")  # the default sampling interval
-_STATUS_EVERY_S = 0.5
+MIN_INTERVAL_NS = parse_duration("1ms")  # below it the sampler thread takes a CPU of its own
+# After CMD's end, how long the processes it leaves (the resource tracker, a
+# forkserver) have to end before they count as having outlived it.
+_STRAGGLERS_S = 0.5
+_LATE_SHARE = 0.1  # ticks over the interval, as a share of all, that make "the sampler fell behind"
 # OpenMPI's mpirun does not pass the environment on to remote hosts; it
 # forwards the variables this names (';'-separated), which record appends to.
 OMPI_ENV_LIST = "OMPI_MCA_mca_base_env_list"
@@ -90,32 +107,69 @@ def run(output: Path | None, command: list[str], *, interval_ns: int, probes: li
                                env=identity.allowed_env(os.environ), stacks=stacks.settings())
     print(f"writerprof record: recording into {run_dir}", file=sys.stderr)
     started = time.monotonic()
-    exit_status = record(run_dir, command, interval_ns, probes, sampler=sampler, stacks=stacks)
-    print(_summary(run_dir, time.monotonic() - started, exit_status), file=sys.stderr)
-    return exit_status
+    recorded = record(run_dir, command, interval_ns, probes, sampler=sampler, stacks=stacks)
+    for note in recorded.notes:
+        print(f"writerprof record: {note}", file=sys.stderr)
+    print(_summary(run_dir, time.monotonic() - started, recorded), file=sys.stderr)
+    return recorded.exit_status
+
+
+@dataclass
+class Recorded:
+    """How a recording went, as record() returns it once CMD has ended."""
+
+    exit_status: int  # CMD's, 128+N if signal N killed it
+    signals: list[int] = field(default_factory=list)  # SIGINT/SIGTERM that record passed on to CMD
+    killed_by: int | None = None  # the signal that ended CMD, if one did
+    notes: list[str] = field(default_factory=list)  # py-spy's one-liners, held while CMD ran
+    incomplete: list[str] = field(default_factory=list)  # what the run directory lacks, and why
+    outlived: list[dict] = field(default_factory=list)  # processes still running after CMD ended
+    sampler_ticks: dict | None = None  # the sampler thread's timing (Sampler.timing())
+
+    def warnings(self) -> list[str]:
+        """What went wrong with the recording itself, a line each."""
+        lines = [f"recording incomplete: {why}" for why in self.incomplete]
+        ticks = self.sampler_ticks
+        if ticks and ticks["ticks"] and ticks["late"] >= _LATE_SHARE * ticks["ticks"]:
+            lines.append(f"the sampler fell behind its {_ms(ticks['interval_ns'])} interval: {ticks['late']} "
+                         f"of {ticks['ticks']} ticks took longer (longest {_ms(ticks['longest_ns'])}): "
+                         f"samples are further apart than asked")
+        lines += [f"pid {p['pid']} ({_argv_text(p['cmdline'])}) outlived CMD: still running when the "
+                  f"recording ended, not waited for" for p in self.outlived]
+        return lines
 
 
 def record(run_dir: Path, command: list[str], interval_ns: int, probes: list[str], sampler: bool = True,
-           extra_env: dict | None = None, output=None, stacks: StackOptions | None = None) -> int:
+           extra_env: dict | None = None, output=None, stacks: StackOptions | None = None) -> Recorded:
     """Run CMD under the probe into the created run_dir, sampling it, and
-    finish the run directory however CMD ends; CMD's exit status (128+N if
-    signal N killed it). output: a file for CMD's stdout and stderr (else ours).
-    stacks: how py-spy samples CMD's Python stacks (default: StackOptions(),
-    100 Hz); what was taken is written into run.json's "stacks"."""
+    finish the run directory however CMD ends (and whatever became of the run
+    directory meanwhile). output: a file for CMD's stdout and stderr (else
+    ours). stacks: how py-spy samples CMD's Python stacks (default:
+    StackOptions(), 100 Hz); what was taken is written into run.json's "stacks"."""
     stacks = StackOptions() if stacks is None else stacks
     host = host_name()
-    directory.write_topology(run_dir, host, topology.snapshot())
+    recorded = Recorded(exit_status=-1)
+    try:
+        directory.write_topology(run_dir, host, topology.snapshot())
+    except RunDirectoryError as exc:
+        recorded.incomplete.append(f"no topology: {exc}")
     env = probe_environment(run_dir, probes, extra=extra_env, interval_ns=interval_ns)
     with _ForwardedSignals() as signals:
         child = _start(run_dir, command, env, output, stacks)
         signals.follow(child.pid)
-        status, stacks_taken = _follow(child, run_dir, host, interval_ns, sampler, stacks)
-    directory.update_meta(run_dir, stacks=stacks_taken)
-    exit_status = 128 - status if status < 0 else status
-    directory.finish(run_dir, exit_status=exit_status,
-                     ended_by="signal" if status < 0 else "exit",
-                     signal=signal.Signals(-status).name if status < 0 else None)
-    return exit_status
+        status, stacks_taken = _follow(child, run_dir, host, interval_ns, sampler, stacks, recorded)
+    recorded.signals = list(signals.received)
+    recorded.exit_status = 128 - status if status < 0 else status
+    recorded.killed_by = -status if status < 0 else None
+    try:
+        directory.finish(run_dir, exit_status=recorded.exit_status,
+                         ended_by="signal" if status < 0 else "exit",
+                         signal=signal.Signals(-status).name if status < 0 else None,
+                         stacks=stacks_taken, incomplete=recorded.incomplete, outlived_cmd=recorded.outlived,
+                         sampler_ticks=recorded.sampler_ticks)
+    except RunDirectoryError as exc:
+        recorded.incomplete.append(f"run.json not finished: {exc}")
+    return recorded
 
 
 class _ForwardedSignals:
@@ -125,7 +179,7 @@ class _ForwardedSignals:
 
     def __enter__(self) -> _ForwardedSignals:
         self._group: int | None = None
-        self._received: list[int] = []
+        self.received: list[int] = []
         self._previous = {s: signal.signal(s, self._forward) for s in (signal.SIGINT, signal.SIGTERM)}
         return self
 
@@ -134,7 +188,7 @@ class _ForwardedSignals:
             signal.signal(signum, handler)
 
     def _forward(self, signum, frame) -> None:
-        self._received.append(signum)
+        self.received.append(signum)
         if self._group is not None:
             try:
                 os.killpg(self._group, signum)
@@ -143,7 +197,7 @@ class _ForwardedSignals:
 
     def follow(self, group: int) -> None:
         self._group = group
-        for signum in self._received:  # came while CMD was being started
+        for signum in self.received:  # came while CMD was being started
             os.killpg(group, signum)
 
 
@@ -156,41 +210,100 @@ def _start(run_dir: Path, command: list[str], env: dict, output, stacks: StackOp
     try:
         return subprocess.Popen(command, env=env, **group, **streams)
     except OSError as exc:
-        directory.update_meta(run_dir, stacks={**stacks.settings(), "taken": False,
-                                               "reason": "the command did not start"})
-        directory.finish(run_dir, exit_status=126, ended_by="not_started", signal=None)
+        try:
+            directory.finish(run_dir, exit_status=126, ended_by="not_started", signal=None,
+                             stacks={**stacks.settings(), "taken": False, "reason": "the command did not start"})
+        except RunDirectoryError:
+            pass  # the command's failure is the one to say
         raise CommandNotRunnable(f"cannot run {command[0]}: {exc.strerror}") from None
 
 
 def _follow(child: subprocess.Popen, run_dir: Path, host: str, interval_ns: int, sampler: bool,
-            stacks: StackOptions) -> tuple[int, dict]:
+            stacks: StackOptions, recorded: Recorded) -> tuple[int, dict]:
     """Give CMD the terminal, follow it with py-spy and the sampler until it
-    ends; its wait status, and what py-spy took. If record itself fails
+    ends; its wait status, and what py-spy took (what record has to say, and
+    what could not be written, into `recorded`). If record itself fails
     meanwhile, CMD is ended too: it must not outlive record."""
-    started = time.monotonic()
     terminal = _give_terminal(child.pid)
     running = stack_recorder = None
+    procs = layout.procs_dir(run_dir, host)
     try:
         stack_recorder, stacks_taken = pyspy.start(child.pid, layout.stacks_dir(run_dir, host), stacks,
-                                                   warn=_say)
+                                                   warn=lambda line: recorded.notes.append(f"no stacks: {line}"),
+                                                   journals=procs)
         if sampler:
-            running = Sampler(child.pid, layout.host_dir(run_dir, host), interval_ns / 1e9)
-            running.start()
-        status = _wait(child, running, started)
+            try:
+                running = Sampler(child.pid, layout.host_dir(run_dir, host), interval_ns / 1e9)
+            except OSError as exc:
+                recorded.incomplete.append(f"no samples: cannot open the sampler's files: {exc.strerror or exc}")
+            else:
+                running.start()
+        status = child.wait()  # a plain wait: no wake-ups that take CPU from CMD, nothing on its terminal
     finally:
         if terminal is not None:
             _take_terminal(terminal)
-        if running is not None:
-            running.stop()
         if child.returncode is None:
             _end(child)
+        recorded.outlived = _outliving(procs, child.pid, running)
+        if running is not None:
+            running.stop()
+            recorded.sampler_ticks = running.timing()
+            if running.write_error:
+                recorded.incomplete.append(f"samples end early: {running.write_error}")
         if stack_recorder is not None:  # CMD has ended: py-spy writes its file
-            stacks_taken = stack_recorder.stop()
+            # py-spy follows what is left of the tree: once that is only what outlived CMD, it is stopped.
+            stacks_taken = stack_recorder.stop(grace_s=0.0 if recorded.outlived else None)
+            if stack_recorder.write_error:
+                recorded.incomplete.append(f"stacks end early: {stack_recorder.write_error}")
     return status, stacks_taken
 
 
-def _say(line: str) -> None:
-    print(f"writerprof record: no stacks: {line}", file=sys.stderr, flush=True)
+def _argv_text(argv: list[str], width: int = 60) -> str:
+    """A command line on one line of the summary, shortened."""
+    text = shlex.join(argv).replace("\n", "\\n")
+    return (text if len(text) <= width else text[:width - 3] + "...") or "?"
+
+
+def _ms(ns: int) -> str:
+    return f"{ns / 1e6:.3g} ms"
+
+
+def _outliving(procs: Path, cmd_pid: int, sampler: Sampler | None) -> list[dict]:
+    """The processes CMD left running (the probed ones, and those the sampler
+    followed), once those that end with CMD (a resource tracker, a forkserver)
+    have had a moment to: pid and command line of each."""
+    deadline = time.monotonic() + _STRAGGLERS_S
+    while True:
+        known = _journaled_pids(procs)
+        if sampler is not None:
+            known.update((pid, None) for pid in sampler.status().alive if pid not in known)
+        alive = sorted(pid for pid, created_ns in known.items()
+                       if pid != cmd_pid and _running(pid, created_ns))
+        if not alive or time.monotonic() >= deadline:
+            break
+        time.sleep(0.02)
+    return [{"pid": pid, "cmdline": identity.redact_argv(procfs.read_cmdline(HOST, pid))} for pid in alive]
+
+
+def _journaled_pids(procs: Path) -> dict[int, int | None]:
+    """pid -> created_ns of each journal in procs (the latest of a pid)."""
+    found: dict[int, int | None] = {}
+    try:
+        names = os.listdir(procs)
+    except OSError:
+        return found
+    for name in names:
+        pid, _, created = name.removesuffix(journal_format.EVENTS_SUFFIX).partition("-")
+        if name.endswith(journal_format.EVENTS_SUFFIX) and pid.isdigit() and created.isdigit():
+            found[int(pid)] = max(int(created), found.get(int(pid)) or 0)
+    return found
+
+
+def _running(pid: int, created_ns: int | None) -> bool:
+    stat = procfs.read_stat(HOST, pid)
+    if stat is None or stat.state in "ZX":
+        return False
+    return created_ns is None or journaled_by(stat.start_ticks, created_ns)  # not a reused pid
 
 
 def _give_terminal(group: int) -> int | None:
@@ -233,50 +346,40 @@ def _end(child: subprocess.Popen) -> None:
         pass
 
 
-def _wait(child: subprocess.Popen, sampler: Sampler | None, started: float) -> int:
-    show = sampler is not None and sys.stderr.isatty()
-    if not show:  # a plain wait: no wake-ups that take CPU from CMD
-        return child.wait()
-    while True:
-        try:
-            status = child.wait(timeout=_STATUS_EVERY_S)
-        except subprocess.TimeoutExpired:
-            seen = sampler.status()
-            sys.stderr.write(f"\r\033[K  {time.monotonic() - started:7.1f} s   processes seen "
-                             f"{seen.processes_seen}   writers alive {seen.writers_alive}   "
-                             f"{seen.written_bytes / (1 << 30):.2f} GiB written")
-            sys.stderr.flush()
-            continue
-        sys.stderr.write("\r\033[K")
-        return status
-
-
-def _summary(run_dir: Path, wall_s: float, exit_status: int) -> str:
+def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
     """One screen: what was recorded, and what could not be."""
     from writerprof.run import load
 
-    recorded = load(run_dir)
+    head = [f"writerprof record: {run_dir}", f"  command exited   {done.exit_status}",
+            f"  wall time        {wall_s:.2f} s"]
+    try:
+        recorded = load(run_dir)
+    except (WriterprofError, OSError) as exc:  # a run directory gone or damaged under us
+        lines = head + [f"  warnings         {len(done.warnings()) + 1}", f"    cannot read the recording: {exc}"]
+        return "\n".join(lines + [f"    {w}" for w in done.warnings()])
     codes = {name: code for code, name in recorded.phase_names.items()}
     chunks = recorded.chunks
     writes = chunks[chunks["phase"] == codes["write"]]
     starts = [e["data"] for e in recorded.events_of("process_start") if e["data"].get("started")]
     saves = int((chunks["phase"] == codes["save"]).sum()) or len(starts)
-    problems = [f"probe in pid {e['pid']}: {e['data'].get('where')}: {e['data'].get('error')}"
-                for e in recorded.events_of("error")]
+    unmatched = unmatched_probes(recorded.meta.get("probes") or [], recorded.events_of("hook"))
+    problems = done.warnings()
+    problems += [f"--probe {spec} matched nothing: {why}" for spec, why in unmatched.items()]
+    problems += [f"probe in pid {e['pid']}: {e['data'].get('where')}: {e['data'].get('error')}"
+                 for e in recorded.events_of("error")]
     problems += [f"hook {e['data'].get('spec')} failed in pid {e['pid']}: {e['data'].get('reason')}"
                  for e in recorded.events_of("hook") if e["data"].get("status") == "failed"]
     problems += recorded.losses
-    lines = [
-        f"writerprof record: {run_dir}",
-        f"  command exited   {exit_status}",
-        f"  wall time        {wall_s:.2f} s",
+    lines = head + [
         f"  processes        {len(recorded.processes)} probed, "
         f"{len({int(s['pid']) for s in recorded.sampled if s['kind'] == 'seen'})} sampled",
         f"  writers started  {len(starts)}",
         f"  saves            {saves}",
         f"  file writes      {len(writes)}, {format_size(int(writes['bytes'].clip(0).sum()))}",
-        f"  warnings         {len(problems)}",
     ]
+    if recorded.meta.get("probes"):
+        lines.append(f"  probes           {len(recorded.meta['probes'])} given, {len(unmatched)} matched nothing")
+    lines.append(f"  warnings         {len(problems)}")
     lines += [f"    {p}" for p in problems[:5]]
     if len(problems) > 5:
         lines.append(f"    ... and {len(problems) - 5} more")
@@ -288,3 +391,14 @@ def _summary(run_dir: Path, wall_s: float, exit_status: int) -> str:
         lines.append(f"  stacks           none: {taken.get('reason') or 'not recorded'}")
     lines.append(f"  next:            writerprof report {run_dir}")
     return "\n".join(lines)
+
+
+def unmatched_probes(specs: list[str], hooks) -> dict[str, str]:
+    """The --probe specs applied in no process, each with why (from the
+    journal's hook events: "unavailable" with its reason, or no event at all
+    when no process imported the module)."""
+    applied = {e["data"].get("spec") for e in hooks if e["data"].get("status") == "applied"}
+    reasons = {e["data"].get("spec"): e["data"].get("reason") for e in hooks
+               if e["data"].get("status") in ("unavailable", "failed")}
+    return {spec: reasons.get(spec) or f"no process imported {spec.partition(':')[0]}"
+            for spec in specs if spec not in applied}

@@ -1,5 +1,7 @@
 """Make a run directory and close it: the launcher's side of the format.
-run.json is always replaced whole, so that a reader never sees half of it."""
+run.json is replaced whole, so that a reader never sees half of it; on a
+full disk, where no new file fits, it is rewritten in the room it already
+has (see _write_json)."""
 
 from __future__ import annotations
 
@@ -23,7 +25,11 @@ def create(path: Path | None, command: list[str], *, interval_ns: int, sampler: 
     completed by record with what was taken)."""
     path = _new_default() if path is None else claim(Path(path))
     host = host_name()
-    layout.procs_dir(path, host).mkdir(parents=True, exist_ok=True)
+    try:
+        layout.procs_dir(path, host).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RunDirectoryError(f"{path}: cannot make the run directory's {layout.HOSTS_DIR}/: "
+                                f"{exc.strerror}") from None
     _write_json(path / layout.RUN_FILE, {
         "format": layout.FORMAT,
         "schema": layout.SCHEMA,
@@ -48,25 +54,32 @@ def create(path: Path | None, command: list[str], *, interval_ns: int, sampler: 
 
 
 def update_meta(path: Path, **items) -> None:
-    """Set items of run.json while recording (such as what stacks were taken)."""
+    """Set items of run.json while recording (such as what stacks were taken);
+    a RunDirectoryError if it cannot be (a vanished or full run directory)."""
     meta = read_meta(path)
     meta.update(items)
     _write_json(Path(path) / layout.RUN_FILE, meta)
 
 
-def finish(path: Path, *, exit_status: int, ended_by: str, signal: str | None) -> None:
-    """Mark the recording ended now, with how CMD ended."""
-    update_meta(path, ended_ns=time.monotonic_ns(), exit_status=exit_status, ended_by=ended_by, signal=signal)
+def finish(path: Path, *, exit_status: int, ended_by: str, signal: str | None, **items) -> None:
+    """Mark the recording ended now, with how CMD ended (and any other items
+    of run.json, in the same write)."""
+    update_meta(path, **items, ended_ns=time.monotonic_ns(), exit_status=exit_status, ended_by=ended_by,
+                signal=signal)
 
 
 def write_topology(path: Path, host: str, topology: dict) -> None:
     directory = layout.host_dir(path, host)
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RunDirectoryError(f"{directory}: cannot make it: {exc.strerror}") from None
     _write_json(directory / layout.TOPOLOGY_FILE, topology)
 
 
-def _new_default() -> Path:
-    stem = time.strftime("writerprof-%Y%m%d-%H%M%S")
+def new_default(stem: str, what: str = "run directory") -> Path:
+    """A new directory STEM (or STEM-2, ...) here, for a command's output when
+    -o is not given; a one-line error naming the place and -o if none can be made."""
     for n in range(1, 10_000):
         candidate = Path(stem if n == 1 else f"{stem}-{n}")
         try:
@@ -74,7 +87,14 @@ def _new_default() -> Path:
             return candidate
         except FileExistsError:
             continue
-    raise RunDirectoryError(f"{stem}: too many run directories of that name here")
+        except OSError as exc:
+            raise RunDirectoryError(f"cannot make the {what} {Path.cwd() / candidate}: {exc.strerror}; "
+                                    f"name another place with -o") from None
+    raise RunDirectoryError(f"{stem}: too many {what} names of that kind here; name another with -o")
+
+
+def _new_default() -> Path:
+    return new_default(time.strftime("writerprof-%Y%m%d-%H%M%S"))
 
 
 def claim(path: Path, what: str = "run directory") -> Path:
@@ -103,13 +123,40 @@ def parent_missing(path: Path, what: str) -> None:
 
 
 def _write_json(file: Path, data: dict) -> None:
-    """Write through a temporary file and rename, so that file is whole or old."""
+    """Write through a temporary file and rename, so that file is whole or old.
+    Where no new file fits (a full disk), an existing file is rewritten in
+    place, compact, if that fits in the blocks it already holds: those are
+    not taken away by a full disk. Else a RunDirectoryError."""
     temporary = file.with_name(f".{file.name}.{os.getpid()}.tmp")  # one launcher per run
     try:
         with open(temporary, "w") as f:
             json.dump(data, f, indent=2)
             f.write("\n")
         os.replace(temporary, file)
+    except OSError as exc:
+        _unlink(temporary)
+        if not _rewrite_in_place(file, data):
+            raise RunDirectoryError(f"cannot write {file}: {exc.strerror or exc}") from None
     except BaseException:
-        temporary.unlink(missing_ok=True)
+        _unlink(temporary)
         raise
+
+
+def _rewrite_in_place(file: Path, data: dict) -> bool:
+    compact = (json.dumps(data, separators=(",", ":")) + "\n").encode()
+    try:
+        with open(file, "r+b") as f:
+            if len(compact) > os.fstat(f.fileno()).st_blocks * 512:
+                return False  # it would need a new block, and a failed write would leave it half old
+            f.write(compact)
+            f.truncate()
+    except OSError:
+        return False
+    return True
+
+
+def _unlink(file: Path) -> None:
+    try:
+        file.unlink(missing_ok=True)
+    except OSError:
+        pass
