@@ -7,6 +7,7 @@ import signal
 
 import pytest
 
+from writerprof.analysis.summary import unmatched_probes
 from writerprof.errors import UsageError
 from writerprof.probes.writerprof_probe import format as journal
 from writerprof.record import session
@@ -82,5 +83,5 @@ def test_unmatched_probe_specs_and_why():
     hooks = [{"data": {"spec": "os:nope=x", "status": "unavailable", "reason": "os has no callable nope"}},
              {"data": {"spec": "m:f=a", "status": "unavailable", "reason": "not yet"}},
              {"data": {"spec": "m:f=a", "status": "applied", "reason": None}}]  # applied in another process
-    assert session.unmatched_probes(["os:nope=x", "m:f=a", "gone:g=b"], hooks) == {
+    assert unmatched_probes(["os:nope=x", "m:f=a", "gone:g=b"], hooks) == {
         "os:nope=x": "os has no callable nope", "gone:g=b": "no process imported gone"}

@@ -45,6 +45,9 @@ def summarize(run) -> Summary:
             "start_methods": starts.start_methods(run),
             "started_ns": origin,
             "losses": run.losses,
+            "incomplete": list(run.meta.get("incomplete") or []),
+            "outlived_cmd": list(run.meta.get("outlived_cmd") or []),
+            "probes_unmatched": unmatched_probes(run.meta.get("probes") or [], run.events_of("hook")),
         },
         "topology": topology_of,
         "clocks": clock,
@@ -84,3 +87,14 @@ def _shift(proc: dict, seconds: float) -> None:
             proc["exited_s"] += seconds
         for change in proc["affinity_changes"]:
             change["t_s"] += seconds
+
+
+def unmatched_probes(specs: list[str], hooks) -> dict[str, str]:
+    """The --probe specs applied in no process, each with why (from the
+    journal's hook events: "unavailable" with its reason, or no event at all
+    when no process imported the module)."""
+    applied = {e["data"].get("spec") for e in hooks if e["data"].get("status") == "applied"}
+    reasons = {e["data"].get("spec"): e["data"].get("reason") for e in hooks
+               if e["data"].get("status") in ("unavailable", "failed")}
+    return {spec: reasons.get(spec) or f"no process imported {spec.partition(':')[0]}"
+            for spec in specs if spec not in applied}

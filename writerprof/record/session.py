@@ -362,6 +362,8 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
     writes = chunks[chunks["phase"] == codes["write"]]
     starts = [e["data"] for e in recorded.events_of("process_start") if e["data"].get("started")]
     saves = int((chunks["phase"] == codes["save"]).sum()) or len(starts)
+    from writerprof.analysis.summary import unmatched_probes  # the report says the same
+
     unmatched = unmatched_probes(recorded.meta.get("probes") or [], recorded.events_of("hook"))
     problems = done.warnings()
     problems += [f"--probe {spec} matched nothing: {why}" for spec, why in unmatched.items()]
@@ -391,14 +393,3 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
         lines.append(f"  stacks           none: {taken.get('reason') or 'not recorded'}")
     lines.append(f"  next:            writerprof report {run_dir}")
     return "\n".join(lines)
-
-
-def unmatched_probes(specs: list[str], hooks) -> dict[str, str]:
-    """The --probe specs applied in no process, each with why (from the
-    journal's hook events: "unavailable" with its reason, or no event at all
-    when no process imported the module)."""
-    applied = {e["data"].get("spec") for e in hooks if e["data"].get("status") == "applied"}
-    reasons = {e["data"].get("spec"): e["data"].get("reason") for e in hooks
-               if e["data"].get("status") in ("unavailable", "failed")}
-    return {spec: reasons.get(spec) or f"no process imported {spec.partition(':')[0]}"
-            for spec in specs if spec not in applied}

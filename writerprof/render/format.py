@@ -3,6 +3,8 @@ plots)."""
 
 from __future__ import annotations
 
+import shlex
+
 from writerprof.units import format_cpu_list
 
 
@@ -48,3 +50,46 @@ def placement_value(value) -> str:
     if isinstance(value, list):
         return "; ".join(format_cpu_list(v) if isinstance(v, list) else str(v) for v in value) or "-"
     return "-" if value is None else str(value)
+
+
+def command(argv) -> str:
+    """argv as a shell would take it back: each argument quoted where it needs
+    it, and one with control characters or stray bytes (non-UTF-8, carried as
+    surrogates) written $'...' with escapes, so that it stays on one line."""
+    if not argv:
+        return "-"
+    if isinstance(argv, str):
+        argv = [argv]
+    return " ".join(_argument(str(a)) for a in argv)
+
+
+def _argument(arg: str) -> str:
+    if not any(ord(c) < 0x20 or ord(c) == 0x7F or 0xDC80 <= ord(c) <= 0xDCFF for c in arg):
+        return shlex.quote(arg)
+    out = []
+    for c in arg:
+        code = ord(c)
+        if c in "\\'":
+            out.append("\\" + c)
+        elif c == "\n":
+            out.append("\\n")
+        elif c == "\t":
+            out.append("\\t")
+        elif 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\x{code:02x}")
+        else:
+            out.append(c)
+    return "$'" + "".join(out) + "'"
+
+
+def recording_notes(run: dict) -> list[str]:
+    """What the recording itself says it missed, one line each: its own
+    incomplete parts, processes that outlived CMD, --probe specs that matched
+    nothing (a summary's "run")."""
+    notes = [f"recording incomplete: {why}" for why in run.get("incomplete") or []]
+    notes += [f"pid {p.get('pid')} ({command(p.get('cmdline'))}) was still running when CMD ended: "
+              f"not recorded to its end" for p in run.get("outlived_cmd") or []]
+    notes += [f"--probe {spec} matched nothing: {why}" for spec, why in (run.get("probes_unmatched") or {}).items()]
+    return notes

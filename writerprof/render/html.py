@@ -11,13 +11,13 @@ messages, evidence) goes through html.escape.
 
 from __future__ import annotations
 
-import shlex
 from collections import defaultdict
 
 from writerprof.analysis.groups import stats
 from writerprof.analysis.saves import COMPONENTS, STARTUP_PHASES
 from writerprof.render.format import has_rank as _has_rank, placement_value as _placement_value
-from writerprof.render.format import rank as _rank, ranks as _ranks, rate as _rate, seconds as _s, shares
+from writerprof.render.format import command as _command, rank as _rank, ranks as _ranks, rate as _rate
+from writerprof.render.format import recording_notes, seconds as _s, shares
 from writerprof.units import format_cpu_list, format_size
 
 MAX_ROWS = 40  # beyond this many processes or saves, one row per group
@@ -57,12 +57,6 @@ def _mmm_of(stats: dict | None, digits: int = 3) -> str:
     if not stats or stats["mean"] is None:
         return "-"
     return f"{stats['mean']:.{digits}f} ({stats['min']:.{digits}f}–{stats['max']:.{digits}f})"
-
-
-def _command(command) -> str:
-    if not command:
-        return "-"
-    return shlex.join(command) if isinstance(command, list) else str(command)
 
 
 def _value(key: str, value) -> str:
@@ -162,6 +156,10 @@ def _header(summary: dict) -> str:
     out = [_kv(rows)]
     if run.get("synthetic"):
         out.append('<p class="notice">SYNTHETIC run: generated, not measured.</p>')
+    notes = recording_notes(run)
+    if notes:
+        out.append('<div class="notice"><b>The recording says</b>:<ul>'
+                   + "".join(f"<li>{_e(note)}</li>" for note in notes) + "</ul></div>")
     if run.get("losses"):
         out.append('<div class="notice"><b>Data lost</b> (the rest is complete and used):<ul>'
                    + "".join(f"<li>{_e(loss)}</li>" for loss in run["losses"]) + "</ul></div>")

@@ -9,7 +9,8 @@ import textwrap
 from collections import defaultdict
 
 from writerprof.analysis.saves import COMPONENTS
-from writerprof.render.format import placement_value, rank as _rank, rate as _rate, seconds as _sec, shares
+from writerprof.render.format import command as _command, placement_value, rank as _rank, rate as _rate
+from writerprof.render.format import recording_notes, seconds as _sec, shares
 from writerprof.units import format_cpu_list, format_size
 
 WIDTH = 100
@@ -31,7 +32,7 @@ def report_text(summary: dict) -> str:
 
 def _header(summary: dict) -> str:
     run, t = summary["run"], summary["throughput"]
-    command = " ".join(run["command"] or [])
+    command = _command(run["command"])
     ended = "complete" if run["complete"] else "INCOMPLETE"
     lines = [_clip(f"writerprof report {run['path']}"), _clip(f"  command   {command}"),
              f"  ended     {ended}, exit status {run['exit_status']}"
@@ -49,6 +50,7 @@ def _header(summary: dict) -> str:
     for shape, hosts in alike.items():
         names = hosts[0] if len(hosts) == 1 else f"{len(hosts)} hosts ({hosts[0]} ... {hosts[-1]})"
         lines.append(_clip(f"  host      {names}: {shape}"))
+    lines += [_clip(f"  note      {note}") for note in recording_notes(run)]
     off = [(h, c) for h, c in summary.get("clocks", {}).items() if c["offset_ns"]]
     if off:
         worst = max((c["spread_ns"] or 0) for _, c in off) / 1e6

@@ -19,6 +19,9 @@ class RunInfo(TypedDict):
     start_methods: list[str]  # the writers'
     started_ns: int  # the recording's start, the origin of every "_s" time
     losses: list[str]  # what could not be read, one line each
+    incomplete: list[str]  # what the recording itself could not write, and why (run.json)
+    outlived_cmd: list[dict[str, Any]]  # processes still running after CMD ended: pid, cmdline
+    probes_unmatched: dict[str, str]  # --probe spec applied in no process -> why
 
 
 class HostTopology(TypedDict):
