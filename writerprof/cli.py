@@ -12,10 +12,17 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import traceback
 
 from writerprof import __version__
 from writerprof.errors import Interrupted, UsageError, WriterprofError
+
+# The last line of defence, for a bug: an exception no command expected is one
+# line naming it and where it was raised; WRITERPROF_DEBUG=1 shows the traceback.
+INTERNAL_ERROR = "internal error"
+DEBUG_ENV = "WRITERPROF_DEBUG"
 
 COMMANDS = ("record", "report", "compare", "contrast", "plot", "flame", "export", "merge", "repro")
 
@@ -68,3 +75,14 @@ def main(argv: list[str] | None = None) -> int:
     except (KeyboardInterrupt, Interrupted) as exc:
         print(f"{prog}: interrupted", file=sys.stderr)
         return getattr(exc, "exit_code", 130)
+    except Exception as exc:
+        if os.environ.get(DEBUG_ENV):
+            raise
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        print(f"{prog}: {INTERNAL_ERROR}: {type(exc).__name__}: {_first_line(exc)} (at {where.filename}:{where.lineno}; "
+              f"please report it, with {DEBUG_ENV}=1 for the traceback)", file=sys.stderr)
+        return 1
+
+
+def _first_line(exc: Exception) -> str:
+    return (str(exc).strip().splitlines() or [""])[0]
