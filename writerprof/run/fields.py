@@ -157,7 +157,7 @@ def topology_problem(snapshot) -> str | None:
     its nodes (node -> cpus), cpus (cpu -> node) and cpu_model."""
     if not isinstance(snapshot, dict):
         return f"a {type(snapshot).__name__}, not an object"
-    nodes, cpus = snapshot.get("nodes", {}), snapshot.get("cpus")
+    nodes, cpus = snapshot.get("nodes", {}), snapshot.get("cpus", {})
     if not (isinstance(nodes, dict) and all(is_node_key(n) and isinstance(info, dict)
                                             and list_of(is_count)(info.get("cpus")) for n, info in nodes.items())):
         return "its nodes are not node -> {cpus: [CPU, ...]}"
@@ -170,8 +170,8 @@ def topology_problem(snapshot) -> str | None:
     return None
 
 
-def describe(wrong: dict[str, int]) -> str:
-    """'3 fields (argv, rank)' for a loss line."""
-    count = sum(wrong.values())
-    names = ", ".join(sorted(wrong)[:4]) + (", ..." if len(wrong) > 4 else "")
-    return f"{count} field{'s' * (count != 1)} ({names})"
+def describe(wrong: list[str]) -> str:
+    """'3 fields (argv, rank)' for a loss line, from the names of the fields left out."""
+    distinct = sorted(set(wrong))
+    names = ", ".join(distinct[:4]) + (", ..." if len(distinct) > 4 else "")
+    return f"{len(wrong)} field{'s' * (len(wrong) != 1)} ({names})"

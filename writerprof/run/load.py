@@ -299,7 +299,7 @@ def _clean_meta(meta: dict, losses: list[str]) -> None:
     if isinstance(stacks, dict):
         wrong += [f"stacks.{name}" for name in fields.clean(stacks, fields.STACKS_META_FIELDS)]
     if wrong:
-        losses.append(f"{layout.RUN_FILE}: {fields.describe(dict.fromkeys(wrong, 1))} of the wrong type "
+        losses.append(f"{layout.RUN_FILE}: {fields.describe(wrong)} of the wrong type "
                       f"left out")
 
 
@@ -342,12 +342,11 @@ def _read_jsonl(root: Path, file: Path, writer: str, losses: list[str], clean) -
         parsed = json.loads(b"[" + b",".join(lines) + b"]")
     except ValueError:
         parsed = [_parse(line) for line in lines]
-    records, wrong = [], {}
+    records, wrong = [], []
     for r in parsed:
         if isinstance(r, dict):
             readable, left_out = clean(r)
-            for name in left_out:
-                wrong[name] = wrong.get(name, 0) + 1
+            wrong += left_out
             if readable:
                 records.append(r)
     bad = len(lines) - len(records)
