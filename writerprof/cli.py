@@ -60,6 +60,7 @@ def build_parser() -> Parser:
 
 def main(argv: list[str] | None = None) -> int:
     prog = "writerprof"
+    _bytes_out(sys.stdout)
     try:
         args, extra = build_parser().parse_known_args(argv)
         prog = f"writerprof {args.command}"
@@ -82,6 +83,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{prog}: {INTERNAL_ERROR}: {type(exc).__name__}: {_first_line(exc)} (at {where.filename}:{where.lineno}; "
               f"please report it, with {DEBUG_ENV}=1 for the traceback)", file=sys.stderr)
         return 1
+
+
+def _bytes_out(stream) -> None:
+    """Non-UTF-8 bytes of argv and paths (surrogates, in Python) printed as
+    the bytes they were, as the output files hold them, whatever
+    PYTHONIOENCODING or the locale asked: never a UnicodeEncodeError."""
+    if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+        utf8 = (getattr(stream, "encoding", "") or "").lower().replace("-", "") == "utf8"
+        stream.reconfigure(errors="surrogateescape" if utf8 else "backslashreplace")
 
 
 def _first_line(exc: Exception) -> str:
