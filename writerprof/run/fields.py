@@ -25,6 +25,11 @@ def is_count(v) -> bool:
     return type(v) is int and 0 <= v < MAX_TIME
 
 
+def is_id(v) -> bool:
+    """A pid or a rank: what an int32 column of run.processes holds."""
+    return type(v) is int and 0 <= v < 1 << 31
+
+
 def is_str(v) -> bool:
     return isinstance(v, str)
 
@@ -61,9 +66,9 @@ def is_node_key(v) -> bool:
 # format module); a (kind, field) entry overrides the name's.
 EVENT_FIELDS: dict[str, Check] = {
     "kind": is_str, "t_ns": is_count, "start_ns": is_count, "end_ns": is_count,
-    "schema": is_int, "pid": is_count, "ppid": is_count, "created_ns": is_count, "child_pid": is_count,
-    "wall_ns": is_count, "mono_ns": is_count, "forked_from": optional(is_count),
-    "rank": optional(is_count), "local_rank": optional(is_count), "world_size": optional(is_count),
+    "schema": is_int, "pid": is_id, "ppid": is_id, "created_ns": is_count, "child_pid": is_id,
+    "wall_ns": is_count, "mono_ns": is_count, "forked_from": optional(is_id),
+    "rank": optional(is_id), "local_rank": optional(is_id), "world_size": optional(is_id),
     "argv": list_of(is_str), "executable": is_str, "python": is_str, "implementation": is_str,
     "host": is_str, "created_via": is_str, "role": is_str, "env": dict_of(is_str),
     "affinity": list_of(is_count), "source": optional(is_str), "spec": is_str, "status": is_str,
@@ -91,7 +96,7 @@ REQUIRED: dict[str, tuple[str, ...]] = {
 
 # The sampler's records (sampled.jsonl, kinds in writerprof.run.layout).
 SAMPLED_FIELDS: dict[str, Check] = {
-    "kind": is_str, "t_ns": is_count, "pid": is_count, "ppid": is_count, "created_ns": is_count,
+    "kind": is_str, "t_ns": is_count, "pid": is_id, "ppid": is_id, "created_ns": is_count,
     "cmdline": list_of(is_str), "exe": optional(is_str), "cpus": is_str, "address": is_count, "file": is_str,
     "pages": dict_of(is_count), "huge": is_bool, "error": is_str, "traceback": is_str,
 }
@@ -155,8 +160,13 @@ def _any(value) -> bool:
 def topology_problem(snapshot) -> str | None:
     """What makes a topology.json unusable (None: nothing); the analysis reads
     its nodes (node -> cpus), cpus (cpu -> node) and cpu_model."""
+    from writerprof.run.topology import SCHEMA
+
     if not isinstance(snapshot, dict):
         return f"a {type(snapshot).__name__}, not an object"
+    schema = snapshot.get("schema", SCHEMA)
+    if type(schema) is not int or not 1 <= schema <= SCHEMA:
+        return f"topology schema {schema!r} (this writerprof reads 1 to {SCHEMA})"
     nodes, cpus = snapshot.get("nodes", {}), snapshot.get("cpus", {})
     if not (isinstance(nodes, dict) and all(is_node_key(n) and isinstance(info, dict)
                                             and list_of(is_count)(info.get("cpus")) for n, info in nodes.items())):
