@@ -1,6 +1,15 @@
 """Read a run directory into one Run: numpy arrays for the many fixed-size
 records, dicts for the rare events. A damaged or unfinished recording loads
-as far as it goes; what could not be read is said in `Run.losses`."""
+as far as it goes; what could not be read is said in `Run.losses`.
+
+The analysis gets clean data: fields of the wrong type are left out
+(writerprof.run.fields), records with times no clock of the recording can
+have read are dropped, a journal or run.json of a schema this writerprof
+does not know is skipped or refused, and each of these is a loss line.
+
+A process that exec'd is two journals of one pid (one per image); the later
+image's identity says `exec_of` (the earlier one's row of run.processes),
+and the earlier one ends (exited_ns) when the later one began."""
 
 from __future__ import annotations
 
@@ -206,7 +215,7 @@ def _window(anchor: int, meta: dict) -> tuple[int, int]:
 def _host_window(meta: dict, host: str, journals: list[_Journal]) -> tuple[int, int]:
     """The times a record of that host can have: the recording's on the
     recording host; elsewhere (another clock), around its processes' starts."""
-    if host == layout.journal.safe_host(meta.get("host") or "") and meta.get("started_ns") is not None:
+    if host == journal.safe_host(meta.get("host") or "") and meta.get("started_ns") is not None:
         return _window(meta["started_ns"], meta)
     anchors = sorted(j.identity["t_ns"] for j in journals)
     if not anchors:
