@@ -12,10 +12,17 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import traceback
 
 from writerprof import __version__
 from writerprof.errors import Interrupted, UsageError, WriterprofError
+
+# The last line of defence, for a bug: an exception no command expected is one
+# line naming it and where it was raised; WRITERPROF_DEBUG=1 shows the traceback.
+INTERNAL_ERROR = "internal error"
+DEBUG_ENV = "WRITERPROF_DEBUG"
 
 COMMANDS = ("record", "report", "compare", "contrast", "plot", "flame", "export", "merge", "repro")
 
@@ -53,6 +60,7 @@ def build_parser() -> Parser:
 
 def main(argv: list[str] | None = None) -> int:
     prog = "writerprof"
+    _bytes_out(sys.stdout)
     try:
         args, extra = build_parser().parse_known_args(argv)
         prog = f"writerprof {args.command}"
@@ -68,3 +76,23 @@ def main(argv: list[str] | None = None) -> int:
     except (KeyboardInterrupt, Interrupted) as exc:
         print(f"{prog}: interrupted", file=sys.stderr)
         return getattr(exc, "exit_code", 130)
+    except Exception as exc:
+        if os.environ.get(DEBUG_ENV):
+            raise
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        print(f"{prog}: {INTERNAL_ERROR}: {type(exc).__name__}: {_first_line(exc)} (at {where.filename}:{where.lineno}; "
+              f"please report it, with {DEBUG_ENV}=1 for the traceback)", file=sys.stderr)
+        return 1
+
+
+def _bytes_out(stream) -> None:
+    """Non-UTF-8 bytes of argv and paths (surrogates, in Python) printed as
+    the bytes they were, as the output files hold them, whatever
+    PYTHONIOENCODING or the locale asked: never a UnicodeEncodeError."""
+    if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+        utf8 = (getattr(stream, "encoding", "") or "").lower().replace("-", "") == "utf8"
+        stream.reconfigure(errors="surrogateescape" if utf8 else "backslashreplace")
+
+
+def _first_line(exc: Exception) -> str:
+    return (str(exc).strip().splitlines() or [""])[0]

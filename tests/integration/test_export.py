@@ -161,3 +161,26 @@ def test_export_errors(tmp_path):
     done = run_writerprof("export", tmp_path, check=False)
     assert done.returncode == 2 and "--perfetto FILE" in done.stderr
     assert not (tmp_path / "t.json").exists()
+
+
+def test_each_export_is_written_on_its_own(tmp_path):
+    """A run without stacks: the Perfetto trace is written, the speedscope
+    file is one line saying why not, and the exit status says one failed."""
+    run_writerprof("record", "--no-stacks", "-o", tmp_path / "run", "--", *_repro("--saves", "1", "--size", "8MiB",
+                                                                                  "--chunk-size", "1MiB"))
+    trace_file, profile_file = tmp_path / "trace.json", tmp_path / "profile.json"
+    done = run_writerprof("export", tmp_path / "run", "--perfetto", trace_file, "--speedscope", profile_file,
+                          check=False)
+    assert done.returncode == 1
+    lines = done.stderr.splitlines()
+    assert lines[0].startswith(f"writerprof export: {trace_file}: ") and " slices (" in lines[0]
+    assert lines[1] == (f"writerprof export: {profile_file} not written: {tmp_path / 'run'} has no stacks: "
+                        f"it was recorded with --no-stacks")
+    assert len(lines) == 2
+    assert json.loads(trace_file.read_text())["traceEvents"]
+    assert not profile_file.exists()
+    # The order on the command line does not matter.
+    trace_file.unlink()
+    done = run_writerprof("export", tmp_path / "run", "--speedscope", profile_file, "--perfetto", trace_file,
+                          check=False)
+    assert done.returncode == 1 and trace_file.exists() and not profile_file.exists()

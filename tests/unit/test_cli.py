@@ -46,3 +46,38 @@ def test_missing_start_method_is_a_usage_error(monkeypatch, capsys):
     assert "start method 'forkserver' is not available on this platform (available: spawn)" in (
         capsys.readouterr().err
     )
+
+
+def _broken(args):
+    raise RuntimeError("boom\nsecond line")
+
+
+def test_an_unexpected_exception_is_one_line_naming_it_and_where(monkeypatch, capsys):
+    from writerprof.commands import report
+
+    monkeypatch.setattr(report, "run", _broken)
+    monkeypatch.delenv("WRITERPROF_DEBUG", raising=False)
+    assert main(["report", "somewhere"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("writerprof report: internal error: RuntimeError: boom (at ")
+    assert "test_cli.py:" in err and "please report it, with WRITERPROF_DEBUG=1 for the traceback" in err
+    monkeypatch.setenv("WRITERPROF_DEBUG", "1")  # then the traceback, for the bug report
+    with pytest.raises(RuntimeError, match="boom"):
+        main(["report", "somewhere"])
+
+
+def test_stdout_that_is_strict_utf8_prints_non_utf8_bytes_as_they_were(tmp_path):
+    import io
+
+    from writerprof.cli import _bytes_out
+
+    raw = io.BytesIO()
+    stream = io.TextIOWrapper(raw, encoding="utf-8", errors="strict")
+    _bytes_out(stream)
+    stream.write(b"caf\xe9".decode("utf-8", "surrogateescape"))
+    stream.flush()
+    assert raw.getvalue() == b"caf\xe9"
+    ascii_stream = io.TextIOWrapper(io.BytesIO(), encoding="ascii", errors="strict")
+    _bytes_out(ascii_stream)
+    assert ascii_stream.errors == "backslashreplace"

@@ -277,3 +277,152 @@ def test_newer_schema_says_to_upgrade(tmp_path):
     write_meta(tmp_path, schema=layout.SCHEMA + 1)
     with pytest.raises(RunDirectoryError, match=rf"newer writerprof \(run schema {layout.SCHEMA + 1};.*upgrade"):
         load(tmp_path)
+
+
+# --- damaged input: loaded as far as it goes, the damage said (issue 15) ---
+
+def _summary_and_exports(run_dir):
+    """What every reading command does with a run: none may raise."""
+    from writerprof.analysis.summary import summarize
+    from writerprof.exports import perfetto
+    from writerprof.render import terminal
+
+    run = load(run_dir)
+    summary = summarize(run)
+    terminal.report_text(summary)
+    json.dumps(perfetto.trace(run))
+    return run, summary
+
+
+@pytest.mark.parametrize("schema", [0, -1, 1.0, True])
+def test_impossible_run_schema_is_refused(tmp_path, schema):
+    write_meta(tmp_path, schema=schema)
+    with pytest.raises(RunDirectoryError, match="is not a version number writerprof writes"):
+        load(tmp_path)
+
+
+def test_random_bytes_in_a_chunks_file_are_dropped_and_said(tmp_path):
+    run_dir = write_meta(tmp_path / "run")
+    base = write_journal(run_dir, "alpha", 100, 1000, chunks=[chunk(4, 1100)])
+    chunks_file = base.parent / (base.name + journal.CHUNKS_SUFFIX)
+    rng = np.random.default_rng(1)
+    chunks_file.write_bytes(chunks_file.read_bytes() + rng.bytes(journal.CHUNK.size * 20))
+    run, summary = _summary_and_exports(run_dir)
+    assert run.chunks["start_ns"].tolist() == [1100]  # the real one stays
+    assert any("chunk records with impossible times" in loss and "100-1000.chunks.bin" in loss
+               for loss in run.losses), run.losses
+    assert summary["run"]["losses"] == run.losses
+
+
+def test_chunk_times_past_the_recording_are_dropped(tmp_path):
+    run_dir = write_meta(tmp_path / "run", started_ns=1, ended_ns=10**9)
+    write_journal(run_dir, "alpha", 100, 1000, chunks=[chunk(4, 1100), chunk(4, 2**62), chunk(4, 5000, end_ns=4000)])
+    run = load(run_dir)
+    assert run.chunks["start_ns"].tolist() == [1100]
+    assert run.losses == ["hosts/alpha/procs/100-1000.chunks.bin: 2 chunk records with impossible times "
+                          "(outside the process's life, or ending before they start) dropped"]
+
+
+@pytest.mark.parametrize("snapshot, said", [
+    ({"nodes": "oops"}, "its nodes are not"),
+    ({"nodes": {"0": {"cpus": [0]}}, "cpus": {"0": {}}}, "its cpus are not"),
+    ({"nodes": {"0": {"cpus": "0-1"}}, "cpus": {}}, "its nodes are not"),
+    ([1, 2], "a list, not an object"),
+])
+def test_a_topology_of_another_shape_is_unknown_and_said(two_hosts, snapshot, said):
+    (layout.host_dir(two_hosts, "beta") / layout.TOPOLOGY_FILE).write_text(json.dumps(snapshot))
+    run, _ = _summary_and_exports(two_hosts)
+    assert run.topology == {}
+    assert f"hosts/beta/topology.json: {said}" in " ".join(run.losses)
+
+
+def test_run_json_fields_of_the_wrong_type_are_left_out_and_said(tmp_path):
+    run_dir = write_meta(tmp_path / "run", command=5, started_ns="x", stacks={"rate_hz": "fast"})
+    write_journal(run_dir, "alpha", 100, 1000, chunks=[chunk(4, 1100)])
+    run, summary = _summary_and_exports(run_dir)
+    assert "command" not in run.meta and "started_ns" not in run.meta and run.meta["stacks"] == {}
+    assert run.losses[0] == "run.json: 3 fields (command, stacks.rate_hz, started_ns) of the wrong type left out"
+    assert summary["run"]["command"] is None
+
+
+def test_journal_fields_of_the_wrong_type_are_left_out_and_said(tmp_path):
+    run_dir = write_meta(tmp_path / "run")
+    write_journal(run_dir, "alpha", 100, 1000, events=[
+        {"kind": "process_start", "start_ns": 1500, "end_ns": 1600, "method": ["fork"], "child_pid": "300"},
+        {"kind": "process_start", "start_ns": {"a": 1}, "end_ns": 1600},  # unreadable without its start
+        {"kind": "fork", "native_threads": None},
+    ])
+    run, _ = _summary_and_exports(run_dir)
+    (start,) = run.events_of("process_start")
+    assert "method" not in start["data"] and "child_pid" not in start["data"] and start["data"]["end_ns"] == 1600
+    assert run.losses == [
+        "hosts/alpha/procs/100-1000.events.jsonl: 1 unreadable line dropped",
+        "hosts/alpha/procs/100-1000.events.jsonl: 4 fields (child_pid, method, native_threads, start_ns) "
+        "of the wrong type left out"]
+
+
+def test_a_directory_in_place_of_a_file_is_said(two_hosts):
+    base = layout.procs_dir(two_hosts, "alpha") / "200-1200"
+    events = base.parent / (base.name + journal.EVENTS_SUFFIX)
+    events.unlink()
+    events.mkdir()
+    samples = layout.host_dir(two_hosts, "beta") / layout.SAMPLES_FILE
+    samples.unlink()
+    samples.mkdir()
+    run, _ = _summary_and_exports(two_hosts)
+    assert 200 not in run.processes["pid"].tolist() and len(run.samples) == 0
+    assert "hosts/alpha/procs/200-1200.events.jsonl: unreadable (Is a directory): its records are lost" in run.losses
+    assert "hosts/beta/samples.bin: not a file: its records are lost" in run.losses
+
+
+@pytest.mark.parametrize("schema, said", [
+    (99, "journal schema 99 is newer than this writerprof reads (up to 1): upgrade writerprof"),
+    (0, "journal schema 0 is not a version number the probe writes"),
+    ("1", "journal schema None is not a version number the probe writes"),  # a string: left out
+])
+def test_a_journal_of_another_schema_is_skipped_and_said(tmp_path, schema, said):
+    run_dir = write_meta(tmp_path / "run")
+    base = write_journal(run_dir, "alpha", 100, 1000, chunks=[chunk(4, 1100)])
+    events = base.parent / (base.name + journal.EVENTS_SUFFIX)
+    lines = events.read_text().splitlines(keepends=True)
+    events.write_text(json.dumps(dict(json.loads(lines[0]), schema=schema)) + "\n" + "".join(lines[1:]))
+    run = load(run_dir)
+    assert len(run.processes) == 0 and len(run.chunks) == 0
+    assert f"hosts/alpha/procs/100-1000: {said}" in " ".join(run.losses)
+    assert "journal skipped (1 chunk records)" in " ".join(run.losses)
+
+
+def test_an_identity_outside_the_recording_is_skipped(tmp_path):
+    run_dir = write_meta(tmp_path / "run", started_ns=10**9, ended_ns=2 * 10**9)
+    write_journal(run_dir, "alpha", 100, 10**9 + 5)
+    write_journal(run_dir, "alpha", 200, 2**61)
+    run = load(run_dir)
+    assert run.processes["pid"].tolist() == [100]
+    assert run.losses == [f"hosts/alpha/procs/200-{2**61}: its identity's time ({2**61} ns) is not within the "
+                          f"recording: journal skipped (0 chunk records)"]
+
+
+# --- a process that exec'd: two images of one process, no loss ---
+
+def test_an_exec_is_two_images_of_one_process_not_a_loss(tmp_path):
+    run_dir = write_meta(tmp_path / "run")
+    # The same pid and start (created_ns within a clock tick, as /proc says it
+    # after an exec); the first image left no exit: it exec'd the second.
+    write_journal(run_dir, "alpha", 100, 1000, exited=False, chunks=[chunk(4, 1100)])
+    write_journal(run_dir, "alpha", 100, 1052, t0=3000, chunks=[chunk(4, 3100)])
+    run = load(run_dir)
+    assert run.losses == []
+    assert run.processes["pid"].tolist() == [100, 100]
+    first, second = (run.identity("alpha", 100, created) for created in (1000, 1052))
+    assert second["exec_of"] == 0 and "exec_of" not in first
+    assert run.processes["exited_ns"].tolist() == [3000, 3001]  # the first image ended where the second began
+    assert run.chunks["proc"].tolist() == [0, 1]
+
+
+def test_a_reused_pid_after_a_kill_is_still_a_loss(tmp_path):
+    run_dir = write_meta(tmp_path / "run")
+    write_journal(run_dir, "alpha", 100, 1000, exited=False)
+    write_journal(run_dir, "alpha", 100, 5 * 10**9)  # started seconds later: another process
+    run = load(run_dir)
+    assert len(run.losses) == 1 and "100-1000: process 100 (main) left no exit record" in run.losses[0]
+    assert not any("exec_of" in run.identity("alpha", 100, c) for c in (1000, 5 * 10**9))

@@ -9,7 +9,9 @@ CPU, NUMA node and page faults as counters.
 file (speedscope.app): one sampled profile per process, named by role, rank
 and pid, weighted in milliseconds of wall-clock time.
 
-Both may be given at once; the run is read once.
+Both may be given at once; the run is read once, and each file is written
+on its own: one that cannot be written (--speedscope of a run without
+stacks) is a line saying why, the other is written, and the exit status is 1.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import sys
 from pathlib import Path
 
 from writerprof.commands.common import write_json
-from writerprof.errors import UsageError
+from writerprof.errors import UsageError, WriterprofError
 
 HELP = "write a run in another tool's format (Perfetto / Chrome trace, speedscope)"
 
@@ -38,28 +40,38 @@ def run(args: argparse.Namespace) -> int:
     from writerprof.run import load
 
     recorded = load(args.run_dir)
-    stacks = None
-    if args.speedscope is not None:  # before writing anything: a run without stacks is an error
-        from writerprof.run.stacks import require_stacks
-
-        stacks = require_stacks(recorded)
-    if args.perfetto is not None:
-        from writerprof.exports import perfetto
-
-        trace = perfetto.trace(recorded)
-        write_json(args.perfetto, trace, "Perfetto trace")
-        slices = sum(e["ph"] == "X" for e in trace["traceEvents"])
-        print(f"writerprof export: {args.perfetto}: {len(recorded.processes)} processes, {slices} slices "
-              f"({args.perfetto.stat().st_size / (1 << 20):.1f} MiB)", file=sys.stderr)
-    if stacks is not None:
-        from writerprof.exports import speedscope
-
-        profile = speedscope.document(recorded, stacks)
-        write_json(args.speedscope, profile, "speedscope file")
-        print(f"writerprof export: {args.speedscope}: {len(profile['profiles'])} profiles, "
-              f"{sum(s.total for s in stacks)} samples, {len(profile['shared']['frames'])} frames "
-              f"({args.speedscope.stat().st_size / (1 << 20):.1f} MiB)", file=sys.stderr)
+    # Each output on its own: one that cannot be written (a run without
+    # stacks has no speedscope file) is a line, and the others are written.
+    failed = 0
+    for path, write in ((args.perfetto, _perfetto), (args.speedscope, _speedscope)):
+        if path is None:
+            continue
+        try:
+            print(f"writerprof export: {write(recorded, path)}", file=sys.stderr)
+        except WriterprofError as exc:
+            print(f"writerprof export: {path} not written: {exc}", file=sys.stderr)
+            failed += 1
     for loss in recorded.losses:
         print(f"writerprof export: note: {loss}", file=sys.stderr)
-    return 0
+    return 1 if failed else 0
 
+
+def _perfetto(recorded, path: Path) -> str:
+    from writerprof.exports import perfetto
+
+    trace = perfetto.trace(recorded)
+    write_json(path, trace, "Perfetto trace")
+    slices = sum(e["ph"] == "X" for e in trace["traceEvents"])
+    return (f"{path}: {len(recorded.processes)} processes, {slices} slices "
+            f"({path.stat().st_size / (1 << 20):.1f} MiB)")
+
+
+def _speedscope(recorded, path: Path) -> str:
+    from writerprof.exports import speedscope
+    from writerprof.run.stacks import require_stacks
+
+    stacks = require_stacks(recorded)
+    profile = speedscope.document(recorded, stacks)
+    write_json(path, profile, "speedscope file")
+    return (f"{path}: {len(profile['profiles'])} profiles, {sum(s.total for s in stacks)} samples, "
+            f"{len(profile['shared']['frames'])} frames ({path.stat().st_size / (1 << 20):.1f} MiB)")

@@ -28,7 +28,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from writerprof.commands.common import write_bytes, write_text
+from writerprof.commands.common import shown_bytes, write_bytes, write_markup
 from writerprof.errors import UsageError, WriterprofError
 
 HELP = "draw flamegraphs (SVG and PNG) of a run's Python stacks, or of two runs' difference"
@@ -85,7 +85,7 @@ def _stem(output: Path | None, default: str) -> Path:
 
 def _write(stem: Path, svg: str, png: bytes) -> tuple[Path, Path]:
     svg_path, png_path = stem.with_name(stem.name + ".svg"), stem.with_name(stem.name + ".png")
-    return write_text(svg_path, svg, "flamegraph"), write_bytes(png_path, png, "flamegraph")
+    return write_markup(svg_path, svg, "flamegraph"), write_bytes(png_path, png, "flamegraph")
 
 
 def _what(stacks, role, pid) -> str:
@@ -105,7 +105,8 @@ def _one(args) -> int:
     name = Path(recorded.path).resolve().name
     tag = f"pid{args.pid}" if args.pid is not None else (args.role or "writer")
     by = "role" if args.role == "all" and args.pid is None else "none"
-    title = f"{_what(stacks, args.role, args.pid)} of {name}{_method(recorded)}"
+    # Shown bytes: matplotlib cannot draw a surrogate (a non-UTF-8 byte of the run's name).
+    title = shown_bytes(f"{_what(stacks, args.role, args.pid)} of {name}{_method(recorded)}")
     svg = flame.flame_svg(stacks, title, by=by)
     png = flame.flame_png(stacks, title, by=by)
     default = args.output is None
@@ -137,8 +138,9 @@ def _diff(args) -> int:
     counts = [flame.comparable_counts(c, role) for c in chosen]
     title = (f"{role} stacks{' from the child start' if role == 'writer' else ''}, B against A: "
              f"A = {labels[0][2:]}, B = {labels[1][2:]}")
-    labels = tuple(f"{label}, {len(c)} proc., {sum(s.total for s in c) / len(c) / c[0].rate_hz:.2f} s each"
-                   for label, c in zip(labels, chosen))
+    labels = tuple(shown_bytes(f"{label}, {len(c)} proc., {sum(s.total for s in c) / len(c) / c[0].rate_hz:.2f} "
+                               f"s each") for label, c in zip(labels, chosen))
+    title = shown_bytes(title)
     svg = flame.diff_svg(counts[0], counts[1], title, labels=labels)
     png = flame.diff_png(counts[0], counts[1], title, labels=labels)
     default = args.output is None

@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from writerprof.commands.common import output_directory, write_text
+from writerprof.commands.common import output_directory, write_markup
 
 HELP = "explain a run: processes, saves, diagnoses (text, --json, --html, --plots)"
 
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
             from writerprof.run.stacks import load_stacks
 
             flames = flame.role_graphs(load_stacks(recorded), Path(recorded.path).resolve().name)
-            write_text(args.html, html.report_html(summary, figures, flames=flames), "HTML report")
+            write_markup(args.html, html.report_html(summary, figures, flames=flames), "HTML report")
             print(f"writerprof report: {args.html}", file=sys.stderr)
     return 0
 

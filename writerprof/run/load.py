@@ -1,6 +1,15 @@
 """Read a run directory into one Run: numpy arrays for the many fixed-size
 records, dicts for the rare events. A damaged or unfinished recording loads
-as far as it goes; what could not be read is said in `Run.losses`."""
+as far as it goes; what could not be read is said in `Run.losses`.
+
+The analysis gets clean data: fields of the wrong type are left out
+(writerprof.run.fields), records with times no clock of the recording can
+have read are dropped, a journal or run.json of a schema this writerprof
+does not know is skipped or refused, and each of these is a loss line.
+
+A process that exec'd is two journals of one pid (one per image); the later
+image's identity says `exec_of` (the earlier one's row of run.processes),
+and the earlier one ends (exited_ns) when the later one began."""
 
 from __future__ import annotations
 
@@ -13,7 +22,7 @@ import numpy as np
 import writerprof
 from writerprof.errors import WriterprofError
 from writerprof.probes.writerprof_probe import format as journal
-from writerprof.run import layout
+from writerprof.run import fields, layout
 
 # The file records as they are on disk (little-endian, packed like the structs).
 CHUNK_DTYPE = np.dtype([(name, "<" + code) for name, code in journal.CHUNK_FIELDS])
@@ -103,8 +112,9 @@ def read_meta(path: Path) -> dict:
         raise RunDirectoryError(
             f"{file}: not a writerprof run file (format {found!r}, expected {layout.FORMAT!r})")
     schema = meta.get("schema")
-    if type(schema) is not int:
-        raise RunDirectoryError(f"{file}: schema {schema!r} is not a version number")
+    if type(schema) is not int or schema < 1:
+        raise RunDirectoryError(f"{file}: schema {schema!r} is not a version number writerprof writes "
+                                f"(1 to {layout.SCHEMA}): a damaged run directory?")
     if schema > layout.SCHEMA:
         raise RunDirectoryError(
             f"{path} was recorded by a newer writerprof (run schema {schema}; writerprof "
@@ -122,12 +132,16 @@ class _Journal:
     chunks: Path
     chunks_rel: str
     count: int  # complete chunk records in the file
+    rel: str = ""  # PROCS/PID-CREATED, for loss lines
+    exec_to: "_Journal | None" = None  # the image this one exec'd
+    unexited_loss: str | None = None  # the loss line of a journal without an exit record
 
 
 def load(path: Path | str) -> Run:
     path = Path(path)
     meta = read_meta(path)
     losses: list[str] = []
+    _clean_meta(meta, losses)
     if meta.get("ended_ns") is None:
         losses.append("recording did not finish (writerprof record was killed?)")
     hosts_root = path / layout.HOSTS_DIR
@@ -136,47 +150,196 @@ def load(path: Path | str) -> Run:
     sample_files = []  # (host_index, path, complete records)
     for host_index, host in enumerate(hosts):
         host_dir = hosts_root / host
-        topology_file = host_dir / layout.TOPOLOGY_FILE
-        if topology_file.exists():
-            try:
-                topology[host] = json.loads(topology_file.read_bytes())
-            except (OSError, ValueError) as exc:
-                losses.append(f"{_rel(path, topology_file)}: unreadable, topology unknown ({exc})")
-        for record in _read_jsonl(path, host_dir / layout.SAMPLED_FILE, "sampler", losses):
-            record["host"] = host
-            sampled.append(record)
+        snapshot = _topology(path, host_dir / layout.TOPOLOGY_FILE, losses)
+        if snapshot is not None:
+            topology[host] = snapshot
+        host_sampled = _read_jsonl(path, host_dir / layout.SAMPLED_FILE, "sampler", losses, fields.clean_sampled)
         agent_error = host_dir / layout.AGENT_ERROR_FILE
         if agent_error.exists():
-            last = (agent_error.read_text(errors="replace").strip().splitlines() or ["?"])[-1]
+            try:
+                last = (agent_error.read_text(errors="replace").strip().splitlines() or ["?"])[-1]
+            except OSError as exc:
+                last = f"{layout.AGENT_ERROR_FILE} unreadable: {exc.strerror}"
             losses.append(f"{_rel(path, agent_error)}: the host's sampler agent failed ({last}): "
                           f"its processes are not sampled")
         samples = host_dir / layout.SAMPLES_FILE
-        sample_files.append((host_index, samples, _count(path, samples, SAMPLE_DTYPE, "sampler", losses)))
-        journals += _read_journals(path, host_index, host_dir / layout.PROCS_DIR, losses)
+        found = _read_journals(path, host_index, host_dir / layout.PROCS_DIR, losses)
+        found = _in_recording(path, meta, host, found, losses)
+        window = _host_window(meta, host, found)
+        journals += found
+        inside = [r for r in host_sampled if window[0] <= r["t_ns"] <= window[1]]
+        for record in inside:
+            record["host"] = host
+        sampled += inside
+        _outside(len(host_sampled) - len(inside), f"{_rel(path, host_dir / layout.SAMPLED_FILE)}: {{}} "
+                                                  f"record{{}} with times outside the recording dropped", losses)
+        sample_files.append((host_index, samples, _count(path, samples, SAMPLE_DTYPE, "sampler", losses), window))
     journals.sort(key=lambda j: (j.host_index, _int(j.identity.get("created_ns")),
-                                 _int(j.identity.get("pid"))))
+                                 _int(j.identity.get("pid")), j.identity["t_ns"]))
+    _execs(journals, losses)
     processes = _processes(hosts, journals)
     events = _events(hosts, journals)
     chunks = _fill(CHUNK_DTYPE, CHUNKS_DTYPE, [
         (j.chunks, j.count, {"host_index": j.host_index, "pid": processes["pid"][i], "proc": i})
         for i, j in enumerate(journals)])
+    chunks = _plausible_chunks(chunks, journals, meta, losses)
     phase_names = _unify_phases(journals, chunks, losses)
     chunks = _sorted(chunks, "start_ns")
-    samples = _fill(SAMPLE_DTYPE, SAMPLES_DTYPE, [(f, n, {"host_index": h}) for h, f, n in sample_files])
+    samples = _fill(SAMPLE_DTYPE, SAMPLES_DTYPE, [(f, n, {"host_index": h}) for h, f, n, _ in sample_files])
+    samples = _plausible_samples(path, samples, hosts, sample_files, losses)
     return Run(path=path, meta=meta, hosts=hosts, topology=topology, processes=processes,
                chunks=chunks, phase_names=phase_names, events=events, samples=samples,
                sampled=sampled, losses=losses)
+
+
+# Times: a process's records lie within its life, which lies within the
+# recording. Records outside (random bytes, a damaged file) are dropped and
+# said, so that the analysis sees times a clock could have read.
+SLACK_NS = 60 * 10**9  # clocks read by different processes, a process starting before record noted the start
+MAX_LIFE_NS = 1 << 49  # 6.5 days: the longest recording read when run.json cannot say how long it was
+EXEC_TICK_NS = 10**7  # /proc starttime's precision (USER_HZ 100): an exec'd image's created_ns is its pid's
+
+
+def _life(meta: dict) -> int:
+    """How long any process of the recording can have lived, at most."""
+    start, end = meta.get("started_ns"), meta.get("ended_ns")
+    if start is not None and end is not None and end >= start:
+        return min(end - start + 2 * SLACK_NS, MAX_LIFE_NS)
+    return MAX_LIFE_NS
+
+
+def _window(anchor: int, meta: dict) -> tuple[int, int]:
+    return anchor - SLACK_NS, anchor + _life(meta)
+
+
+def _host_window(meta: dict, host: str, journals: list[_Journal]) -> tuple[int, int]:
+    """The times a record of that host can have: the recording's on the
+    recording host; elsewhere (another clock), around its processes' starts."""
+    if host == journal.safe_host(meta.get("host") or "") and meta.get("started_ns") is not None:
+        return _window(meta["started_ns"], meta)
+    anchors = sorted(j.identity["t_ns"] for j in journals)
+    if not anchors:
+        return 0, fields.MAX_TIME
+    lo, hi = _window(anchors[len(anchors) // 2], meta)
+    return max(lo - _life(meta), 0), hi
+
+
+def _in_recording(root: Path, meta: dict, host: str, journals: list[_Journal], losses: list[str]) -> list[_Journal]:
+    """The journals whose process started within the recording (on the recording
+    host's clock; on another host's, near its other processes' start)."""
+    lo, hi = _host_window(meta, host, journals)
+    kept = []
+    for j in journals:
+        if lo <= j.identity["t_ns"] <= hi:
+            kept.append(j)
+        else:
+            losses.append(f"{j.rel}: its identity's time ({j.identity['t_ns']} ns) is not within the recording: "
+                          f"journal skipped ({j.count} chunk records)")
+    for j in kept:  # and each process's events within its life
+        lo, hi = _window(j.identity["t_ns"], meta)
+        inside = [e for e in j.events[1:] if all(lo <= e[k] <= hi for k in ("t_ns", "start_ns", "end_ns") if k in e)]
+        _outside(len(j.events) - 1 - len(inside), f"{j.rel}: {{}} event{{}} with times outside the process's "
+                                                 f"life dropped", losses)
+        j.events[1:] = inside
+    return kept
+
+
+def _outside(count: int, template: str, losses: list[str]) -> None:
+    if count:
+        losses.append(template.format(count, "s" * (count != 1)))
+
+
+def _plausible_chunks(chunks: np.ndarray, journals: list[_Journal], meta: dict, losses: list[str]) -> np.ndarray:
+    if not len(chunks):
+        return chunks
+    windows = np.array([_window(j.identity["t_ns"], meta) for j in journals], dtype=np.int64).reshape(-1, 2)
+    lo, hi = windows[chunks["proc"], 0], windows[chunks["proc"], 1]
+    ok = (chunks["start_ns"] >= lo) & (chunks["start_ns"] <= chunks["end_ns"]) & (chunks["end_ns"] <= hi)
+    bad = np.bincount(chunks["proc"][~ok], minlength=len(journals)).tolist()
+    for proc, count in enumerate(bad):
+        _outside(count, f"{journals[proc].chunks_rel}: {{}} chunk record{{}} with impossible times (outside "
+                        f"the process's life, or ending before they start) dropped", losses)
+    return chunks if ok.all() else chunks[ok]
+
+
+def _plausible_samples(root: Path, samples: np.ndarray, hosts: list[str], files: list, losses: list[str]):
+    if not len(samples):
+        return samples
+    windows = np.array([w for *_, w in files], dtype=np.int64).reshape(-1, 2)
+    lo, hi = windows[samples["host_index"], 0], windows[samples["host_index"], 1]
+    ok = (samples["t_ns"] >= lo) & (samples["t_ns"] <= hi)
+    bad = np.bincount(samples["host_index"][~ok], minlength=len(hosts)).tolist()
+    for host_index, count in enumerate(bad):
+        _outside(count, f"{_rel(root, files[host_index][1])}: {{}} sampler record{{}} with times outside the "
+                        f"recording dropped", losses)
+    return samples if ok.all() else samples[ok]
+
+
+def _execs(journals: list[_Journal], losses: list[str]) -> None:
+    """A journal followed by one of the same pid on the same host whose
+    identity says it was exec'd, with the same start (created_ns within a
+    clock tick), is one process that exec'd: two images, not a process
+    killed and its pid reused. The later image's identity gets exec_of (the
+    earlier's row of run.processes) and the earlier's missing exit is no loss."""
+    by_pid: dict[tuple[int, int], list[_Journal]] = {}
+    for j in journals:
+        by_pid.setdefault((j.host_index, j.identity["pid"]), []).append(j)
+    row = {id(j): i for i, j in enumerate(journals)}
+    for images in by_pid.values():
+        images.sort(key=lambda j: j.identity["t_ns"])
+        for before, after in zip(images, images[1:]):
+            if (after.identity.get("created_via") == "exec" and not _exited(before)
+                    and abs(after.identity["created_ns"] - before.identity["created_ns"]) < EXEC_TICK_NS
+                    and after.identity["t_ns"] >= before.events[-1]["t_ns"]):
+                before.exec_to = after
+                after.identity["exec_of"] = row[id(before)]
+                if before.unexited_loss in losses:
+                    losses.remove(before.unexited_loss)
+
+
+def _exited(j: _Journal) -> bool:
+    return any(e["kind"] == "exit" for e in j.events)
+
+
+def _clean_meta(meta: dict, losses: list[str]) -> None:
+    """run.json's fields of the wrong type left out (and said): the analysis reads them with .get."""
+    wrong = fields.clean(meta, fields.META_FIELDS)
+    stacks = meta.get("stacks")
+    if isinstance(stacks, dict):
+        wrong += [f"stacks.{name}" for name in fields.clean(stacks, fields.STACKS_META_FIELDS)]
+    if wrong:
+        losses.append(f"{layout.RUN_FILE}: {fields.describe(wrong)} of the wrong type "
+                      f"left out")
+
+
+def _topology(root: Path, file: Path, losses: list[str]) -> dict | None:
+    if not file.exists():
+        return None
+    try:
+        snapshot = json.loads(file.read_bytes())
+    except (OSError, ValueError) as exc:
+        losses.append(f"{_rel(root, file)}: unreadable, topology unknown ({getattr(exc, 'strerror', None) or exc})")
+        return None
+    problem = fields.topology_problem(snapshot)
+    if problem:
+        losses.append(f"{_rel(root, file)}: {problem}: topology unknown")
+        return None
+    return snapshot
 
 
 def _rel(root: Path, file: Path) -> str:
     return file.relative_to(root).as_posix()
 
 
-def _read_jsonl(root: Path, file: Path, writer: str, losses: list[str]) -> list[dict]:
-    """The complete, readable records of a JSON-lines file; [] if it is missing."""
+def _read_jsonl(root: Path, file: Path, writer: str, losses: list[str], clean) -> list[dict]:
+    """The complete, readable records of a JSON-lines file; [] if it is
+    missing. clean(record) -> (readable, fields left out), in place."""
     try:
         data = file.read_bytes()
     except FileNotFoundError:
+        return []
+    except OSError as exc:
+        losses.append(f"{_rel(root, file)}: unreadable ({exc.strerror}): its records are lost")
         return []
     lines = data.split(b"\n")
     tail = lines.pop()  # what follows the last newline: b"" unless the last write was cut
@@ -188,10 +351,18 @@ def _read_jsonl(root: Path, file: Path, writer: str, losses: list[str]) -> list[
         parsed = json.loads(b"[" + b",".join(lines) + b"]")
     except ValueError:
         parsed = [_parse(line) for line in lines]
-    records = [r for r in parsed if isinstance(r, dict) and isinstance(r.get("kind"), str)]
+    records, wrong = [], []
+    for r in parsed:
+        if isinstance(r, dict):
+            readable, left_out = clean(r)
+            wrong += left_out
+            if readable:
+                records.append(r)
     bad = len(lines) - len(records)
     if bad:
         losses.append(f"{_rel(root, file)}: {bad} unreadable line{'s' * (bad > 1)} dropped")
+    if wrong:
+        losses.append(f"{_rel(root, file)}: {fields.describe(wrong)} of the wrong type left out")
     return records
 
 
@@ -207,6 +378,9 @@ def _count(root: Path, file: Path, dtype: np.dtype, writer: str, losses: list[st
     try:
         size = file.stat().st_size
     except FileNotFoundError:
+        return 0
+    if not file.is_file():
+        losses.append(f"{_rel(root, file)}: not a file: its records are lost")
         return 0
     count, partial = divmod(size, dtype.itemsize)
     if partial:
@@ -225,11 +399,20 @@ def _read_journals(root: Path, host_index: int, procs: Path, losses: list[str]) 
     for base in bases:
         events_file = procs / (base + journal.EVENTS_SUFFIX)
         chunks_file = procs / (base + journal.CHUNKS_SUFFIX)
-        events = _read_jsonl(root, events_file, "target", losses)
+        events = _read_jsonl(root, events_file, "target", losses, fields.clean_event)
         count = _count(root, chunks_file, CHUNK_DTYPE, "target", losses)
+        rel = _rel(root, procs / base)
         if not events or events[0]["kind"] != "process":
             missing = "no events file" if not events_file.exists() else "no identity line"
-            losses.append(f"{_rel(root, procs / base)}: {missing}, journal skipped ({count} chunk records)")
+            losses.append(f"{rel}: {missing}, journal skipped ({count} chunk records)")
+            continue
+        schema = events[0].get("schema")
+        if schema is None or not 1 <= schema <= journal.SCHEMA:
+            newer = schema is not None and schema > journal.SCHEMA
+            losses.append(f"{rel}: journal schema {schema!r} "
+                          + (f"is newer than this writerprof reads (up to {journal.SCHEMA}): upgrade writerprof; "
+                             if newer else "is not a version number the probe writes: ")
+                          + f"journal skipped ({count} chunk records)")
             continue
         stopped = next((e for e in events if e["kind"] == "journal_stopped"), None)
         if stopped is not None:
@@ -237,12 +420,14 @@ def _read_journals(root: Path, host_index: int, procs: Path, losses: list[str]) 
                 f"{_rel(root, procs / base)}: process {events[0].get('pid')} ({events[0].get('role')}) "
                 f"stopped journaling ({stopped.get('reason')}): {stopped.get('events_dropped')} events and "
                 f"{stopped.get('records_dropped')} chunk records after that are missing")
-        elif not any(e["kind"] == "exit" for e in events):
-            losses.append(
-                f"{_rel(root, procs / base)}: process {events[0].get('pid')} ({events[0].get('role')}) "
-                f"left no exit record (killed by SIGKILL, or alive when the recording ended): chunk "
-                f"records after its last flushed batch, {journal.FLUSH_RECORDS} at most, are missing")
-        found.append(_Journal(host_index, events[0], events, chunks_file, _rel(root, chunks_file), count))
+        unexited = None
+        if stopped is None and not any(e["kind"] == "exit" for e in events):
+            unexited = (f"{rel}: process {events[0].get('pid')} ({events[0].get('role')}) "
+                        f"left no exit record (killed by SIGKILL, or alive when the recording ended): chunk "
+                        f"records after its last flushed batch, {journal.FLUSH_RECORDS} at most, are missing")
+            losses.append(unexited)
+        found.append(_Journal(host_index, events[0], events, chunks_file, _rel(root, chunks_file), count, rel,
+                              unexited_loss=unexited))
     return found
 
 
@@ -254,6 +439,8 @@ def _processes(hosts: list[str], journals: list[_Journal]) -> np.ndarray:
     out = np.empty(len(journals), PROCESSES_DTYPE)
     for i, j in enumerate(journals):
         exits = [e["t_ns"] for e in j.events if e["kind"] == "exit"]
+        if j.exec_to is not None:  # this image ended where the next began
+            exits = [j.exec_to.identity["t_ns"]]
         who = j.identity
         out[i] = (hosts[j.host_index], _int(who.get("pid")), _int(who.get("ppid")),
                   _int(who.get("created_ns")), _int(exits[-1] if exits else None),

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from writerprof.errors import WriterprofError
-from writerprof.run import layout
+from writerprof.run import fields, layout
 from writerprof.run import roles as run_roles
 
 NO_PYTHON_FRAME = "(no Python frame)"  # the stack of a sample that had none (a process starting or exiting)
@@ -188,9 +188,20 @@ def _index(run, directory: Path, losses: list[str]) -> dict:
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as exc:
-        losses.append(f"{file.relative_to(run.path).as_posix()}: unreadable ({exc}); segments read without it")
+        losses.append(f"{file.relative_to(run.path).as_posix()}: unreadable "
+                      f"({getattr(exc, 'strerror', None) or exc}); segments read without it")
         return {}
-    return index if isinstance(index, dict) else {}
+    if not isinstance(index, dict):
+        losses.append(f"{file.relative_to(run.path).as_posix()}: not an object; segments read without it")
+        return {}
+    # Fields of the wrong type left out, as the loader does with run.json.
+    wrong = fields.clean(index, fields.STACKS_INDEX_FIELDS)
+    for segment in index.get("segments", []):
+        wrong += fields.clean(segment, fields.SEGMENT_FIELDS)
+    if wrong:
+        losses.append(f"{file.relative_to(run.path).as_posix()}: {fields.describe(wrong)} "
+                      f"of the wrong type left out")
+    return index
 
 
 def _resolve(run, host: str, pid: int, ppid: int, cmdline: str, segment: dict, losses: list[str]) -> int:

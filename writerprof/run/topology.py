@@ -9,5 +9,5 @@ SCHEMA = 1
 
 def cpu_nodes(topology: dict) -> dict[int, int]:
     """CPU -> node, from a snapshot (or its JSON round trip); CPUs on no node are left out."""
-    return {int(cpu): info["node"] for cpu, info in topology["cpus"].items()
+    return {int(cpu): info["node"] for cpu, info in topology.get("cpus", {}).items()
             if info["node"] is not None}

@@ -1,0 +1,187 @@
+"""The types the loader requires of the fields in a run directory's JSON
+(run.json, journal lines, the sampler's records, topology.json, stacks.json),
+so that the analysis reads clean data: a field of another type (a string
+where a dict belongs, a number for a list, a time that no clock can read) is
+left out, as if it had not been written, and the loader says how many were;
+a record without a field it cannot be read without is dropped. Fields not
+named here are kept as they are."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+Check = Callable[[object], bool]
+
+# A CLOCK_MONOTONIC or wall-clock reading, or a count: >= 0, and far enough
+# below 2**63 that differences and sums of a few of them stay int64s.
+MAX_TIME = 1 << 62
+
+
+def is_int(v) -> bool:
+    return type(v) is int and -MAX_TIME < v < MAX_TIME
+
+
+def is_count(v) -> bool:
+    return type(v) is int and 0 <= v < MAX_TIME
+
+
+def is_id(v) -> bool:
+    """A pid or a rank: what an int32 column of run.processes holds."""
+    return type(v) is int and 0 <= v < 1 << 31
+
+
+def is_str(v) -> bool:
+    return isinstance(v, str)
+
+
+def is_bool(v) -> bool:
+    return isinstance(v, bool)
+
+
+def is_number(v) -> bool:
+    return type(v) in (int, float) and v == v and abs(v) < MAX_TIME  # not NaN, not huge
+
+
+def is_dict(v) -> bool:
+    return isinstance(v, dict)
+
+
+def optional(check: Check) -> Check:
+    return lambda v: v is None or check(v)
+
+
+def list_of(check: Check) -> Check:
+    return lambda v: isinstance(v, list) and all(check(x) for x in v)
+
+
+def dict_of(check: Check) -> Check:
+    return lambda v: isinstance(v, dict) and all(check(x) for x in v.values())
+
+
+def is_node_key(v) -> bool:
+    return isinstance(v, str) and v.isdigit() and len(v) < 6
+
+
+# Journal fields, by name, whatever the kind (kinds and fields: the probe's
+# format module); a (kind, field) entry overrides the name's.
+EVENT_FIELDS: dict[str, Check] = {
+    "kind": is_str, "t_ns": is_count, "start_ns": is_count, "end_ns": is_count,
+    "schema": is_int, "pid": is_id, "ppid": is_id, "created_ns": is_count, "child_pid": is_id,
+    "wall_ns": is_count, "mono_ns": is_count, "forked_from": optional(is_id),
+    "rank": optional(is_id), "local_rank": optional(is_id), "world_size": optional(is_id),
+    "argv": list_of(is_str), "executable": is_str, "python": is_str, "implementation": is_str,
+    "host": is_str, "created_via": is_str, "role": is_str, "env": dict_of(is_str),
+    "affinity": list_of(is_count), "source": optional(is_str), "spec": is_str, "status": is_str,
+    "reason": optional(is_str), "name": is_str, "method": is_str, "target": is_str, "started": is_bool,
+    "writer_seq": is_count, "path": optional(is_str), "module": optional(is_str),
+    "native_threads": is_count, "python_threads": is_count, "threads": list_of(is_str),
+    "forking_thread": optional(is_str), "op": is_str, "size": is_count, "index": is_int,
+    "start": is_count, "end": is_count, "when": is_str, "pages": is_count, "sampled": is_count,
+    "stride": is_count, "unfaulted": is_count, "nodes": dict_of(is_count), "via": is_str,
+    "code": optional(is_int), "rusage": dict_of(is_number), "signal": optional(lambda v: is_str(v) or is_int(v)),
+    "applied": is_bool, "cpus": list_of(is_count), "inherited": list_of(is_count), "modules": list_of(is_str),
+    "events_dropped": optional(is_count), "records_dropped": optional(is_count), "error": is_str,
+    "where": is_str, "forced": optional(is_str), "requested": optional(is_str),
+}
+KIND_FIELDS: dict[tuple[str, str], Check] = {
+    ("phase", "code"): is_count,
+}
+# What each kind cannot be read without (every kind: kind and t_ns).
+REQUIRED: dict[str, tuple[str, ...]] = {
+    "process": ("pid", "created_ns"),
+    "process_start": ("start_ns", "end_ns"),
+    "activated": ("start_ns", "end_ns"), "main_rerun": ("start_ns", "end_ns"), "unpickle": ("start_ns", "end_ns"),
+    "phase": ("code", "name"),
+}
+
+# The sampler's records (sampled.jsonl, kinds in writerprof.run.layout).
+SAMPLED_FIELDS: dict[str, Check] = {
+    "kind": is_str, "t_ns": is_count, "pid": is_id, "ppid": is_id, "created_ns": is_count,
+    "cmdline": list_of(is_str), "exe": optional(is_str), "cpus": is_str, "address": is_count, "file": is_str,
+    "pages": dict_of(is_count), "huge": is_bool, "error": is_str, "traceback": is_str,
+}
+SAMPLED_REQUIRED: dict[str, tuple[str, ...]] = {"seen": ("pid",), "affinity": ("pid", "cpus"), "gone": ("pid",)}
+
+# run.json (its keys: writerprof.run.layout).
+META_FIELDS: dict[str, Check] = {
+    "command": list_of(is_str), "cwd": is_str, "host": is_str, "writerprof_version": is_str,
+    "started_wall_ns": is_count, "started_ns": is_count, "ended_ns": optional(is_count),
+    "exit_status": optional(is_int), "ended_by": optional(is_str), "signal": optional(is_str),
+    "interval_ns": optional(is_count), "sampler": is_bool, "probes": list_of(is_str), "env": dict_of(is_str),
+    "what_if": dict_of(is_str), "synthetic": is_bool, "merged_from": list_of(is_str), "stacks": optional(is_dict),
+}
+STACKS_META_FIELDS: dict[str, Check] = {
+    "enabled": is_bool, "rate_hz": lambda v: is_number(v) and v > 0, "native": is_bool, "idle": is_bool,
+    "nonblocking": is_bool, "taken": optional(is_bool), "reason": optional(is_str), "py_spy": optional(is_str),
+    "samples": optional(is_count), "segments": optional(lambda v: is_count(v) or isinstance(v, list)),
+}
+
+# stacks.json, the stack sampler's index.
+STACKS_INDEX_FIELDS: dict[str, Check] = {
+    "rate_hz": lambda v: is_number(v) and v > 0, "segments": list_of(is_dict), "py_spy": optional(is_str),
+    "executable": optional(is_str), "command": list_of(is_str), "enabled": is_bool,
+}
+SEGMENT_FIELDS: dict[str, Check] = {
+    "file": is_str, "root_pid": optional(is_count), "started_ns": optional(is_count),
+    "ended_ns": optional(is_count), "exit_status": optional(is_int), "samples": optional(is_count),
+    "errors": optional(is_count),
+}
+
+
+def clean(record: dict, checks: dict[str, Check], kind_checks: dict | None = None) -> list[str]:
+    """Leave out the fields of record that fail their check, in place; their names."""
+    kind = record.get("kind") if isinstance(record.get("kind"), str) else None
+    wrong = [name for name, value in record.items()
+             if not (kind_checks or {}).get((kind, name), checks.get(name, _any))(value)]
+    for name in wrong:
+        del record[name]
+    return wrong
+
+
+def clean_event(event: dict) -> tuple[bool, list[str]]:
+    """A journal line cleaned in place: (still readable, fields left out)."""
+    wrong = clean(event, EVENT_FIELDS, KIND_FIELDS)
+    return _has(event, REQUIRED), wrong
+
+
+def clean_sampled(record: dict) -> tuple[bool, list[str]]:
+    wrong = clean(record, SAMPLED_FIELDS)
+    return _has(record, SAMPLED_REQUIRED), wrong
+
+
+def _has(record: dict, required: dict[str, tuple[str, ...]]) -> bool:
+    return "kind" in record and "t_ns" in record and all(f in record for f in required.get(record["kind"], ()))
+
+
+def _any(value) -> bool:
+    return True
+
+
+def topology_problem(snapshot) -> str | None:
+    """What makes a topology.json unusable (None: nothing); the analysis reads
+    its nodes (node -> cpus), cpus (cpu -> node) and cpu_model."""
+    from writerprof.run.topology import SCHEMA
+
+    if not isinstance(snapshot, dict):
+        return f"a {type(snapshot).__name__}, not an object"
+    schema = snapshot.get("schema", SCHEMA)
+    if type(schema) is not int or not 1 <= schema <= SCHEMA:
+        return f"topology schema {schema!r} (this writerprof reads 1 to {SCHEMA})"
+    nodes, cpus = snapshot.get("nodes", {}), snapshot.get("cpus", {})
+    if not (isinstance(nodes, dict) and all(is_node_key(n) and isinstance(info, dict)
+                                            and list_of(is_count)(info.get("cpus")) for n, info in nodes.items())):
+        return "its nodes are not node -> {cpus: [CPU, ...]}"
+    if not (isinstance(cpus, dict) and all(is_node_key(c) and isinstance(info, dict)
+                                           and "node" in info and optional(is_count)(info["node"])
+                                           for c, info in cpus.items())):
+        return "its cpus are not CPU -> {node: N}"
+    if not optional(is_str)(snapshot.get("cpu_model")):
+        return "its cpu_model is not a string"
+    return None
+
+
+def describe(wrong: list[str]) -> str:
+    """'3 fields (argv, rank)' for a loss line, from the names of the fields left out."""
+    distinct = sorted(set(wrong))
+    names = ", ".join(distinct[:4]) + (", ..." if len(distinct) > 4 else "")
+    return f"{len(wrong)} field{'s' * (len(wrong) != 1)} ({names})"
