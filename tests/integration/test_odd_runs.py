@@ -33,22 +33,25 @@ def writerprof(*args, **kwargs) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def odd(tmp_path_factory) -> Path:
-    """The recording, moved to a directory whose name is not UTF-8 once made
-    (py-spy takes no output path that is not UTF-8: the stacks need this)."""
+    """The recording, in a directory whose name is not UTF-8, stacks included."""
     tmp = tmp_path_factory.mktemp("odd")
+    run = Path(os.fsdecode(bytes(tmp) + b"/run-" + LABEL))
     # A short command line (python, the target by its name): the text report shows it whole.
-    done = writerprof("record", "-o", tmp / "run", "--", "python", "odd_names.py", LABEL, cwd=TARGETS)
+    done = writerprof("record", "-o", run, "--", "python", "odd_names.py", LABEL, cwd=TARGETS)
     assert done.returncode == 0, done.stderr.decode(errors="replace")
-    moved = Path(os.fsdecode(bytes(tmp) + b"/run-" + LABEL))
-    (tmp / "run").rename(moved)
-    return moved
+    index = json.loads(next(run.glob("hosts/*/stacks/stacks.json")).read_text())
+    assert index["segments"], index  # py-spy wrote its stacks under that path
+    return run
 
 
 def test_text_report_prints_the_bytes_as_they_were(odd):
     done = writerprof("report", odd)
     assert done.returncode == 0
-    command = next(line for line in done.stdout.splitlines() if line.strip().startswith(b"command"))
-    assert b"odd_names.py" in command and LABEL in command  # its argument's bytes back, as they were
+    lines = done.stdout.splitlines()
+    assert bytes(odd) in lines[0]  # the run directory's path: its bytes back, as they were
+    command = next(line for line in lines if line.strip().startswith(b"command"))
+    # An argument as a shell takes it back ($'...' gives these bytes again), on one line.
+    assert b"odd_names.py" in command and b"$'" + LABEL.replace(b"\xe9", b"\\xe9") + b"'" in command
 
 
 def test_json_report_carries_them_escaped(odd):

@@ -235,7 +235,9 @@ class StackRecorder:
     def _follow_py_spy(self) -> None:
         while not self._done.is_set():
             name = f"{len(self.segments):03d}.raw"
-            argv = self.command(self.dir / name)
+            # Named from the stacks directory, py-spy's working directory: a run
+            # directory whose path is not UTF-8 is no argument py-spy takes.
+            argv = self.command(Path(name))
             started = time.monotonic_ns()
             try:
                 with self._lock:
@@ -243,7 +245,7 @@ class StackRecorder:
                         return
                     # Its words through a pipe, not into a file: on a full disk they still arrive.
                     self._spy = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                                 stderr=subprocess.STDOUT, start_new_session=True)
+                                                 stderr=subprocess.STDOUT, start_new_session=True, cwd=self.dir)
             except OSError as exc:
                 self._fail(f"cannot run py-spy ({self.executable}): {exc.strerror}")
                 return
