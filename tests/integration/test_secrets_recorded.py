@@ -1,15 +1,19 @@
 """Credentials planted in the environment and on the command line of every
-process kind never reach the run directory (gzipped files included) nor any
-output made from it."""
+process kind (main, fork, forkserver and spawn writers, MPI ranks) never
+reach the run directory (gzipped files included) nor any output made from
+it: report --json/--html/--plots, plot, flame, both exports."""
 
 from __future__ import annotations
 
 import gzip
 import os
+import shutil
 import sys
 from pathlib import Path
 
 import pytest
+
+from writerprof.run import load
 
 from helpers import run_writerprof
 
@@ -38,17 +42,30 @@ def _everything(directory: Path) -> bytes:
     return b"\n".join(blobs)
 
 
-@pytest.mark.parametrize("method", ["fork", "forkserver", "spawn"])
-def test_planted_credentials_are_nowhere(tmp_path, monkeypatch, method):
+MPIEXEC = shutil.which("mpiexec", path=os.path.dirname(sys.executable))
+
+
+@pytest.mark.parametrize("method,ranks", [("fork", 0), ("forkserver", 0), ("spawn", 0), ("forkserver", 2)])
+def test_planted_credentials_are_nowhere(tmp_path, monkeypatch, method, ranks):
+    """In a main process and its writer under each start method, and in the MPI ranks of one."""
+    if ranks and MPIEXEC is None:
+        pytest.skip("no mpiexec (pip install 'writerprof[mpi]')")
     for name, value in ENV_SECRETS.items():
         monkeypatch.setenv(name, value)
     run = tmp_path / "run"
-    run_writerprof("record", "-o", run, "--", sys.executable, TARGET, method, tmp_path / "out.bin", *ARGV_SECRETS)
+    launcher = [MPIEXEC, "-n", str(ranks)] if ranks else []
+    run_writerprof("record", "-o", run, "--", *launcher, sys.executable, TARGET, method, tmp_path / "out.bin",
+                   *ARGV_SECRETS)
+    if ranks:
+        ranked = {e["data"].get("rank") for e in load(run).events_of("process")}
+        assert set(range(ranks)) <= ranked  # every rank was probed
     outputs = tmp_path / "outputs"
     outputs.mkdir()
     report = run_writerprof("report", run, "--json").stdout
     run_writerprof("report", run, "--html", outputs / "report.html", "--plots", outputs / "plots")
-    run_writerprof("export", run, "--perfetto", outputs / "trace.json")
+    run_writerprof("plot", run, "-o", outputs / "plot")
+    run_writerprof("flame", run, "--role", "all", "-o", outputs / "flame")
+    run_writerprof("export", run, "--perfetto", outputs / "trace.json", "--speedscope", outputs / "stacks.json")
     recorded = _everything(run)
     assert b"process_start" in recorded and b"stacks" in recorded  # a real recording, stacks included
     assert b"<redacted>" in recorded
