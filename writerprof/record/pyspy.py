@@ -59,12 +59,9 @@ writerprof.run.layout.
 
 from __future__ import annotations
 
-import ctypes
-import gzip
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -74,21 +71,18 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from writerprof.probes.writerprof_probe import format as journal
-from writerprof.probes.writerprof_probe.identity import redact_argv
 from writerprof.record import procfs
-from writerprof.record.system import HOST, System
+from writerprof.record.ptrace import FIX, PY_SPY_ENV, find_py_spy, ptrace_problem, py_spy_version, read_problem
+from writerprof.record.rawstacks import compress, keep_whole_lines
+from writerprof.record.system import HOST
 
-PY_SPY_ENV = "WRITERPROF_PY_SPY"  # a py-spy executable to use instead of the one found
 RATE_HZ = 100
-CAP_SYS_PTRACE = 19
 _RETRY_S = 0.5  # between py-spy's attempts to find a Python process in CMD's tree
 _WATCH_S = 0.05  # between looks for CMD's first Python process, before py-spy starts
 _FLUSH_WAIT_S = 1.0  # for py-spy to notice CMD's end and write its file, before SIGINT
 _KILL_WAIT_S = 10.0  # after SIGINT, before SIGKILL
 _NO_PYTHON = "No python processes found"
 _PERMISSION = ("Permission Denied", "Operation not permitted", "permission denied", "EPERM")
-FIX = ("fix: run the container with --cap-add SYS_PTRACE, or set kernel.yama.ptrace_scope=0 "
-       "(sysctl), or record with --no-stacks")
 
 
 @dataclass(frozen=True)
@@ -104,72 +98,6 @@ class StackOptions:
 
     def settings(self) -> dict:
         return asdict(self)
-
-
-def find_py_spy(environ=os.environ) -> str | None:
-    """$WRITERPROF_PY_SPY, else the py-spy installed next to this Python (the
-    package is a dependency), else the first on PATH."""
-    chosen = environ.get(PY_SPY_ENV)
-    if chosen:
-        return chosen if os.path.isfile(chosen) and os.access(chosen, os.X_OK) else None
-    beside = os.path.join(os.path.dirname(sys.executable), "py-spy")
-    if os.path.isfile(beside) and os.access(beside, os.X_OK):
-        return beside
-    return shutil.which("py-spy", path=environ.get("PATH"))
-
-
-def ptrace_problem(system: System = HOST) -> str | None:
-    """Why a py-spy started by us could not read CMD's memory, from the kernel's
-    ptrace policy and our capabilities; None if nothing stops it. py-spy is
-    CMD's sibling, not its ancestor, so Yama's scope 1 needs CAP_SYS_PTRACE."""
-    text = system.read("/proc/sys/kernel/yama/ptrace_scope")
-    scope = int(text) if text and text.strip().isdigit() else None
-    if scope is not None and scope >= 3:
-        return "ptrace is disabled on this host (kernel.yama.ptrace_scope=3, until reboot)"
-    if scope in (1, 2) and not _has_cap(system, CAP_SYS_PTRACE):
-        return f"no ptrace permission (kernel.yama.ptrace_scope={scope} and no CAP_SYS_PTRACE)"
-    return None
-
-
-def _has_cap(system: System, bit: int) -> bool:
-    status = system.read("/proc/self/status") or ""
-    match = re.search(r"^CapEff:\s*([0-9a-fA-F]+)", status, re.M)
-    return bool(match) and bool(int(match.group(1), 16) >> bit & 1)
-
-
-class _Iovec(ctypes.Structure):
-    _fields_ = [("iov_base", ctypes.c_void_p), ("iov_len", ctypes.c_size_t)]
-
-
-def read_problem(pid: int) -> str | None:
-    """Whether we may read process pid's memory as py-spy does
-    (process_vm_readv: a seccomp filter or a missing capability stops it);
-    None if we may, or if it cannot be told (no such call here)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        readv = libc.process_vm_readv
-        with open(f"/proc/{pid}/maps") as maps:
-            first = maps.readline().split("-", 1)[0]
-        address = int(first, 16)
-    except (OSError, AttributeError, ValueError):
-        return None
-    buffer = ctypes.create_string_buffer(8)
-    local, remote = _Iovec(ctypes.cast(buffer, ctypes.c_void_p), 8), _Iovec(address, 8)
-    readv.restype = ctypes.c_ssize_t
-    if readv(pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0) >= 0:
-        return None
-    err = ctypes.get_errno()
-    if err in (1, 13):  # EPERM, EACCES
-        return f"cannot read process {pid}'s memory ({os.strerror(err)})"
-    return None  # ESRCH (gone already), ENOSYS, ...: py-spy will say
-
-
-def py_spy_version(executable: str) -> str | None:
-    try:
-        done = subprocess.run([executable, "--version"], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout.strip().removeprefix("py-spy ") or None
 
 
 class StackRecorder:
@@ -254,12 +182,12 @@ class StackRecorder:
             status = self._spy.wait()
             self._log(argv, said)
             if status != 0 and (self.dir / name).exists():  # cut off writing (a full disk)?
-                _keep_whole_lines(self.dir / name)  # whole lines only, and none is no segment
+                keep_whole_lines(self.dir / name)  # whole lines only, and none is no segment
             if (self.dir / name).exists():
                 counts = re.search(r"Samples: (\d+) Errors: (\d+)", said)
                 full = self._note_write_failure(said)
                 self.segments.append({
-                    "file": _compress(self.dir / name), "root_pid": self.pid, "started_ns": started,
+                    "file": compress(self.dir / name), "root_pid": self.pid, "started_ns": started,
                     "ended_ns": time.monotonic_ns(), "exit_status": status,
                     "samples": int(counts.group(1)) if counts else None,
                     "errors": int(counts.group(2)) if counts else None})
@@ -363,59 +291,6 @@ class StackRecorder:
 def _is_python(pid: int) -> bool:
     exe = procfs.read_exe(HOST, pid)
     return exe is not None and os.path.basename(exe).startswith(("python", "pypy"))
-
-
-def _keep_whole_lines(file: Path) -> None:
-    """Cut a raw file back to its last whole line (py-spy cut off while writing)."""
-    try:
-        with open(file, "r+b") as f:
-            data = f.read()
-            f.truncate(data.rfind(b"\n") + 1)
-        if file.stat().st_size == 0:
-            file.unlink()
-    except OSError:
-        pass
-
-
-def _compress(file: Path) -> str:
-    """gzip py-spy's file in place (its process chains repeat long command
-    lines on every line: 20 to 30 times smaller), the command lines redacted
-    as the probe redacts argv; the name it now has."""
-    target = file.with_name(file.name + ".gz")
-    temporary = file.with_name(f".{target.name}.tmp")
-    redacted: dict[bytes, bytes] = {}
-    try:
-        with open(file, "rb") as raw, gzip.open(temporary, "wb", compresslevel=6) as packed:
-            packed.writelines(_redact_chain(line, redacted) for line in raw)
-        os.replace(temporary, target)
-        file.unlink()
-    except OSError:
-        temporary.unlink(missing_ok=True)
-        return file.name
-    return target.name
-
-
-_CHAIN_FRAME = re.compile(rb'process \d+:"')
-
-
-def _redact_chain(line: bytes, seen: dict[bytes, bytes]) -> bytes:
-    """A raw line with each process frame's command line redacted (py-spy
-    joins argv with spaces; `seen` caches them: every line repeats them)."""
-    out, at = [], 0
-    for match in _CHAIN_FRAME.finditer(line):
-        if match.start() < at:
-            continue
-        end = line.find(b'";', match.end())
-        end = end if end >= 0 else line.rfind(b'"')
-        if end < match.end():
-            break
-        cmdline = line[match.end():end]
-        if cmdline not in seen:
-            text = cmdline.decode("utf-8", "surrogateescape")
-            seen[cmdline] = " ".join(redact_argv(text.split(" "))).encode("utf-8", "surrogateescape")
-        out += [line[at:match.end()], seen[cmdline]]
-        at = end
-    return b"".join(out + [line[at:]]) if out else line
 
 
 def _alive(pid: int) -> bool:

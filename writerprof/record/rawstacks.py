@@ -1,0 +1,63 @@
+"""py-spy's raw output once it is written: cut to whole lines when py-spy was
+cut off, gzipped in place with the process chains' command lines redacted."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+from pathlib import Path
+
+from writerprof.probes.writerprof_probe.identity import redact_argv
+
+def keep_whole_lines(file: Path) -> None:
+    """Cut a raw file back to its last whole line (py-spy cut off while writing)."""
+    try:
+        with open(file, "r+b") as f:
+            data = f.read()
+            f.truncate(data.rfind(b"\n") + 1)
+        if file.stat().st_size == 0:
+            file.unlink()
+    except OSError:
+        pass
+
+
+def compress(file: Path) -> str:
+    """gzip py-spy's file in place (its process chains repeat long command
+    lines on every line: 20 to 30 times smaller), the command lines redacted
+    as the probe redacts argv; the name it now has."""
+    target = file.with_name(file.name + ".gz")
+    temporary = file.with_name(f".{target.name}.tmp")
+    redacted: dict[bytes, bytes] = {}
+    try:
+        with open(file, "rb") as raw, gzip.open(temporary, "wb", compresslevel=6) as packed:
+            packed.writelines(_redact_chain(line, redacted) for line in raw)
+        os.replace(temporary, target)
+        file.unlink()
+    except OSError:
+        temporary.unlink(missing_ok=True)
+        return file.name
+    return target.name
+
+
+_CHAIN_FRAME = re.compile(rb'process \d+:"')
+
+
+def _redact_chain(line: bytes, seen: dict[bytes, bytes]) -> bytes:
+    """A raw line with each process frame's command line redacted (py-spy
+    joins argv with spaces; `seen` caches them: every line repeats them)."""
+    out, at = [], 0
+    for match in _CHAIN_FRAME.finditer(line):
+        if match.start() < at:
+            continue
+        end = line.find(b'";', match.end())
+        end = end if end >= 0 else line.rfind(b'"')
+        if end < match.end():
+            break
+        cmdline = line[match.end():end]
+        if cmdline not in seen:
+            text = cmdline.decode("utf-8", "surrogateescape")
+            seen[cmdline] = " ".join(redact_argv(text.split(" "))).encode("utf-8", "surrogateescape")
+        out += [line[at:match.end()], seen[cmdline]]
+        at = end
+    return b"".join(out + [line[at:]]) if out else line
