@@ -22,7 +22,7 @@ import numpy as np
 import writerprof
 from writerprof.errors import WriterprofError
 from writerprof.probes.writerprof_probe import format as journal
-from writerprof.run import fields, layout
+from writerprof.run import fields, layout, times
 
 # The file records as they are on disk (little-endian, packed like the structs).
 CHUNK_DTYPE = np.dtype([(name, "<" + code) for name, code in journal.CHUNK_FIELDS])
@@ -160,145 +160,36 @@ def load(path: Path | str) -> Run:
                 last = (agent_error.read_text(errors="replace").strip().splitlines() or ["?"])[-1]
             except OSError as exc:
                 last = f"{layout.AGENT_ERROR_FILE} unreadable: {exc.strerror}"
-            losses.append(f"{_rel(path, agent_error)}: the host's sampler agent failed ({last}): "
+            losses.append(f"{times.rel(path, agent_error)}: the host's sampler agent failed ({last}): "
                           f"its processes are not sampled")
         samples = host_dir / layout.SAMPLES_FILE
         found = _read_journals(path, host_index, host_dir / layout.PROCS_DIR, losses)
-        found = _in_recording(path, meta, host, found, losses)
-        window = _host_window(meta, host, found)
+        found = times.in_recording(path, meta, host, found, losses)
+        window = times.host_window(meta, host, found)
         journals += found
         inside = [r for r in host_sampled if window[0] <= r["t_ns"] <= window[1]]
         for record in inside:
             record["host"] = host
         sampled += inside
-        _outside(len(host_sampled) - len(inside), f"{_rel(path, host_dir / layout.SAMPLED_FILE)}: {{}} "
+        times.outside(len(host_sampled) - len(inside), f"{times.rel(path, host_dir / layout.SAMPLED_FILE)}: {{}} "
                                                   f"record{{}} with times outside the recording dropped", losses)
         sample_files.append((host_index, samples, _count(path, samples, SAMPLE_DTYPE, "sampler", losses), window))
     journals.sort(key=lambda j: (j.host_index, _int(j.identity.get("created_ns")),
                                  _int(j.identity.get("pid")), j.identity["t_ns"]))
-    _execs(journals, losses)
+    times.execs(journals, losses)
     processes = _processes(hosts, journals)
     events = _events(hosts, journals)
     chunks = _fill(CHUNK_DTYPE, CHUNKS_DTYPE, [
         (j.chunks, j.count, {"host_index": j.host_index, "pid": processes["pid"][i], "proc": i})
         for i, j in enumerate(journals)])
-    chunks = _plausible_chunks(chunks, journals, meta, losses)
+    chunks = times.plausible_chunks(chunks, journals, meta, losses)
     phase_names = _unify_phases(journals, chunks, losses)
     chunks = _sorted(chunks, "start_ns")
     samples = _fill(SAMPLE_DTYPE, SAMPLES_DTYPE, [(f, n, {"host_index": h}) for h, f, n, _ in sample_files])
-    samples = _plausible_samples(path, samples, hosts, sample_files, losses)
+    samples = times.plausible_samples(path, samples, hosts, sample_files, losses)
     return Run(path=path, meta=meta, hosts=hosts, topology=topology, processes=processes,
                chunks=chunks, phase_names=phase_names, events=events, samples=samples,
                sampled=sampled, losses=losses)
-
-
-# Times: a process's records lie within its life, which lies within the
-# recording. Records outside (random bytes, a damaged file) are dropped and
-# said, so that the analysis sees times a clock could have read.
-SLACK_NS = 60 * 10**9  # clocks read by different processes, a process starting before record noted the start
-MAX_LIFE_NS = 1 << 49  # 6.5 days: the longest recording read when run.json cannot say how long it was
-EXEC_TICK_NS = 10**7  # /proc starttime's precision (USER_HZ 100): an exec'd image's created_ns is its pid's
-
-
-def _life(meta: dict) -> int:
-    """How long any process of the recording can have lived, at most."""
-    start, end = meta.get("started_ns"), meta.get("ended_ns")
-    if start is not None and end is not None and end >= start:
-        return min(end - start + 2 * SLACK_NS, MAX_LIFE_NS)
-    return MAX_LIFE_NS
-
-
-def _window(anchor: int, meta: dict) -> tuple[int, int]:
-    return anchor - SLACK_NS, anchor + _life(meta)
-
-
-def _host_window(meta: dict, host: str, journals: list[_Journal]) -> tuple[int, int]:
-    """The times a record of that host can have: the recording's on the
-    recording host; elsewhere (another clock), around its processes' starts."""
-    if host == journal.safe_host(meta.get("host") or "") and meta.get("started_ns") is not None:
-        return _window(meta["started_ns"], meta)
-    anchors = sorted(j.identity["t_ns"] for j in journals)
-    if not anchors:
-        return 0, fields.MAX_TIME
-    lo, hi = _window(anchors[len(anchors) // 2], meta)
-    return max(lo - _life(meta), 0), hi
-
-
-def _in_recording(root: Path, meta: dict, host: str, journals: list[_Journal], losses: list[str]) -> list[_Journal]:
-    """The journals whose process started within the recording (on the recording
-    host's clock; on another host's, near its other processes' start)."""
-    lo, hi = _host_window(meta, host, journals)
-    kept = []
-    for j in journals:
-        if lo <= j.identity["t_ns"] <= hi:
-            kept.append(j)
-        else:
-            losses.append(f"{j.rel}: its identity's time ({j.identity['t_ns']} ns) is not within the recording: "
-                          f"journal skipped ({j.count} chunk records)")
-    for j in kept:  # and each process's events within its life
-        lo, hi = _window(j.identity["t_ns"], meta)
-        inside = [e for e in j.events[1:] if all(lo <= e[k] <= hi for k in ("t_ns", "start_ns", "end_ns") if k in e)]
-        _outside(len(j.events) - 1 - len(inside), f"{j.rel}: {{}} event{{}} with times outside the process's "
-                                                 f"life dropped", losses)
-        j.events[1:] = inside
-    return kept
-
-
-def _outside(count: int, template: str, losses: list[str]) -> None:
-    if count:
-        losses.append(template.format(count, "s" * (count != 1)))
-
-
-def _plausible_chunks(chunks: np.ndarray, journals: list[_Journal], meta: dict, losses: list[str]) -> np.ndarray:
-    if not len(chunks):
-        return chunks
-    windows = np.array([_window(j.identity["t_ns"], meta) for j in journals], dtype=np.int64).reshape(-1, 2)
-    lo, hi = windows[chunks["proc"], 0], windows[chunks["proc"], 1]
-    ok = (chunks["start_ns"] >= lo) & (chunks["start_ns"] <= chunks["end_ns"]) & (chunks["end_ns"] <= hi)
-    bad = np.bincount(chunks["proc"][~ok], minlength=len(journals)).tolist()
-    for proc, count in enumerate(bad):
-        _outside(count, f"{journals[proc].chunks_rel}: {{}} chunk record{{}} with impossible times (outside "
-                        f"the process's life, or ending before they start) dropped", losses)
-    return chunks if ok.all() else chunks[ok]
-
-
-def _plausible_samples(root: Path, samples: np.ndarray, hosts: list[str], files: list, losses: list[str]):
-    if not len(samples):
-        return samples
-    windows = np.array([w for *_, w in files], dtype=np.int64).reshape(-1, 2)
-    lo, hi = windows[samples["host_index"], 0], windows[samples["host_index"], 1]
-    ok = (samples["t_ns"] >= lo) & (samples["t_ns"] <= hi)
-    bad = np.bincount(samples["host_index"][~ok], minlength=len(hosts)).tolist()
-    for host_index, count in enumerate(bad):
-        _outside(count, f"{_rel(root, files[host_index][1])}: {{}} sampler record{{}} with times outside the "
-                        f"recording dropped", losses)
-    return samples if ok.all() else samples[ok]
-
-
-def _execs(journals: list[_Journal], losses: list[str]) -> None:
-    """A journal followed by one of the same pid on the same host whose
-    identity says it was exec'd, with the same start (created_ns within a
-    clock tick), is one process that exec'd: two images, not a process
-    killed and its pid reused. The later image's identity gets exec_of (the
-    earlier's row of run.processes) and the earlier's missing exit is no loss."""
-    by_pid: dict[tuple[int, int], list[_Journal]] = {}
-    for j in journals:
-        by_pid.setdefault((j.host_index, j.identity["pid"]), []).append(j)
-    row = {id(j): i for i, j in enumerate(journals)}
-    for images in by_pid.values():
-        images.sort(key=lambda j: j.identity["t_ns"])
-        for before, after in zip(images, images[1:]):
-            if (after.identity.get("created_via") == "exec" and not _exited(before)
-                    and abs(after.identity["created_ns"] - before.identity["created_ns"]) < EXEC_TICK_NS
-                    and after.identity["t_ns"] >= before.events[-1]["t_ns"]):
-                before.exec_to = after
-                after.identity["exec_of"] = row[id(before)]
-                if before.unexited_loss in losses:
-                    losses.remove(before.unexited_loss)
-
-
-def _exited(j: _Journal) -> bool:
-    return any(e["kind"] == "exit" for e in j.events)
 
 
 def _clean_meta(meta: dict, losses: list[str]) -> None:
@@ -318,17 +209,13 @@ def _topology(root: Path, file: Path, losses: list[str]) -> dict | None:
     try:
         snapshot = json.loads(file.read_bytes())
     except (OSError, ValueError) as exc:
-        losses.append(f"{_rel(root, file)}: unreadable, topology unknown ({getattr(exc, 'strerror', None) or exc})")
+        losses.append(f"{times.rel(root, file)}: unreadable, topology unknown ({getattr(exc, 'strerror', None) or exc})")
         return None
     problem = fields.topology_problem(snapshot)
     if problem:
-        losses.append(f"{_rel(root, file)}: {problem}: topology unknown")
+        losses.append(f"{times.rel(root, file)}: {problem}: topology unknown")
         return None
     return snapshot
-
-
-def _rel(root: Path, file: Path) -> str:
-    return file.relative_to(root).as_posix()
 
 
 def _read_jsonl(root: Path, file: Path, writer: str, losses: list[str], clean) -> list[dict]:
@@ -339,12 +226,12 @@ def _read_jsonl(root: Path, file: Path, writer: str, losses: list[str], clean) -
     except FileNotFoundError:
         return []
     except OSError as exc:
-        losses.append(f"{_rel(root, file)}: unreadable ({exc.strerror}): its records are lost")
+        losses.append(f"{times.rel(root, file)}: unreadable ({exc.strerror}): its records are lost")
         return []
     lines = data.split(b"\n")
     tail = lines.pop()  # what follows the last newline: b"" unless the last write was cut
     if tail:
-        losses.append(f"{_rel(root, file)}: a cut-off last line ({len(tail)} bytes) dropped "
+        losses.append(f"{times.rel(root, file)}: a cut-off last line ({len(tail)} bytes) dropped "
                       f"({writer} killed mid-write?)")
     lines = [line for line in lines if line.strip()]
     try:  # one parse for the whole file, several times faster than line by line
@@ -360,9 +247,9 @@ def _read_jsonl(root: Path, file: Path, writer: str, losses: list[str], clean) -
                 records.append(r)
     bad = len(lines) - len(records)
     if bad:
-        losses.append(f"{_rel(root, file)}: {bad} unreadable line{'s' * (bad > 1)} dropped")
+        losses.append(f"{times.rel(root, file)}: {bad} unreadable line{'s' * (bad > 1)} dropped")
     if wrong:
-        losses.append(f"{_rel(root, file)}: {fields.describe(wrong)} of the wrong type left out")
+        losses.append(f"{times.rel(root, file)}: {fields.describe(wrong)} of the wrong type left out")
     return records
 
 
@@ -380,11 +267,11 @@ def _count(root: Path, file: Path, dtype: np.dtype, writer: str, losses: list[st
     except FileNotFoundError:
         return 0
     if not file.is_file():
-        losses.append(f"{_rel(root, file)}: not a file: its records are lost")
+        losses.append(f"{times.rel(root, file)}: not a file: its records are lost")
         return 0
     count, partial = divmod(size, dtype.itemsize)
     if partial:
-        losses.append(f"{_rel(root, file)}: {partial} bytes of a partial record dropped "
+        losses.append(f"{times.rel(root, file)}: {partial} bytes of a partial record dropped "
                       f"({writer} killed mid-write?)")
     return count
 
@@ -401,7 +288,7 @@ def _read_journals(root: Path, host_index: int, procs: Path, losses: list[str]) 
         chunks_file = procs / (base + journal.CHUNKS_SUFFIX)
         events = _read_jsonl(root, events_file, "target", losses, fields.clean_event)
         count = _count(root, chunks_file, CHUNK_DTYPE, "target", losses)
-        rel = _rel(root, procs / base)
+        rel = times.rel(root, procs / base)
         if not events or events[0]["kind"] != "process":
             missing = "no events file" if not events_file.exists() else "no identity line"
             losses.append(f"{rel}: {missing}, journal skipped ({count} chunk records)")
@@ -417,7 +304,7 @@ def _read_journals(root: Path, host_index: int, procs: Path, losses: list[str]) 
         stopped = next((e for e in events if e["kind"] == "journal_stopped"), None)
         if stopped is not None:
             losses.append(
-                f"{_rel(root, procs / base)}: process {events[0].get('pid')} ({events[0].get('role')}) "
+                f"{times.rel(root, procs / base)}: process {events[0].get('pid')} ({events[0].get('role')}) "
                 f"stopped journaling ({stopped.get('reason')}): {stopped.get('events_dropped')} events and "
                 f"{stopped.get('records_dropped')} chunk records after that are missing")
         unexited = None
@@ -426,7 +313,7 @@ def _read_journals(root: Path, host_index: int, procs: Path, losses: list[str]) 
                         f"left no exit record (killed by SIGKILL, or alive when the recording ended): chunk "
                         f"records after its last flushed batch, {journal.FLUSH_RECORDS} at most, are missing")
             losses.append(unexited)
-        found.append(_Journal(host_index, events[0], events, chunks_file, _rel(root, chunks_file), count, rel,
+        found.append(_Journal(host_index, events[0], events, chunks_file, times.rel(root, chunks_file), count, rel,
                               unexited_loss=unexited))
     return found
 
