@@ -19,6 +19,7 @@ from .journal import Journal
 
 
 def activate(started_ns=None):
+    # Long because the identity line is wide and every hook is installed in its order here.
     started_ns = started_ns or time.monotonic_ns()
     run = os.environ[RUN_ENV]
     host = format.host_name()

@@ -86,8 +86,7 @@ def writerprof_command() -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from writerprof.record import session as recording
-    from writerprof.render import terminal
-    from writerprof.run import directory
+    from writerprof.render import format as text, terminal
 
     interrupts.install()  # between recordings too, SIGINT and SIGTERM end contrast with 128+N
     methods = methods_from(args.methods)
@@ -100,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     total = len(methods) * args.repeat
     print(f"writerprof contrast: {' vs '.join(methods)}, {args.repeat} of each, interleaved, into {out}",
           file=sys.stderr)
-    print(f"  command: {' '.join(command)}", file=sys.stderr)
+    print(f"  command: {text.command(command)}", file=sys.stderr)
     started = time.monotonic()
     runs: list[dict] = []
     skipped: dict[str, str] = {}
@@ -110,40 +109,8 @@ def run(args: argparse.Namespace) -> int:
             if method in skipped:
                 continue
             count += 1
-            base, what_if = WHAT_IFS.get(method, (method, None))
-            env = {FORCE_ENV: base}
-            if what_if:
-                env[MITIGATE_ENV] = what_if
-            path = out / "runs" / f"{count:02d}-{method.replace('+', '-')}"
-            run_dir = directory.create(path, command, interval_ns=recording.INTERVAL_NS,
-                                       sampler=True, probes=[], env={}, what_if=env)
-            print(f"  [{count}/{total}] {method:<19} repeat {repeat}  ...", end="", file=sys.stderr, flush=True)
-            t0 = time.monotonic()
-            log = run_dir / "output.log"
-            with open(log, "wb") as output:
-                recorded = recording.record(run_dir, command, recording.INTERVAL_NS, [], extra_env=env,
-                                            output=output)
-            # A signal sent to contrast was passed on to the command, which has ended; a Ctrl-C
-            # at the terminal went to the command alone (its group has the terminal): both end contrast.
-            stopped_by = recorded.signals[:1] or [s for s in (recorded.killed_by,) if s in _INTERRUPTS]
-            if stopped_by:  # the run directory is finished
-                print(" interrupted", file=sys.stderr)
-                raise Interrupted(stopped_by[0])
-            status = recorded.exit_status
-            summary = _summarize(run_dir)
-            rate = summary["throughput"]["gib_s"]
-            print(f" {time.monotonic() - t0:5.1f} s, {summary['throughput']['saves']} saves"
-                  + (f", {rate:.2f} GiB/s" if rate else "") + f"   (elapsed {time.monotonic() - started:.0f} s)",
-                  file=sys.stderr)
-            for note in recorded.notes + recorded.warnings():  # held by record while the command ran
-                print(f"      {note}", file=sys.stderr)
-            if status != 0:
-                raise WriterprofError(f"the {method} recording failed: the command exited with status "
-                                      f"{status}; its output is in {log}")
-            if not summary["saves"]:
-                raise WriterprofError(f"the {method} recording has no saves: no probed process started a "
-                                      f"writer (see 'writerprof report {run_dir}')")
-            runs.append({"method": method, "repeat": repeat, "path": str(run_dir), "summary": summary})
+            runs.append(_record_one(out / "runs", command, method, repeat, count, total, started))
+            summary = runs[-1]["summary"]
             if repeat == 1 and method == contrast.PLAIN:
                 skipped.update(contrast.cannot_apply(summary, methods))
                 for skip, reason in skipped.items():
@@ -154,6 +121,48 @@ def run(args: argparse.Namespace) -> int:
     _write_html(out, result, runs)
     sys.stdout.write(terminal.contrast_text(result, out / "contrast.html"))
     return 0
+
+
+def _record_one(runs_dir: Path, command: list[str], method: str, repeat: int, count: int, total: int,
+                started: float) -> dict:
+    """The count-th of total recordings: command under method, its progress line, and its summary."""
+    from writerprof.record import session as recording
+    from writerprof.run import directory
+
+    base, what_if = WHAT_IFS.get(method, (method, None))
+    env = {FORCE_ENV: base}
+    if what_if:
+        env[MITIGATE_ENV] = what_if
+    path = runs_dir / f"{count:02d}-{method.replace('+', '-')}"
+    run_dir = directory.create(path, command, interval_ns=recording.INTERVAL_NS,
+                               sampler=True, probes=[], env={}, what_if=env)
+    print(f"  [{count}/{total}] {method:<19} repeat {repeat}  ...", end="", file=sys.stderr, flush=True)
+    t0 = time.monotonic()
+    log = run_dir / "output.log"
+    with open(log, "wb") as output:
+        recorded = recording.record(run_dir, command, recording.INTERVAL_NS, [], extra_env=env,
+                                    output=output)
+    # A signal sent to contrast was passed on to the command, which has ended; a Ctrl-C
+    # at the terminal went to the command alone (its group has the terminal): both end contrast.
+    stopped_by = recorded.signals[:1] or [s for s in (recorded.killed_by,) if s in _INTERRUPTS]
+    if stopped_by:  # the run directory is finished
+        print(" interrupted", file=sys.stderr)
+        raise Interrupted(stopped_by[0])
+    status = recorded.exit_status
+    summary = _summarize(run_dir)
+    rate = summary["throughput"]["gib_s"]
+    print(f" {time.monotonic() - t0:5.1f} s, {summary['throughput']['saves']} saves"
+          + (f", {rate:.2f} GiB/s" if rate else "") + f"   (elapsed {time.monotonic() - started:.0f} s)",
+          file=sys.stderr)
+    for note in recorded.notes + recorded.warnings():  # held by record while the command ran
+        print(f"      {note}", file=sys.stderr)
+    if status != 0:
+        raise WriterprofError(f"the {method} recording failed: the command exited with status "
+                              f"{status}; its output is in {log}")
+    if not summary["saves"]:
+        raise WriterprofError(f"the {method} recording has no saves: no probed process started a "
+                              f"writer (see 'writerprof report {run_dir}')")
+    return {"method": method, "repeat": repeat, "path": str(run_dir), "summary": summary}
 
 
 def _output(path: Path | None) -> Path:

@@ -33,6 +33,7 @@ from writerprof.units import format_cpu_list
 def run(config: ReproConfig, ranks: Ranks | None = None) -> int:
     """ranks: this rank's part of an MPI job (`mpiexec -n N writerprof repro`), or
     None for a run on its own."""
+    # The run's steps in order, its cleanup on every way out: one function, read top to bottom.
     interrupts.install()
     ctx = multiprocessing.get_context(config.start_method)
     if config.pin_parent and config.pin_when == "start":

@@ -176,6 +176,8 @@ class _Save:
         return report[1]
 
     def run(self, generator, on_writer_started) -> SaveResult:
+        # One function: the benchmark's save in its order (buffers, queue, writer, the fill
+        # loop, the writer's result), as a reader compares it with the benchmark's own.
         config = self.config
         t_begin = time.monotonic_ns()
         for _ in range(config.buffers):
