@@ -93,3 +93,12 @@ def recording_notes(run: dict) -> list[str]:
               f"not recorded to its end" for p in run.get("outlived_cmd") or []]
     notes += [f"--probe {spec} matched nothing: {why}" for spec, why in (run.get("probes_unmatched") or {}).items()]
     return notes
+
+
+def binding(b: dict) -> str:
+    """A rank's launcher binding (a summary's "binding" entry), and whether its writers inherited it."""
+    writers = ("its writers inherit it" if b["writers_inherit"] else
+               "its writers started on CPU " + "; ".join(format_cpu_list(m) for m in b["writer_cpus"])
+               if b["writer_cpus"] else "no writer of its was seen")
+    return (f"rank {b['rank']}: started bound to CPU {format_cpu_list(b['cpus'])} ({len(b['cpus'])} of "
+            f"{b['host']}'s {b['host_cpus']} CPUs: the launcher's binding); {writers}")

@@ -17,7 +17,7 @@ from writerprof.analysis.groups import stats
 from writerprof.analysis.saves import COMPONENTS, STARTUP_PHASES
 from writerprof.render.format import has_rank as _has_rank, placement_value as _placement_value
 from writerprof.render.format import command as _command, rank as _rank, ranks as _ranks, rate as _rate
-from writerprof.render.format import recording_notes, seconds as _s, shares
+from writerprof.render.format import binding, recording_notes, seconds as _s, shares
 from writerprof.units import format_cpu_list, format_size
 
 MAX_ROWS = 40  # beyond this many processes or saves, one row per group
@@ -239,9 +239,17 @@ def report_html(summary: dict, figures: dict | None = None, image_format: str = 
     body = [f"<h1>writerprof report</h1><p class=\"mono\">{_e(run.get('path'))}</p>", _header(summary),
             f"<h2>Diagnoses ({sum(d['severity'] == 'warning' for d in summary['diagnoses'])} warnings, "
             f"{len(summary['diagnoses'])} in all; most costly first)</h2>",
-            diagnoses_html(summary["diagnoses"]), _processes(summary), _saves(summary),
+            diagnoses_html(summary["diagnoses"]), _processes(summary), _bindings(summary), _saves(summary),
             _figures(figures or {}, image_format), _flames(flames or {})]
     return _page(f"writerprof report {run.get('path')}", body)
+
+
+def _bindings(summary: dict) -> str:
+    bound = summary.get("binding") or []
+    if not bound:
+        return ""
+    return ("<h2>The launcher's binding</h2><ul>" + "".join(f"<li>{_e(binding(b))}</li>" for b in bound)
+            + "</ul>")
 
 
 # --- a comparison ------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from collections import defaultdict
 
 from writerprof.analysis.saves import COMPONENTS
 from writerprof.render.format import command as _command, placement_value, rank as _rank, rate as _rate
-from writerprof.render.format import recording_notes, seconds as _sec, shares
+from writerprof.render.format import binding, recording_notes, seconds as _sec, shares
 from writerprof.units import format_cpu_list, format_size
 
 WIDTH = 100
@@ -154,21 +154,8 @@ def _ranks(summary: dict) -> str:
                                      for host, h in placement["hosts"].items()
                                      if any(len(v) > 1 for v in h.values())))
                 + ("" if placement["hosts_alike"] else "; the hosts' topologies differ"))
-    rows += _binding(summary.get("binding") or [])
+    rows += [f"  {binding(b)}" for b in summary.get("binding") or []]
     return "\n".join(_clip(r) for r in rows)
-
-
-def _binding(bound: list[dict]) -> list[str]:
-    """The launcher's binding, rank by rank, and whether the writers inherited it."""
-    rows = []
-    for b in bound:
-        cpus = format_cpu_list(b["cpus"])
-        writers = ("its writers inherit it" if b["writers_inherit"] else
-                   "its writers started on CPU " + "; ".join(format_cpu_list(m) for m in b["writer_cpus"])
-                   if b["writer_cpus"] else "no writer of its was seen")
-        rows.append(f"  rank {b['rank']}: started bound to CPU {cpus} ({len(b['cpus'])} of {b['host']}'s "
-                    f"{b['host_cpus']} CPUs: the launcher's binding); {writers}")
-    return rows
 
 
 def _diagnoses(diagnoses: list[dict]) -> str:
