@@ -151,6 +151,8 @@ def test_nothing_imports_mpi4py_before_connect():
         " run_name='__mp_main__')\n"
         "print(sorted(m for m in sys.modules if m.startswith('mpi4py')))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+    # From /: with -c the working directory comes first on sys.path, and a source
+    # checkout's writerprof (without its installed probes) would shadow the installed one.
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/",
                           check=True, env={"PMI_RANK": "0", "PMI_SIZE": "2", "PATH": "/usr/bin"})
     assert done.stdout.strip() == "[]"

@@ -199,5 +199,6 @@ def test_the_analysis_imports_no_recording_code():
             "    for module in pkgutil.iter_modules(package.__path__, package.__name__ + '.'):\n"
             "        importlib.import_module(module.name)\n"
             "print(sorted(m for m in sys.modules if m.startswith('writerprof.record')))\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    # From /, so that a source checkout in the working directory cannot shadow the installed package.
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/")
     assert done.stdout.strip() == "[]"
