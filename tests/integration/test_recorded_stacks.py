@@ -17,7 +17,7 @@ import pytest
 
 from helpers import run_writerprof, writerprof_command
 from writerprof.run import load
-from writerprof.run.stacks import load_stacks
+from writerprof.run.stacks import is_probe_frame, load_stacks
 
 SVG = "{http://www.w3.org/2000/svg}"
 REPRO = ["repro", "--json", "--saves", "2", "--size", "64MiB", "--main-imports", "numpy,matplotlib.pyplot"]
@@ -200,3 +200,37 @@ def test_speedscope_export_matches_the_schema(forkserver, tmp_path):
     assert {f"writer pid {s['writer_pid']}" for s in saves} <= names
     assert any(n.startswith("forkserver pid ") for n in names)
     assert any(n.startswith("resource_tracker pid ") for n in names)
+
+
+def _svg_frames(file):
+    return [g.get("data-n") for g in ET.fromstring(file.read_bytes()).iter(SVG + "g") if g.get("class") == "f"]
+
+
+def _writer_frames(doc):
+    frames = doc["shared"]["frames"]
+    names = [f"{f['name']} ({f['file']}:{f['line']})" if "line" in f else f["name"] for f in frames]
+    return {names[i] for p in doc["profiles"] if p["name"].startswith("writer ") for stack in p["samples"]
+            for i in stack}
+
+
+def test_the_probe_frames_are_folded_out_unless_asked_for(forkserver, tmp_path):
+    path, _, _ = forkserver
+    raw = {f.name: f.read_bytes() for f in path.glob("hosts/*/stacks/*")}
+    run_writerprof("flame", path, "-o", tmp_path / "folded")
+    run_writerprof("flame", path, "--probe-frames", "-o", tmp_path / "kept")
+    folded, kept = _svg_frames(tmp_path / "folded.svg"), _svg_frames(tmp_path / "kept.svg")
+    assert folded and not any(is_probe_frame(n) for n in folded)
+    # The probe wraps the re-run of __main__ and the writer's timed calls: with the option they are drawn.
+    probe = {n for n in kept if is_probe_frame(n)}
+    assert any(n.startswith("_main_rerun.<locals>.wrapper (") for n in probe), probe
+    assert any("writerprof_probe/" in n for n in probe)
+    # Folded, not cut: the target's frames above the wrappers are still drawn.
+    assert any(n.startswith("_fixup_main_from_path") for n in folded)
+    assert {n for n in kept if not is_probe_frame(n)} <= set(folded)
+    run_writerprof("export", path, "--speedscope", tmp_path / "folded.json")
+    run_writerprof("export", path, "--speedscope", tmp_path / "kept.json", "--probe-frames")
+    folded, kept = (_writer_frames(json.loads((tmp_path / f"{n}.json").read_text())) for n in ("folded", "kept"))
+    assert folded and not any(is_probe_frame(n) for n in folded)
+    assert any(is_probe_frame(n) for n in kept)
+    # The raw files are not changed.
+    assert {f.name: f.read_bytes() for f in path.glob("hosts/*/stacks/*")} == raw

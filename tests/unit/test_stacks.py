@@ -21,8 +21,9 @@ from test_run_load import write_meta
 from writerprof.exports import speedscope
 from writerprof.probes.writerprof_probe import format as journal
 from writerprof.run import layout, load
-from writerprof.run.stacks import (CHILD_START, NO_PYTHON_FRAME, TORN_FRAME, NoStacks, from_child_start, load_stacks,
-                                   merged, parse_line, read_raw, require_stacks, select, why_none)
+from writerprof.run.stacks import (CHILD_START, NO_PYTHON_FRAME, PROBE_ONLY, TORN_FRAME, NoStacks, from_child_start,
+                                   is_probe_frame, load_stacks, merged, parse_line, read_raw, require_stacks, select,
+                                   why_none, without_probe_frames)
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "stacks" / "forkserver.raw"
 MAIN, TRACKER, SERVER, CHILD1, CHILD2 = 29989, 29994, 29995, 29998, 30000
@@ -213,6 +214,53 @@ def test_child_stacks_from_where_the_child_begins(recorded):
     assert from_child_start(fork) == {
         ("BaseProcess._bootstrap (multiprocessing/process.py:314)", "target (bench.py:9)"): 5,
         (CHILD_START, "Popen._launch (multiprocessing/popen_fork.py:66)"): 1}
+
+
+# --- writerprof's own frames ---
+
+BOOT = "BaseProcess._bootstrap (multiprocessing/process.py:314)"
+TIMED = "timed.<locals>.wrapper (probes/writerprof_probe/calls.py:115)"
+RERUN = "_main_rerun.<locals>.wrapper (writerprof/probes/writerprof_probe/mp.py:150)"
+
+
+def test_probe_frames_are_recognised_by_their_file():
+    # However py-spy shortened the path: editable checkout, installed package, PYTHONPATH entry, absolute.
+    for frame in (TIMED, RERUN, "bootstrap_wrapper (writerprof_probe/mp.py:110)",
+                  "_chain (probes/sitecustomize.py:30)", "f (/usr/lib/site-packages/writerprof/probes/writerprof_probe/osio.py:9)"):
+        assert is_probe_frame(frame), frame
+    # The target's own wrappers, a sitecustomize not the probe's, frames without a file: kept.
+    for frame in ("timed.<locals>.wrapper (bench/calls.py:115)", "wrapper (mywriterprof_probe/calls.py:3)",
+                  "<module> (sitecustomize.py:1)", "x (myprobes/sitecustomize.py:2)", NO_PYTHON_FRAME, TORN_FRAME,
+                  "writerprof_probe (calls.py:1)"):
+        assert not is_probe_frame(frame), frame
+
+
+def test_probe_frames_fold_into_their_callers():
+    raw = {(BOOT, "run_writer (bench.py:9)", TIMED, "os.write (<frozen os>:1)"): 7,
+           (BOOT, "run_writer (bench.py:9)", "os.write (<frozen os>:1)"): 2,
+           (BOOT, "run_writer (bench.py:9)", TIMED): 3,  # the probe's own time: its caller's self time
+           (RERUN, TIMED): 1,
+           (BOOT,): 4}
+    folded = without_probe_frames(raw)
+    assert folded == {(BOOT, "run_writer (bench.py:9)", "os.write (<frozen os>:1)"): 9,
+                      (BOOT, "run_writer (bench.py:9)"): 3, (PROBE_ONLY,): 1, (BOOT,): 4}
+    assert sum(folded.values()) == sum(raw.values())
+    assert not any(is_probe_frame(f) for stack in folded for f in stack)
+
+
+def test_loaded_stacks_fold_the_probe_out_unless_asked(recorded):
+    line = (f'process {SERVER}:"python -c server";process {CHILD1}:"python -c child";'
+            f'{BOOT};run_writer (bench.py:9);{TIMED};os.write (<frozen os>:1) 5\n')
+    directory = layout.stacks_dir(recorded, "alpha")
+    raw = gzip.decompress((directory / "000.raw.gz").read_bytes()) + line.encode()
+    (directory / "000.raw.gz").write_bytes(gzip.compress(raw))
+    folded, kept = (next(s for s in load_stacks(load(recorded), probe) if s.pid == CHILD1) for probe in (False, True))
+    assert TIMED in {f for stack in kept.samples for f in stack}
+    assert not any(is_probe_frame(f) for stack in folded.samples for f in stack)
+    assert folded.total == kept.total
+    assert folded.samples[(BOOT, "run_writer (bench.py:9)", "os.write (<frozen os>:1)")] >= 5
+    assert gzip.decompress((directory / "000.raw.gz").read_bytes()) == raw  # the raw data is not changed
+    assert not any(is_probe_frame(f) for s in require_stacks(load(recorded)) for stack in s.samples for f in stack)
 
 
 # --- the speedscope document ---

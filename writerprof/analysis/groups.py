@@ -1,13 +1,14 @@
 """Many processes or saves, summarised: one row per (host, role) with the
 group's masks, nodes and kernel counts (mean, min, max), and one row per save
 index (the n-th save of every rank) with each time's mean, min and max, the
-slowest rank and the most common bottleneck. Every report reads these rows."""
+slowest rank and the most common bottleneck with its critical-path seconds. Every report reads these rows."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 
 from writerprof.analysis.processes import mean_shares
+from writerprof.analysis.saves import group_seconds
 from writerprof.run import roles as run_roles
 
 # Groups of a host in this order: the pipeline's two sides, then its helpers.
@@ -64,10 +65,13 @@ def save_indices(saves: list[dict]) -> list[dict]:
         for s in group:
             bottlenecks[s.get("bottleneck")] += 1
         times = {key: stats(_time(s, key) for s in group) for key in SAVE_TIMES}
+        bottleneck = max(bottlenecks, key=bottlenecks.get)
         out.append({"save": index, "ranks": len(group), **times,
                     "slowest": {"rank": slowest["rank"], "host": slowest["host"],
                                 "duration_s": slowest["duration_s"]},
-                    "bottleneck": max(bottlenecks, key=bottlenecks.get)})
+                    "bottleneck": bottleneck,
+                    # Its critical-path seconds over every rank's save of this index, the label's own measure.
+                    "bottleneck_s": stats(group_seconds(s["critical_path"], bottleneck) for s in group)})
     return out
 
 

@@ -7,7 +7,8 @@ CPU, NUMA node and page faults as counters.
 
 --speedscope FILE: the Python stacks record took with py-spy, as a speedscope
 file (speedscope.app): one sampled profile per process, named by role, rank
-and pid, weighted in milliseconds of wall-clock time.
+and pid, weighted in milliseconds of wall-clock time. writerprof's own probe frames are
+folded out (each removed, its callees on its caller); --probe-frames keeps them.
 
 Both may be given at once; the run is read once, and each file is written
 on its own: one that cannot be written (--speedscope of a run without
@@ -32,6 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Chrome trace-event JSON, for the Perfetto UI and chrome://tracing")
     parser.add_argument("--speedscope", type=Path, metavar="FILE",
                         help="the Python stacks as a speedscope file, a profile per process")
+    parser.add_argument("--probe-frames", action="store_true",
+                        help="keep writerprof's own probe frames in the --speedscope stacks (folded out by default)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,7 +46,8 @@ def run(args: argparse.Namespace) -> int:
     # Each output on its own: one that cannot be written (a run without
     # stacks has no speedscope file) is a line, and the others are written.
     failed = 0
-    for path, write in ((args.perfetto, _perfetto), (args.speedscope, _speedscope)):
+    outputs = ((args.perfetto, _perfetto), (args.speedscope, lambda r, p: _speedscope(r, p, args.probe_frames)))
+    for path, write in outputs:
         if path is None:
             continue
         try:
@@ -66,11 +70,11 @@ def _perfetto(recorded, path: Path) -> str:
             f"({path.stat().st_size / (1 << 20):.1f} MiB)")
 
 
-def _speedscope(recorded, path: Path) -> str:
+def _speedscope(recorded, path: Path, probe_frames: bool = False) -> str:
     from writerprof.exports import speedscope
     from writerprof.run.stacks import require_stacks
 
-    stacks = require_stacks(recorded)
+    stacks = require_stacks(recorded, probe_frames)
     profile = speedscope.document(recorded, stacks)
     write_json(path, profile, "speedscope file")
     return (f"{path}: {len(profile['profiles'])} profiles, {sum(s.total for s in stacks)} samples, "

@@ -19,6 +19,10 @@ life begins (BaseProcess._bootstrap for the target, spawn's prepare for the
 re-run of __main__, spawn's _main for the unpickling), since below that a fork
 child shows its parent's frames and a forkserver child the server's.
 
+writerprof's own frames (the probe's wrappers around the hooked calls, e.g.
+timed.<locals>.wrapper, and its sitecustomize) are folded out: each removed and
+its callees drawn on its caller, the samples kept. --probe-frames draws them.
+
 Default FILE: flame-RUN-ROLE (flame-diff-A-B-ROLE) in the current directory.
 """
 
@@ -44,6 +48,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pid", type=int, metavar="P", help="one process's stacks (not with --diff)")
     parser.add_argument("-o", "--output", type=Path, metavar="FILE",
                         help="FILE.svg and FILE.png (default: flame-RUN-ROLE here)")
+    parser.add_argument("--probe-frames", action="store_true",
+                        help="keep writerprof's own probe frames in the stacks (folded out by default)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,10 +64,10 @@ def run(args: argparse.Namespace) -> int:
     return _one(args)
 
 
-def _chosen(recorded, role: str | None, pid: int | None):
+def _chosen(recorded, role: str | None, pid: int | None, probe_frames: bool = False):
     from writerprof.run.stacks import require_stacks, select
 
-    stacks = require_stacks(recorded)
+    stacks = require_stacks(recorded, probe_frames)
     if pid is not None:
         mine = select(stacks, role if role is not None else "all", pid)
         if not mine:
@@ -101,7 +107,7 @@ def _one(args) -> int:
     from writerprof.run import load
 
     recorded = load(args.run_dir)
-    stacks = _chosen(recorded, args.role, args.pid)
+    stacks = _chosen(recorded, args.role, args.pid, args.probe_frames)
     name = Path(recorded.path).resolve().name
     tag = f"pid{args.pid}" if args.pid is not None else (args.role or "writer")
     by = "role" if args.role == "all" and args.pid is None else "none"
@@ -131,7 +137,7 @@ def _diff(args) -> int:
     from writerprof.render import flame
     from writerprof.run import load
     runs = [load(path) for path in args.diff]
-    chosen = [_chosen(r, args.role, None) for r in runs]
+    chosen = [_chosen(r, args.role, None, args.probe_frames) for r in runs]
     names = [Path(r.path).resolve().name for r in runs]
     labels = tuple(f"{tag} {name}{_method(r)}" for tag, name, r in zip("AB", names, runs))
     role = args.role or "writer"

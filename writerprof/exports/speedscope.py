@@ -14,19 +14,20 @@ sorted, and its "Left Heavy" and "Sandwich" views are the ones to read.
 from __future__ import annotations
 
 import writerprof
+from writerprof.run.stacks import frame_parts
 
 SCHEMA_URL = "https://www.speedscope.app/file-format-schema.json"
 
 
 def split_frame(frame: str) -> dict:
     """A py-spy frame string as a speedscope frame: name, file, line."""
-    if frame.endswith(")") and " (" in frame:
-        name, where = frame[:-1].rsplit(" (", 1)
-        file, _, line = where.rpartition(":")
-        if file and line.isdigit():
-            return {"name": name, "file": file, "line": int(line)}
-        return {"name": name, "file": where}
-    return {"name": frame}
+    name, file, line = frame_parts(frame)
+    out: dict = {"name": name}
+    if file is not None:
+        out["file"] = file
+    if line is not None:
+        out["line"] = line
+    return out
 
 
 def document(run, stacks) -> dict:

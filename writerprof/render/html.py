@@ -199,22 +199,26 @@ def _saves(summary: dict) -> str:
         return "<h2>Saves</h2><p class=\"note\">No saves found.</p>"
     note = ('<p class="note">Seconds. start-up = Process.start() to the writer\'s first write; re-run = the writer '
             're-running the parent\'s __main__; put-wait = producer blocked on the full queue; get-wait = writer '
-            'waiting for a chunk.</p>')
+            'waiting for a chunk; bound by = the component with the most seconds on the save\'s critical path, and '
+            'those seconds (a column\'s own duration can be larger: start-up overlapped by generation held the '
+            'save up only for its critical-path share).</p>')
     if len(saves) <= MAX_ROWS:
         rows = [[s["save"], s["host"], _rank(s["rank"]), s.get("writer_pid") or "-", s.get("start_method") or "-",
                  _s(s["startup_s"]), _s((s["startup"] or {}).get("main_rerun")),
-                 *[_s(s[k]) for k, _ in _SAVE_COLUMNS[1:]], _rate(s.get("gib_s")), s.get("bottleneck") or "-"]
+                 *[_s(s[k]) for k, _ in _SAVE_COLUMNS[1:]], _rate(s.get("gib_s")),
+                 f"{s['bottleneck']} {_s(s['bottleneck_s'])}"]
                 for s in saves]
         table = _table(["save", "host", "rank", "writer pid", "method", "start-up", "re-run",
-                        *[h for _, h in _SAVE_COLUMNS[1:]], "GiB/s", "bottleneck"], rows,
+                        *[h for _, h in _SAVE_COLUMNS[1:]], "GiB/s", "bound by"], rows,
                        numeric=set(range(5, 14)) | {0, 3})
         title = f"<h2>Saves ({len(saves)})</h2>"
     else:
         rows = [[row["save"], row["ranks"], *[_mmm_of(row[k]) for k, _ in _SAVE_COLUMNS], _mmm_of(row["gib_s"], 2),
-                 f"rank {_rank(row['slowest']['rank'])} on {row['slowest']['host']}", row["bottleneck"] or "-"]
+                 f"rank {_rank(row['slowest']['rank'])} on {row['slowest']['host']}",
+                 f"{row['bottleneck']} {_mmm_of(row['bottleneck_s'])}"]
                 for row in summary["save_indices"]]
         producers = len(summary["ranks"])
-        table = _table(["save", "ranks", *[h for _, h in _SAVE_COLUMNS], "GiB/s", "slowest", "bottleneck"], rows,
+        table = _table(["save", "ranks", *[h for _, h in _SAVE_COLUMNS], "GiB/s", "slowest", "bound by"], rows,
                        numeric={0, 1})
         title = (f"<h2>Saves ({len(saves)} over {producers} producers, one row per save index)</h2>"
                  '<p class="note">Mean (min–max) over the ranks.</p>')

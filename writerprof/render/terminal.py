@@ -88,34 +88,39 @@ def _processes(summary: dict) -> str:
     return "\n".join(rows)
 
 
+# What the save tables' last column is: the label (analysis.saves.bound_by) and the seconds it is taken from.
+_BOUND_BY = "put-w/get-w: producer/writer waiting on the queue; bound by: most critical-path seconds"
+
+
 def _saves(summary: dict) -> str:
     saves = summary["saves"]
     head = (f"{'save':>4} {'rank':>4} {'writer':>7} {'start-up':>8} {'re-run':>6} {'gen':>6} "
-            f"{'put-wait':>8} {'get-wait':>8} {'write':>6} {'fsync':>6} {'total':>6} {'GiB/s':>5} bottleneck")
+            f"{'put-w':>5} {'get-w':>5} {'write':>6} {'fsync':>6} {'total':>6} {'GiB/s':>5} bound by")
     rows = [f"Saves ({len(saves)}; seconds; start-up: Process.start() to first write; re-run: of __main__)",
-            head]
+            _BOUND_BY, head]
     if len(saves) <= MAX_ROWS:
         for s in saves:
             rows.append(
                 f"{s['save']:>4} {_rank(s['rank']):>4} {s['writer_pid'] or '-':>7} {_sec(s['startup_s']):>8} "
-                f"{_sec(s['startup'].get('main_rerun') or None):>6} {_sec(s['gen_s']):>6} {_sec(s['put_wait_s']):>8} "
-                f"{_sec(s['get_wait_s']):>8} {_sec(s['write_s']):>6} {_sec(s['fsync_s']):>6} "
-                f"{_sec(s['duration_s']):>6} {_rate(s['gib_s']):>5} {s['bottleneck']}")
+                f"{_sec(s['startup'].get('main_rerun') or None):>6} {_sec(s['gen_s']):>6} {_sec(s['put_wait_s']):>5} "
+                f"{_sec(s['get_wait_s']):>5} {_sec(s['write_s']):>6} {_sec(s['fsync_s']):>6} "
+                f"{_sec(s['duration_s']):>6} {_rate(s['gib_s']):>5} {s['bottleneck']} {_sec(s['bottleneck_s'])}")
         return "\n".join(rows)
     rows[0] = (f"Saves ({len(saves)} over {len(summary['ranks'])} producers; seconds, "
                f"mean over ranks; slowest: the rank whose save took longest)")
-    rows[1] = (f"{'save':>4} {'ranks':>5} {'start-up':>8} {'re-run':>6} {'gen':>6} {'put-wait':>8} "
-               f"{'write':>6} {'fsync':>6} {'mean':>6} {'max':>6} {'slowest':<14} bottleneck")
+    rows[1] = "put-w: producer waiting on the queue; bound by: most ranks' label, its critical-path mean"
+    rows[2] = (f"{'save':>4} {'ranks':>5} {'start-up':>8} {'re-run':>6} {'gen':>6} {'put-w':>5} "
+               f"{'write':>6} {'fsync':>6} {'mean':>6} {'max':>6} {'slowest':<14} bound by")
     for row in summary["save_indices"]:
         slowest = row["slowest"]
         rows.append(
             f"{row['save']:>4} {row['ranks']:>5} {_sec(_mean(row['startup_s'])):>8} "
             f"{_sec(_mean(row['main_rerun_s']) or None):>6} "
-            f"{_sec(_mean(row['gen_s'])):>6} {_sec(_mean(row['put_wait_s'])):>8} "
+            f"{_sec(_mean(row['gen_s'])):>6} {_sec(_mean(row['put_wait_s'])):>5} "
             f"{_sec(_mean(row['write_s'])):>6} {_sec(_mean(row['fsync_s'])):>6} "
             f"{_sec(_mean(row['duration_s'])):>6} {_sec(slowest['duration_s']):>6} "
             f"{_cut('rank ' + _rank(slowest['rank']) + ' ' + slowest['host'], 14):<14} "
-            f"{row['bottleneck']}")
+            f"{row['bottleneck']} {_sec(_mean(row['bottleneck_s']))}")
     return "\n".join(rows)
 
 

@@ -13,6 +13,12 @@ the last of them, and run.losses says so. A pid that no probe journaled (a
 shell, mpiexec, an interpreter started with -I) keeps proc -1 and role
 "other".
 
+The probe's own frames (its wrappers around the hooked calls, its
+sitecustomize) are folded out of what load_stacks returns unless asked for
+(probe_frames=True): each such frame is removed and its callees attach to its
+caller, so the samples stay and only the frame goes (without_probe_frames).
+The raw files keep them.
+
 What could not be read is appended to run.losses (once per run), like the rest
 of the loader's losses: a missing segment file, a cut-off last line (py-spy
 killed while writing), unreadable lines.
@@ -38,6 +44,15 @@ NO_PYTHON_FRAME = "(no Python frame)"  # the stack of a sample that had none (a 
 # character is given this name, so that such samples stay counted and show as
 # what they are.
 TORN_FRAME = "(torn frame)"
+# Where py-spy says a frame of writerprof's probe is: a module of the
+# writerprof_probe package, or the sitecustomize beside it in probes/. py-spy
+# shortens a frame's file by the sys.path entry it is under (site-packages,
+# the probe directory on PYTHONPATH, an editable install's root), so the file
+# is matched by its last path components whatever the prefix: a frame named
+# like a probe wrapper in any other file is the target's and stays.
+PROBE_FILE = re.compile(r"(?:^|/)(?:writerprof_probe/[^/]+|probes/sitecustomize)\.py$")
+# The stack of a sample all of whose frames were the probe's.
+PROBE_ONLY = "(writerprof probe)"
 _PROCESS = re.compile(r'process (\d+):"')
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -90,6 +105,34 @@ def parse_line(line: str) -> tuple[list[tuple[int, str]], tuple[str, ...], int]:
     return chain, frames, int(count)
 
 
+def frame_parts(frame: str) -> tuple[str, str | None, int | None]:
+    """A py-spy frame string "name (file:line)" as name, file and line
+    (None where the frame has none)."""
+    if frame.endswith(")") and " (" in frame:
+        name, where = frame[:-1].rsplit(" (", 1)
+        file, _, line = where.rpartition(":")
+        if file and line.isdigit():
+            return name, file, int(line)
+        return name, where, None
+    return frame, None, None
+
+
+def is_probe_frame(frame: str) -> bool:
+    """Whether a frame is in writerprof's probe (PROBE_FILE), by its file."""
+    file = frame_parts(frame)[1]
+    return file is not None and PROBE_FILE.search(file) is not None
+
+
+def without_probe_frames(samples: dict[tuple[str, ...], int]) -> dict[tuple[str, ...], int]:
+    """The stacks with the probe's frames folded out: each removed, its callees
+    attached to its caller, the samples kept (stacks that become one are summed)."""
+    out: dict[tuple[str, ...], int] = {}
+    for frames, count in samples.items():
+        key = tuple(f for f in frames if not is_probe_frame(f)) or (PROBE_ONLY,)
+        out[key] = out.get(key, 0) + count
+    return out
+
+
 def read_raw(text: str) -> tuple[dict, int, str | None]:
     """A raw file's stacks keyed (pid, ppid, cmdline) -> {frames: count}, the
     number of unreadable lines, and the cut-off last line if any."""
@@ -116,9 +159,11 @@ def read_raw(text: str) -> tuple[dict, int, str | None]:
     return out, bad, tail
 
 
-def load_stacks(run) -> list[ProcessStacks]:
+def load_stacks(run, probe_frames: bool = False) -> list[ProcessStacks]:
     """Every sampled process's stacks, probed processes first in run.processes
-    order, then the others by host and pid. [] for a run without stacks."""
+    order, then the others by host and pid. [] for a run without stacks.
+    The probe's frames are folded out (without_probe_frames) unless
+    probe_frames."""
     role_of = run_roles.roles(run)
     found: dict[tuple[str, int, int, str], ProcessStacks] = {}
     losses: list[str] = []
@@ -164,6 +209,9 @@ def load_stacks(run) -> list[ProcessStacks]:
     for loss in losses:
         if loss not in run.losses:
             run.losses.append(loss)
+    if not probe_frames:
+        for process in found.values():
+            process.samples = without_probe_frames(process.samples)
     return sorted(found.values(), key=lambda s: (s.proc < 0, s.proc, run.hosts.index(s.host), s.pid))
 
 
@@ -266,9 +314,9 @@ def why_none(run) -> str:
     return "its stack files are missing or unreadable"
 
 
-def require_stacks(run) -> list[ProcessStacks]:
-    """load_stacks(run), or NoStacks saying why there are none."""
-    stacks = load_stacks(run)
+def require_stacks(run, probe_frames: bool = False) -> list[ProcessStacks]:
+    """load_stacks(run, probe_frames), or NoStacks saying why there are none."""
+    stacks = load_stacks(run, probe_frames)
     if not any(s.samples for s in stacks):
         raise NoStacks(f"{run.path} has no stacks: {why_none(run)}")
     return stacks

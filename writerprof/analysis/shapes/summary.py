@@ -102,6 +102,7 @@ class Save(TypedDict):
     critical_path: dict[str, float]  # component (saves.COMPONENTS) -> seconds; with unexplained_s, the save
     unexplained_s: float
     bottleneck: str  # the group (saves.BOTTLENECK_GROUPS) of the most critical-path time
+    bottleneck_s: float  # that group's critical-path seconds (saves.bound_by)
 
 
 class Throughput(TypedDict):

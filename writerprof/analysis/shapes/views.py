@@ -59,6 +59,7 @@ class SaveIndex(TypedDict):
     gib_s: Stats | None
     slowest: Slowest
     bottleneck: str | None  # the component most of its ranks' saves were bound by
+    bottleneck_s: Stats | None  # its critical-path seconds over the ranks' saves (saves.group_seconds)
 
 
 class AffinityRow(TypedDict):
