@@ -263,7 +263,12 @@ class _Save:
             if failed:  # nobody will read what is left: do not wait to flush it
                 channel.cancel_join_thread()
         for buffer in self.buffers:
-            buffer.unlink()  # first: it cannot fail on a view still held
+            try:
+                buffer.unlink()  # first: it cannot fail on a view still held
+            except FileNotFoundError:  # unlinked already (a writer that saw this process go)
+                pass
+            except BrokenPipeError:  # unlinked; only telling the resource tracker failed (it is gone)
+                pass
             try:
                 buffer.close()
             except BufferError:  # a view held by an interrupted fill; the mapping
