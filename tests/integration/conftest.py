@@ -9,6 +9,8 @@ import time
 
 import pytest
 
+from helpers import mount_tmpfs
+
 SHM = "/dev/shm"
 
 
@@ -42,11 +44,6 @@ def cpus() -> list[int]:
 @pytest.fixture
 def tiny_filesystem(tmp_path):
     """A 4 MiB tmpfs: a real device that fills up under the writer."""
-    mountpoint = tmp_path / "tiny"
-    mountpoint.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mountpoint)],
-                             capture_output=True, text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    mountpoint = mount_tmpfs(tmp_path / "tiny", "size=4m")
     yield mountpoint
     subprocess.run(["umount", str(mountpoint)], check=True)

@@ -54,3 +54,16 @@ def filled_up_env(directory, leave=256 << 10) -> dict:
     fits at repro's free-space check, then runs out of room (targets/fill_up.py)."""
     return dict(os.environ, FILL_UP_DIR=str(directory), FILL_UP_LEAVE=str(leave),
                 PYTHONPATH=os.pathsep.join(filter(None, [TARGETS, os.environ.get("PYTHONPATH")])))
+
+
+def mount_tmpfs(place, options: str):
+    """A tmpfs mounted at place (made here) with mount's -o options; the test
+    skips, saying why, where mounting is not allowed."""
+    import pytest
+
+    place.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(place)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    return place

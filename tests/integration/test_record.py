@@ -17,7 +17,7 @@ import pytest
 
 from writerprof.run import load
 
-from helpers import attached_placements, run_writerprof, writerprof_command
+from helpers import attached_placements, mount_tmpfs, run_writerprof, writerprof_command
 
 TARGETS = Path(__file__).parent / "targets"
 
@@ -519,13 +519,7 @@ def test_probe_specs_that_match_nothing_are_counted_and_named(tmp_path):
 
 
 def _read_only_directory(tmp_path):
-    place = tmp_path / "read-only"
-    place.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(place)],
-                             capture_output=True, text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    return place
+    return mount_tmpfs(tmp_path / "read-only", "ro,size=64k")
 
 
 @pytest.mark.parametrize("command, what", [(["record", "--", "true"], "run directory"),
