@@ -218,6 +218,8 @@ def _verdict_and_fix(A, B, difference, components, total, noise) -> dict:
         if named & set(fixes.ACTS_ON.get(f["code"], ())) and f["what"] not in seen:
             seen.add(f["what"])
             fix.append(f)
+    if "fork-with-threads" in A["diagnoses"] + B["diagnoses"]:
+        fix = fixes.with_fork_hazard(fix)
     return {"causes": [c["name"] for c in causes], "fix": fix,
             "verdict": verdict(A, B, difference, components, total, noise, causes)}
 

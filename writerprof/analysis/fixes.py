@@ -76,11 +76,21 @@ def _start_method_where(target: Target, method: str) -> str:
     return f"the writers' start method: multiprocessing.get_context({method!r}) where they are started"
 
 
+FORK_ACTION = "start the writers with fork"
+
+
+def with_fork_hazard(fix: list[dict]) -> list[dict]:
+    """The fix with its fork action saying the hazard (the other side of a
+    comparison showed live threads at fork)."""
+    return [{**a, "what": _fork_action(Target(threads_at_fork=True), None)["what"]}
+            if a["what"].startswith(FORK_ACTION) else a for a in fix]
+
+
 def _fork_action(target: Target, recovery: float | None) -> Fix:
     hazard = ("; but this recording shows live threads at fork (fork-with-threads): fork carries the "
               "deadlock hazard of a lock held by another thread" if target.threads_at_fork else
               " where it is safe (no threads live at the fork)")
-    return {"what": "start the writers with fork: no re-run of __main__, and each writer keeps its rank's "
+    return {"what": f"{FORK_ACTION}: no re-run of __main__, and each writer keeps its rank's "
                     "CPUs" + hazard,
             "where": _start_method_where(target, "fork"), "recovery_s": recovery}
 
@@ -185,7 +195,7 @@ ACTS_ON = {"main-reimport": ("startup:main_rerun",),
 # The contrast what-if (or reference method) that measures an action, by a
 # phrase of its `what`: its recovery is then the what-if's, not the run's estimate.
 MEASURED_BY = (("set_forkserver_preload", "forkserver+preload"), ("os.sched_setaffinity", "forkserver+pin"),
-               ("numactl --cpunodebind", "+local"), ("start the writers with fork", "fork"))
+               ("numactl --cpunodebind", "+local"), (FORK_ACTION, "fork"))
 
 
 def measured(fix: list[dict], recovered: dict[str, float]) -> list[dict]:

@@ -66,7 +66,7 @@ def noise(a: list[dict], b: list[dict], effect: float, names: tuple[str, str]) -
     message = None
     if hides:
         message = (f"{_said(names[0], unit, side_a)}; {_said(names[1], unit, side_b)}: at this spread "
-                   f"(sd {sd:.3f} s of a {unit}'s mean save) a difference of {abs(effect):.3f} s per save needs "
+                   f"(sd {sd:.3f} s between the {unit}s' {'mean save times' if unit == 'repeat' else 'times'}) a difference of {abs(effect):.3f} s per save needs "
                    f"about {need} {unit}s of each to resolve (95%, 80% power); there are {have}")
     return {"unit": unit, "a": side_a, "b": side_b, "sd_s": sd, "effect_s": effect, "have": have,
             "needed": need, "hides": hides, "message": message}
