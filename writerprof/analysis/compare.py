@@ -17,6 +17,7 @@ when the whole difference is within the noise (analysis.noise).
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 
 import numpy as np
@@ -126,15 +127,18 @@ def _own(save: dict, component: str) -> float:
 
 
 def _fixes(diagnoses) -> list[dict]:
-    """The warnings' fixes, each action once, tagged with its warning's code."""
-    out, seen = [], set()
+    """The warnings' fixes, each action once, tagged with its warning's code.
+    One action of several runs or ranks (its numbers differ) is one: the
+    first's text, the mean of their recoveries."""
+    kept: dict[tuple, dict] = {}
+    recoveries: dict[tuple, list] = defaultdict(list)
     for d in diagnoses:
         for action in d.get("fix") or []:
-            key = (d["code"], action["what"], action["where"])
-            if key not in seen:
-                seen.add(key)
-                out.append({"code": d["code"], **action})
-    return out
+            key = (d["code"], re.split(r"[(:]", action["what"], maxsplit=1)[0], action["where"])
+            kept.setdefault(key, {"code": d["code"], **action})
+            if action["recovery_s"] is not None:
+                recoveries[key].append(action["recovery_s"])
+    return [{**f, "recovery_s": _mean(recoveries[key]) if recoveries[key] else None} for key, f in kept.items()]
 
 
 # The columns of a save resampled for the intervals: the components, the

@@ -23,6 +23,7 @@ BENCHMARK_START_METHOD_ENV = "MLPS_CHECKPOINT_MP_START_METHOD"
 REPRO_MAIN = "writerprof/repro/main.py"
 STANDS_IN = "the built-in reproducer's main module, standing in for the benchmark's entry script"
 IMPORTS_SHOWN = 3  # the costliest module-level imports named
+IMPORT_FLOOR = 0.05  # an import under this share of the costliest one is not named
 
 
 @dataclass
@@ -99,7 +100,8 @@ def _main_reimport(d: dict, target: Target, saves: int) -> list[Fix]:
     recovery = _per_save(d, saves)
     script = main_name(target.main or d["evidence"].get("main"))
     per_writer = d["evidence"].get("per_writer_s") or 0.0
-    shown = target.imports[:IMPORTS_SHOWN]
+    top = target.imports[0][1] if target.imports else 0.0
+    shown = [i for i in target.imports[:IMPORTS_SHOWN] if i[1] >= IMPORT_FLOOR * top]
     actions = []
     if shown:
         names = ", ".join(f"{m} {s:.2f} s" for m, s, _ in shown)
