@@ -170,6 +170,7 @@ def _diagnoses(diagnoses: list[dict]) -> str:
     rows = [f"Diagnoses ({warnings} warning{'s' * (warnings != 1)}, most costly first)"]
     shown: dict = defaultdict(int)
     alike: dict = defaultdict(list)
+    fixed: dict = {}  # a fix printed in full -> the code it was printed under
     for d in diagnoses:
         key = (d["code"], d["severity"])
         shown[key] += 1
@@ -183,7 +184,12 @@ def _diagnoses(diagnoses: list[dict]) -> str:
         rows.append(f"  {d['severity'].upper():<7} {d['code']:<22} {where}{cost}")
         rows += _wrap(d["message"], "      ")
         rows += _wrap("evidence: " + _evidence(d["evidence"]), "      ")
-        rows += _fix_lines(d.get("fix"), "      ")
+        key = tuple((a["what"], a["where"]) for a in d.get("fix") or [])
+        if key and key in fixed:  # the start-up's fix is the re-run's: once in full
+            rows += _wrap(f"fix: as for {fixed[key]} above", "      ")
+        else:
+            fixed.setdefault(key, d["code"])
+            rows += _fix_lines(d.get("fix"), "      ")
     for (code, severity), more in alike.items():
         by_host = defaultdict(set)
         for d in more:
