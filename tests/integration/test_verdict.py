@@ -45,12 +45,35 @@ def test_the_noise_of_each_sides_repeats_is_in_the_result(contrast):
     assert all(w.startswith("forkserver: ") for w in result["noise"]["warnings"])
 
 
-def test_fork_against_fork_has_no_significant_component_and_says_so(contrast):
-    out, _, _ = contrast
-    runs = sorted((out / "runs").iterdir())
-    forks = [r for r in runs if r.name.endswith("-fork")]
-    comparison = json.loads(run_writerprof("compare", "--json", *forks).stdout)
+@pytest.fixture(scope="module")
+def forks(tmp_path_factory):
+    """Four fork recordings of the same small save, summarized."""
+    root = tmp_path_factory.mktemp("forks")
+    out = []
+    for i in range(4):
+        run_writerprof("record", "-o", root / str(i), "--", *writerprof_command(), "repro", "--saves", "3",
+                       "--size", "64MiB", "--chunk-size", "16MiB", "--start-method", "fork")
+        out.append(root / str(i))
+    return out
+
+
+def test_fork_against_fork_has_no_significant_component_and_says_so(forks):
+    from writerprof.analysis.compare import compare
+    from writerprof.analysis.summary import summarize
+    from writerprof.run import load
+
+    # As contrast compares repeats (its --methods wants two different ones): interleaved, pooled.
+    first, second, third, fourth = (summarize(load(path)) for path in forks)
+    comparison = compare([first, third], [second, fourth])
+    assert comparison["noise"]["unit"] == "repeat"
     assert not [c["name"] for c in comparison["components"] if c["significant"]], comparison["components"]
-    assert comparison["causes"] == []
+    assert comparison["causes"] == [] and comparison["fix"] == []
     verdict = comparison["verdict"]
     assert ("distinguishable from noise" in verdict or "same time within 1%" in verdict), verdict
+    assert "of that (" not in verdict
+
+
+def test_a_compare_of_two_single_runs_says_its_intervals_leave_out_run_to_run_variation(forks):
+    comparison = json.loads(run_writerprof("compare", "--json", forks[0], forks[1]).stdout)
+    assert comparison["noise"]["unit"] == "save" and comparison["noise"]["a"]["count"] == 3
+    assert "run-to-run variation is not in them" in comparison["verdict"]

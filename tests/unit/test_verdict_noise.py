@@ -78,3 +78,14 @@ def test_an_offset_whose_own_time_did_not_fall_is_an_overlap_not_faster(runs):
     text = module.verdict(result["a"], result["b"], result["difference_s"], result["components"], result["total"],
                           result["noise"], [c for c in result["components"] if c["name"] == "startup:main_rerun"])
     assert "faster in forkserver" in text
+
+
+def test_a_part_clear_of_the_noise_is_named_when_the_whole_difference_is_not(runs):
+    from writerprof.analysis import compare as module
+
+    result = compare([runs["a"]], [runs["slower"]])
+    total = {**result["total"], "significant": False}  # as when the other parts' noise swamps it
+    text = module.verdict(result["a"], result["b"], result["difference_s"], result["components"], total,
+                          result["noise"], [])
+    assert "not distinguishable from noise" in text and "of that (" not in text
+    assert "clear of the noise: the writer re-running the parent's __main__" in text

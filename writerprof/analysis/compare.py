@@ -225,7 +225,15 @@ def _verdict_and_fix(A, B, difference, components, total, noise) -> dict:
     if "fork-with-threads" in A["diagnoses"] + B["diagnoses"]:
         fix = fixes.with_fork_hazard(fix)
     return {"causes": [c["name"] for c in causes], "fix": fix,
-            "verdict": verdict(A, B, difference, components, total, noise, causes)}
+            "verdict": verdict(A, B, difference, components, total, noise, causes) + _one_run_caveat(A, B, noise)}
+
+
+def _one_run_caveat(A, B, noise) -> str:
+    """Saves of one run a side vary less than runs do: say what the intervals leave out."""
+    if noise["unit"] != "save" or len(A["runs"]) > 1 or len(B["runs"]) > 1:
+        return ""
+    return (" (Intervals over the saves of one run a side: run-to-run variation is not in them; "
+            "contrast --repeat N measures it.)")
 
 
 def verdict(A, B, difference, components, total, noise, causes) -> str:
@@ -240,9 +248,15 @@ def verdict(A, B, difference, components, total, noise, causes) -> str:
     if total["significant"] is False:
         text = (f"{b_name} saves are {abs(difference):.2f} s {way} than {a_name}{rate}, but that difference is not "
                 f"distinguishable from noise (95% interval {_interval(total['ci95_s'])} s per save).")
+        # Parts that are clear of the noise even so (the rest offsetting them): named, without a share.
+        clear = sorted((c for c in components if c["significant"]), key=lambda c: -abs(c["diff_s"]))
+        if clear:
+            text += (" Of its parts, these are clear of the noise: "
+                     + "; ".join(f"{c['description']}{_main_said(c, A, B)}: {c['diff_s']:+.2f} s{_pm(c)}"
+                                 for c in clear) + ".")
         if noise["message"]:
             text += f" Noise: {noise['message']}."
-        return text + _unresolved(components, difference, causes)
+        return text + _unresolved(components, difference, [c for c in components if c["significant"]])
     said = [f"±{_digits(_half(total['ci95_s']))} s"] if total["ci95_s"] is not None else []
     said += [f"{change:+.0%} throughput"] if change is not None else []
     text = f"{b_name} saves are {abs(difference):.2f} s {way} than {a_name}" + (f" ({'; '.join(said)})" if said else "")
@@ -303,7 +317,7 @@ def _unresolved(components, difference, causes) -> str:
         return ""
     noisy.sort(key=lambda c: -abs(c["diff_s"]))
     return (" Not distinguishable from noise: "
-            + ", ".join(f"{c['label']} {c['diff_s']:+.2f} s{_pm(c)}" for c in noisy) + ".")
+            + ", ".join(f"{c['label']} {_signed(c['diff_s'])} s{_pm(c)}" for c in noisy) + ".")
 
 
 def _main_said(c, A, B) -> str:
@@ -316,6 +330,10 @@ def _main_said(c, A, B) -> str:
 
 def _half(ci) -> float:
     return (ci[1] - ci[0]) / 2
+
+
+def _signed(value: float) -> str:
+    return f"{value:+.2f}" if abs(value) >= 0.01 else f"{value:+.3f}"
 
 
 def _digits(half: float) -> str:
