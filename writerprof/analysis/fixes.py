@@ -90,7 +90,7 @@ def with_fork_hazard(fix: list[dict]) -> list[dict]:
 def _fork_action(target: Target, recovery: float | None) -> Fix:
     hazard = ("; but this recording shows live threads at fork (fork-with-threads): fork carries the "
               "deadlock hazard of a lock held by another thread" if target.threads_at_fork else
-              " where it is safe (no threads live at the fork)")
+              " where it is safe (this recording shows no other Python thread live at a fork)")
     return {"what": f"{FORK_ACTION}: no re-run of __main__, and each writer keeps its rank's "
                     "CPUs" + hazard,
             "where": _start_method_where(target, "fork"), "recovery_s": recovery}
