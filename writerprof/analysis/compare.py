@@ -1,18 +1,29 @@
 """Why B's saves take a different time from A's: the difference in mean save
 time cut into the critical-path components, which add up to it exactly with
 the unexplained remainder; then what differs in placement and in the
-kernel's counts, and a verdict naming the largest cause with its number.
+kernel's counts, and a verdict naming the causes with their numbers.
 
 Each side is one or more run summaries (contrast's repeats): their saves are
 pooled, and matched by their order within each producer for the per-save table.
+
+Every component carries a bootstrap 95% interval (analysis.intervals: saves
+resampled, and repeats where a side has several) and its own duration (its
+hooked calls' total) beside its critical-path seconds. The verdict names as
+causes only the significant components (interval clear of zero, and not
+negligible); it words a component whose critical-path seconds fell while its
+own duration did not as overlapping the cause, not as faster; and it says
+when the whole difference is within the noise (analysis.noise).
 """
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 
 import numpy as np
 
+from writerprof.analysis import fixes, intervals
+from writerprof.analysis.noise import noise as noise_of
 from writerprof.analysis.processes import mean_shares
 from writerprof.analysis.saves import COMPONENTS, STARTUP_PHASES
 from writerprof.analysis.shapes import Comparison, Summary
@@ -46,6 +57,19 @@ DESCRIPTIONS = {
     "close": "closing the file",
     "teardown": "the writer's exit and the save's cleanup",
 }
+# A component's own duration: the save's field of its hooked calls (start-up
+# phases: their span); setup, queue and teardown have none of their own.
+OWN = {"generation": "gen_s", "write": "write_s", "fadvise": "fadvise_s", "fsync": "fsync_s", "close": "close_s",
+       **{c: c.split(":", 1)[1] for c in COMPONENTS if c.startswith("startup:")}}
+# Differences too small to name as a cause, whatever their interval: below
+# both a millisecond and this share of A's mean save.
+NEGLIGIBLE_S = 0.001
+NEGLIGIBLE_SHARE = 0.01
+# A component whose critical-path seconds fell by x overlapped (rather than
+# sped up) when its own duration fell by less than this share of x.
+OVERLAP_SHARE = 0.5
+# Shares below this are not named in the verdict (next causes, offsets, noise).
+NAMED_SHARE = 0.05
 
 
 def side(summaries: list[dict]) -> dict:
@@ -68,6 +92,7 @@ def side(summaries: list[dict]) -> dict:
         "gib_s": nbytes / total_s / 2**30 if total_s else None,
         "components": mean,
         "unexplained_s": _mean([s["unexplained_s"] for s in saves]),
+        "own": {c: _mean([_own(s, c) for s in saves]) if c in OWN else None for c in COMPONENTS},
         "startup": {p: _mean([s["startup"].get(p, 0.0) for s in saves if s["startup"]]) for p in STARTUP_PHASES},
         "per_save": _by_order(saves),
         "per_rank": _by_rank(saves),
@@ -92,7 +117,39 @@ def side(summaries: list[dict]) -> dict:
                              if d["severity"] == "warning"}),
         "main": next((d["evidence"].get("main") for summary in summaries for d in summary["diagnoses"]
                       if d["code"] == "main-reimport"), None),
+        "fix": _fixes(d for summary in summaries for d in summary["diagnoses"]),
     }
+
+
+def _own(save: dict, component: str) -> float:
+    key = OWN[component]
+    return save["startup"].get(key, 0.0) if component.startswith("startup:") else save[key]
+
+
+def _fixes(diagnoses) -> list[dict]:
+    """The warnings' fixes, each action once, tagged with its warning's code.
+    One action of several runs or ranks (its numbers differ) is one: the
+    first's text, the mean of their recoveries."""
+    kept: dict[tuple, dict] = {}
+    recoveries: dict[tuple, list] = defaultdict(list)
+    for d in diagnoses:
+        for action in d.get("fix") or []:
+            key = (d["code"], re.split(r"[(:]", action["what"], maxsplit=1)[0], action["where"])
+            kept.setdefault(key, {"code": d["code"], **action})
+            if action["recovery_s"] is not None:
+                recoveries[key].append(action["recovery_s"])
+    return [{**f, "recovery_s": _mean(recoveries[key]) if recoveries[key] else None} for key, f in kept.items()]
+
+
+# The columns of a save resampled for the intervals: the components, the
+# unexplained rest, the save's time, then the components' own durations.
+_OWN_COLUMNS = tuple(c for c in COMPONENTS if c in OWN)
+
+
+def _matrix(summary: dict) -> np.ndarray:
+    return np.array([[s["critical_path"][c] for c in COMPONENTS] + [s["unexplained_s"], s["duration_s"]]
+                     + [_own(s, c) for c in _OWN_COLUMNS] for s in summary["saves"]],
+                    dtype=float).reshape(-1, len(COMPONENTS) + 2 + len(_OWN_COLUMNS))
 
 
 def compare(a: list[Summary], b: list[Summary], names: tuple[str, str] | None = None) -> Comparison:
@@ -104,12 +161,25 @@ def compare(a: list[Summary], b: list[Summary], names: tuple[str, str] | None = 
         empty = "A" if not A["saves"] else "B"
         raise ValueError(f"run {empty} has no saves to compare")
     difference = B["mean_save_s"] - A["mean_save_s"]
+    ci = intervals.difference_intervals([_matrix(x) for x in a], [_matrix(x) for x in b])
+    floor = max(NEGLIGIBLE_S, NEGLIGIBLE_SHARE * A["mean_save_s"])
     components = []
-    for name in COMPONENTS:
+    for i, name in enumerate(COMPONENTS):
         diff = B["components"][name] - A["components"][name]
+        sig = intervals.excludes_zero(ci[i])
+        own_a, own_b = A["own"][name], B["own"][name]
         components.append({"name": name, "label": LABELS[name], "description": DESCRIPTIONS[name], "a_s": A["components"][name],
                            "b_s": B["components"][name], "diff_s": diff,
-                           "share": diff / difference if difference else None})
+                           "share": diff / difference if difference else None,
+                           "ci95_s": list(ci[i]) if ci[i] is not None else None,
+                           "significant": sig and abs(diff) >= floor if sig is not None else None,
+                           "a_own_s": own_a, "b_own_s": own_b,
+                           "own_diff_s": own_b - own_a if own_a is not None and own_b is not None else None})
+    at = len(COMPONENTS) + 1  # the save's time
+    total_sig = intervals.excludes_zero(ci[at])
+    total = {"ci95_s": list(ci[at]) if ci[at] is not None else None,
+             "significant": total_sig and abs(difference) >= floor if total_sig is not None else None}
+    noise = noise_of(a, b, difference, (A["name"], B["name"]))
     unexplained = B["unexplained_s"] - A["unexplained_s"]
     per_save = []
     for index in sorted(set(A["per_save"]) & set(B["per_save"])):
@@ -134,33 +204,148 @@ def compare(a: list[Summary], b: list[Summary], names: tuple[str, str] | None = 
         "difference_s": difference,
         "components": components,
         "unexplained_s": unexplained,
+        "total": total,
         "per_save": per_save,
-        "verdict": verdict(A, B, difference, components),
+        "noise": noise,
+        **_verdict_and_fix(A, B, difference, components, total, noise),
     }
 
 
-def verdict(A, B, difference, components) -> str:
+def _verdict_and_fix(A, B, difference, components, total, noise) -> dict:
+    causes = [c for c in components if c["significant"] and c["diff_s"] * difference > 0]
+    causes.sort(key=lambda c: -abs(c["diff_s"]))
+    slower = B if difference > 0 else A
+    named = {c["name"] for c in causes}
+    # The fixes of the warnings acting on a cause, each action once (the most specific warning's).
+    fix, seen = [], set()
+    for f in sorted(slower["fix"], key=lambda f: len(fixes.ACTS_ON.get(f["code"], ()))):
+        if named & set(fixes.ACTS_ON.get(f["code"], ())) and f["what"] not in seen:
+            seen.add(f["what"])
+            fix.append(f)
+    if "fork-with-threads" in A["diagnoses"] + B["diagnoses"]:
+        fix = fixes.with_fork_hazard(fix)
+    return {"causes": [c["name"] for c in causes], "fix": fix,
+            "verdict": verdict(A, B, difference, components, total, noise, causes) + _one_run_caveat(A, B, noise)}
+
+
+def _one_run_caveat(A, B, noise) -> str:
+    """Saves of one run a side vary less than runs do: say what the intervals leave out."""
+    if noise["unit"] != "save" or len(A["runs"]) > 1 or len(B["runs"]) > 1:
+        return ""
+    return (" (Intervals over the saves of one run a side: run-to-run variation is not in them; "
+            "contrast --repeat N measures it.)")
+
+
+def verdict(A, B, difference, components, total, noise, causes) -> str:
+    """causes: the significant components in the direction of the difference, largest first."""
     a_name, b_name = A["name"], B["name"]
     change = B["gib_s"] / A["gib_s"] - 1 if A["gib_s"] and B["gib_s"] else None
     rate = f" ({change:+.0%} throughput)" if change is not None else ""
     if abs(difference) < 0.01 * A["mean_save_s"]:
         return f"{b_name} and {a_name} saves take the same time within 1% ({A['mean_save_s']:.3f} s vs {B['mean_save_s']:.3f} s)."
     slower = difference > 0
-    top = max(components, key=lambda c: c["diff_s"] if slower else -c["diff_s"])
-    what = top["description"]
-    if top["name"] == "startup:main_rerun" and (B["main"] or A["main"]):
-        what += f" ({(B['main'] or A['main']).rsplit('/', 1)[-1]})"
-    text = (f"{b_name} saves are {abs(difference):.2f} s {'slower' if slower else 'faster'} than {a_name}"
-            f"{rate}; {abs(top['diff_s']):.2f} s of that ({top['diff_s'] / difference:.0%}) is {what}.")
-    second = sorted(components, key=lambda c: -c["diff_s"] if slower else c["diff_s"])[1]
-    if second["diff_s"] / difference >= 0.15:
-        text += f" Next: {second['description']}, {abs(second['diff_s']):.2f} s ({second['diff_s'] / difference:.0%})."
-    # A cause larger than the whole difference: something went the other way.
-    against = sorted(components, key=lambda c: c["diff_s"] if slower else -c["diff_s"])[0]
-    if -against["diff_s"] / difference >= 0.15:
-        text += (f" Partly offset by {against['description']}, {against['diff_s']:+.2f} s "
-                 f"({'faster' if slower else 'slower'} in {b_name}).")
+    way = "slower" if slower else "faster"
+    if total["significant"] is False:
+        text = (f"{b_name} saves are {abs(difference):.2f} s {way} than {a_name}{rate}, but that difference is not "
+                f"distinguishable from noise (95% interval {_interval(total['ci95_s'])} s per save).")
+        # Parts that are clear of the noise even so (the rest offsetting them): named, without a share.
+        clear = sorted((c for c in components if c["significant"]), key=lambda c: -abs(c["diff_s"]))
+        if clear:
+            text += (" Of its parts, these are clear of the noise: "
+                     + "; ".join(f"{c['description']}{_main_said(c, A, B)}: {c['diff_s']:+.2f} s{_pm(c)}"
+                                 for c in clear) + ".")
+        if noise["message"]:
+            text += f" Noise: {noise['message']}."
+        return text + _unresolved(components, difference, [c for c in components if c["significant"]])
+    said = [f"±{_digits(_half(total['ci95_s']))} s"] if total["ci95_s"] is not None else []
+    said += [f"{change:+.0%} throughput"] if change is not None else []
+    text = f"{b_name} saves are {abs(difference):.2f} s {way} than {a_name}" + (f" ({'; '.join(said)})" if said else "")
+    if not causes:
+        text += "; no single part of the save is distinguishable from noise."
+    for i, c in enumerate(causes):
+        what = c["description"] + _main_said(c, A, B)
+        share = c["diff_s"] / difference
+        said = f"{share:.0%}" if share <= 1 else "more than all of it, offset below"
+        if i == 0:
+            text += f"; {abs(c['diff_s']):.2f} s{_pm(c)} of that ({said}) is {what}."
+        elif share >= NAMED_SHARE:
+            text += f" Also {c['description']}, {abs(c['diff_s']):.2f} s{_pm(c)} ({said})."
+    text += _offsets(components, difference, causes, a_name, b_name)
+    return text + _unresolved(components, difference, causes)
+
+
+def _offsets(components, difference, causes, a_name, b_name) -> str:
+    """The significant components that went the other way: an overlap when
+    their own duration did not fall with their critical-path seconds."""
+    slower_name, faster_name = (b_name, a_name) if difference > 0 else (a_name, b_name)
+    text = ""
+    against = [c for c in components if c["significant"] and c["diff_s"] * difference < 0
+               and abs(c["diff_s"] / difference) >= NAMED_SHARE]
+    overlapped_with = _overlap_partner(causes)
+    for c in sorted(against, key=lambda c: -abs(c["diff_s"])):
+        # Seconds off the slower side's critical path, and how much its own time fell there.
+        off = -c["diff_s"] if difference > 0 else c["diff_s"]
+        own_fell = (-(c["own_diff_s"]) if difference > 0 else c["own_diff_s"]) if c["own_diff_s"] is not None else None
+        own = (f"; its own time {c['a_own_s']:.2f} → {c['b_own_s']:.2f} s"
+               if c["a_own_s"] is not None and c["b_own_s"] is not None else "")
+        if own_fell is not None and own_fell < OVERLAP_SHARE * off and overlapped_with:
+            text += (f" Partly offset: {c['description']} overlapped {overlapped_with} in {slower_name}, "
+                     f"{c['diff_s']:+.2f} s{_pm(c)} on the critical path{own} (off the critical path, not faster).")
+        elif own_fell is not None and own_fell >= OVERLAP_SHARE * off:
+            text += (f" Partly offset by {c['description']}, {c['diff_s']:+.2f} s{_pm(c)} (faster in "
+                     f"{slower_name}{own}).")
+        else:
+            text += (f" Partly offset by {c['description']}, {c['diff_s']:+.2f} s{_pm(c)} (less of it on "
+                     f"{slower_name}'s critical path{own}).")
     return text
+
+
+def _overlap_partner(causes) -> str | None:
+    """What an offset overlapped: the largest cause, start-up phases as the writer's start-up."""
+    if not causes:
+        return None
+    top = causes[0]["name"]
+    return "the writer's start-up" if top.startswith("startup:") else DESCRIPTIONS[top]
+
+
+def _unresolved(components, difference, causes) -> str:
+    """The components of some size that are not significant."""
+    named = {c["name"] for c in causes}
+    noisy = [c for c in components if c["name"] not in named and not c["significant"] and c["ci95_s"] is not None
+             and abs(c["diff_s"]) >= NAMED_SHARE * abs(difference)]
+    if not noisy:
+        return ""
+    noisy.sort(key=lambda c: -abs(c["diff_s"]))
+    return (" Not distinguishable from noise: "
+            + ", ".join(f"{c['label']} {_signed(c['diff_s'])} s{_pm(c)}" for c in noisy) + ".")
+
+
+def _main_said(c, A, B) -> str:
+    main = B["main"] or A["main"]
+    if c["name"] != "startup:main_rerun" or not main:
+        return ""
+    said = f" ({main.rsplit('/', 1)[-1]})"
+    return said + (f", {fixes.STANDS_IN}" if main.endswith(fixes.REPRO_MAIN) else "")
+
+
+def _half(ci) -> float:
+    return (ci[1] - ci[0]) / 2
+
+
+def _signed(value: float) -> str:
+    return f"{value:+.2f}" if abs(value) >= 0.01 else f"{value:+.3f}"
+
+
+def _digits(half: float) -> str:
+    return f"{half:.2f}" if half >= 0.01 else f"{half:.3f}"
+
+
+def _pm(c) -> str:
+    return f" ±{_digits(_half(c['ci95_s']))}" if c["ci95_s"] is not None else ""
+
+
+def _interval(ci) -> str:
+    return f"{ci[0]:+.2f} to {ci[1]:+.2f}" if ci is not None else "unknown"
 
 
 def _mean(values) -> float:

@@ -49,6 +49,7 @@ def result(command: list[str], methods: list[str], repeat: int, runs: list[dict]
     lost = comparisons[PLAIN]["difference_s"] if PLAIN in comparisons else None
     what_ifs = [_what_if(method, comparisons.get(method), skipped.get(method), lost)
                 for method in WHAT_IFS if method in methods]
+    first = next(iter(comparisons.values()))
     return {
         "schema": SCHEMA,
         "command": list(command),
@@ -59,8 +60,29 @@ def result(command: list[str], methods: list[str], repeat: int, runs: list[dict]
                  for r in runs],
         "comparisons": comparisons,
         "what_ifs": what_ifs,
-        "verdict": next(iter(comparisons.values()))["verdict"],
+        "noise": _noise(sides, comparisons),
+        "fix": _measured_fix(first["fix"], what_ifs, reference, lost),
+        "verdict": first["verdict"],
     }
+
+
+def _noise(sides: dict, comparisons: dict) -> dict:
+    """Each method's spread over its repeats, and the comparisons whose noise hides their effect."""
+    from writerprof.analysis import noise
+
+    return {"sides": {m: noise.spread(*noise.units(summaries, "repeat")) for m, summaries in sides.items()},
+            "warnings": [f"{m}: {c['noise']['message']}" for m, c in comparisons.items() if c["noise"]["hides"]]}
+
+
+def _measured_fix(fix: list, what_ifs: list, reference: str, lost: float | None) -> list:
+    """The first comparison's fix, with the recoveries the what-ifs measured:
+    the reference's is all of plain forkserver's loss."""
+    from writerprof.analysis import fixes
+
+    recovered = {w["method"]: w["recovered_s"] for w in what_ifs if w["recovered_s"] is not None}
+    if lost is not None:
+        recovered[reference] = lost
+    return fixes.measured(fix, recovered)
 
 
 def _what_if(method: str, comparison, reason: str | None, lost: float | None) -> WhatIf:

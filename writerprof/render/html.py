@@ -87,7 +87,27 @@ def _instance(d: dict, run: str | None = None) -> str:
     cost = f" · cost {d['cost_s']:.3f} s" if d.get("cost_s") is not None else ""
     evidence = _kv([(k, _value(k, v)) for k, v in (d.get("evidence") or {}).items()])
     return (f'<div class="instance"><div class="where">{_e(_where(d, run))}{_e(cost)}</div>'
-            f"<div>{_e(d['message'])}</div>{evidence}</div>")
+            f"<div>{_e(d['message'])}</div>{evidence}{_fix(d.get('fix'))}</div>")
+
+
+def _fix(fix: list[dict] | None, head: str = "fix") -> str:
+    """A fix's actions: what to change, where, and the recovery where measured."""
+    if not fix:
+        return ""
+    items = "".join(
+        f"<li>{_e(a['what'])}; <b>where</b>: <code>{_e(a['where'])}</code>"
+        + (f" · recovers {a['recovery_s']:.3f} s per save" if a.get("recovery_s") is not None else "") + "</li>"
+        for a in fix)
+    return f'<div class="fix"><b>{_e(head)}</b><ul>{items}</ul></div>'
+
+
+def _pm(c: dict) -> str:
+    """An interval as ± half its width, after the value it belongs to."""
+    ci = c.get("ci95_s")
+    if not ci:
+        return ""
+    half = (ci[1] - ci[0]) / 2
+    return f" ±{half:.2f}" if half >= 0.01 else f" ±{half:.3f}"
 
 
 def diagnoses_html(diagnoses: list[dict], runs: list[str | None] | None = None) -> str:
@@ -269,16 +289,21 @@ def _components(comparison: dict, name_a: str, name_b: str) -> str:
     for c in comparison["components"]:
         if max(abs(c["a_s"]), abs(c["b_s"])) < MIN_S:
             classes[len(rows)] = "dim"
-        rows.append([c.get("label") or c["name"], c.get("description", ""), _s(c["a_s"]), _s(c["b_s"]),
-                     _signed(c["diff_s"]), _pct(c.get("share"))])
+        own = (f"; its own calls {c['a_own_s']:.3f} → {c['b_own_s']:.3f} s"
+               if c.get("a_own_s") is not None and c.get("b_own_s") is not None else "")
+        share = "noise" if c.get("significant") is False else _pct(c.get("share"))
+        rows.append([c.get("label") or c["name"], c.get("description", "") + own, _s(c["a_s"]), _s(c["b_s"]),
+                     _signed(c["diff_s"]) + _pm(c), share])
     unexplained = comparison["unexplained_s"]
     rows.append(["unexplained", "no recorded activity on the critical path", _s(a["unexplained_s"]),
                  _s(b["unexplained_s"]), _signed(unexplained), _pct(unexplained / difference if difference else None)])
     total = sum(c["diff_s"] for c in comparison["components"]) + unexplained
     classes[len(rows)] = "total"
     rows.append(["total", "= the difference in mean save time", _s(a["mean_save_s"]), _s(b["mean_save_s"]),
-                 _signed(total), _pct(1.0 if difference else None)])
+                 _signed(total) + _pm(comparison.get("total") or {}), _pct(1.0 if difference else None)])
     return ("<h2>Where the difference goes (critical path, mean per save)</h2>"
+            '<p class="note">B − A with ± half its bootstrap 95% interval; share "noise" where the interval '
+            "includes zero; own calls: the component's own duration, on the critical path or not.</p>"
             + _table(["component", "what it is", f"A {name_a} s", f"B {name_b} s", "B − A s", "share"], rows,
                      numeric={2, 3, 4, 5}, row_classes=classes))
 
@@ -362,6 +387,11 @@ def contrast_html(comparison: dict, sides: dict[str, list[dict]], figures: dict 
     change = f"{t['change']:+.1%}" if t.get("change") is not None else "-"
     body = [f"<h1>writerprof contrast: {_e(name_a)} vs {_e(name_b)}</h1>",
             f'<div class="verdict" id="verdict">{_e(comparison["verdict"])}</div>']
+    fix = contrast["fix"] if contrast and "fix" in contrast else comparison.get("fix")
+    body.append(_fix(fix, "What to do"))
+    noise = comparison.get("noise") or {}
+    if noise.get("hides"):
+        body.append(f'<p class="note" id="noise">Noise: {_e(noise["message"])}</p>')
     if contrast and contrast.get("command"):
         body.append(_kv([("command", _Html(f"<code>{_e(_command(contrast['command']))}</code>")),
                          ("methods", ", ".join(contrast.get("methods") or [])),

@@ -170,6 +170,7 @@ def _diagnoses(diagnoses: list[dict]) -> str:
     rows = [f"Diagnoses ({warnings} warning{'s' * (warnings != 1)}, most costly first)"]
     shown: dict = defaultdict(int)
     alike: dict = defaultdict(list)
+    fixed: dict = {}  # a fix printed in full -> the code it was printed under
     for d in diagnoses:
         key = (d["code"], d["severity"])
         shown[key] += 1
@@ -183,6 +184,12 @@ def _diagnoses(diagnoses: list[dict]) -> str:
         rows.append(f"  {d['severity'].upper():<7} {d['code']:<22} {where}{cost}")
         rows += _wrap(d["message"], "      ")
         rows += _wrap("evidence: " + _evidence(d["evidence"]), "      ")
+        key = tuple((a["what"], a["where"]) for a in d.get("fix") or [])
+        if key and key in fixed:  # the start-up's fix is the re-run's: once in full
+            rows += _wrap(f"fix: as for {fixed[key]} above", "      ")
+        else:
+            fixed.setdefault(key, d["code"])
+            rows += _fix_lines(d.get("fix"), "      ")
     for (code, severity), more in alike.items():
         by_host = defaultdict(set)
         for d in more:
@@ -194,7 +201,28 @@ def _diagnoses(diagnoses: list[dict]) -> str:
     return "\n".join(rows)
 
 
-def compare_text(comparison: dict) -> str:
+def _fix_lines(fix: list[dict] | None, indent: str) -> list[str]:
+    """A fix's actions, one bullet each: what, where, and the recovery where measured."""
+    if not fix:
+        return []
+    rows = _wrap("fix:", indent)
+    for action in fix:
+        recovery = f" (recovers {action['recovery_s']:.2f} s per save)" if action.get("recovery_s") is not None else ""
+        rows += _wrap(f"- {action['what']}; where: {action['where']}{recovery}", indent + "  ")
+    return rows
+
+
+def _pm(c: dict) -> str:
+    """A component's interval as ±half its width (blank without one)."""
+    ci = c.get("ci95_s")
+    if ci is None:
+        return ""
+    half = (ci[1] - ci[0]) / 2
+    return f"±{half:.2f}" if half >= 0.01 else f"±{half:.3f}"
+
+
+def compare_text(comparison: dict, fix: list[dict] | None = None) -> str:
+    """fix: the verdict's fix (default: the comparison's; contrast gives its measured one)."""
     a, b = comparison["a"], comparison["b"]
     name_a, name_b = a["name"], b["name"]
     t = comparison["throughput"]
@@ -206,21 +234,30 @@ def compare_text(comparison: dict) -> str:
         f"{'saves':<44} {a['saves']:>9} {b['saves']:>9}",
         f"{'throughput (GiB/s)':<44} {_rate(t['a_gib_s']):>9} {_rate(t['b_gib_s']):>9} "
         f"{format(t['change'], '+.1%') if t['change'] is not None else '-':>9}",
-        f"{'mean save (s)':<44} {a['mean_save_s']:>9.3f} {b['mean_save_s']:>9.3f} {comparison['difference_s']:>+9.3f}",
+        f"{'mean save (s)':<44} {a['mean_save_s']:>9.3f} {b['mean_save_s']:>9.3f} {comparison['difference_s']:>+9.3f}"
+        f" {_pm(comparison['total'])}".rstrip(),
         "",
-        f"Where the time of a save goes (critical path, mean per save; seconds){'':<2} {'share':>6}",
+        f"Where the time of a save goes (critical path, mean per save; seconds) {'95%':>6} {'share':>5}  own B - A",
     ]
     for c in comparison["components"]:
         if max(abs(c["a_s"]), abs(c["b_s"])) < 0.0005:
             continue
-        share = f"{c['share']:.0%}" if c["share"] is not None else "-"
-        rows.append(f"  {c['label']:<42} {c['a_s']:>9.3f} {c['b_s']:>9.3f} {c['diff_s']:>+9.3f} {share:>6}")
+        share = f"{c['share']:.0%}" if c["share"] is not None and c["significant"] is not False else "noise"
+        own = f"{c['own_diff_s']:+.3f}" if c["own_diff_s"] is not None else "-"
+        rows.append(f"  {c['label']:<32} {c['a_s']:>9.3f} {c['b_s']:>9.3f} {c['diff_s']:>+9.3f} {_pm(c):<7} "
+                    f"{share:>5}  {own:>9}")
     unexplained = comparison["unexplained_s"]
     share = f"{unexplained / comparison['difference_s']:.0%}" if comparison["difference_s"] else "-"
-    rows.append(f"  {'unexplained (no recorded activity)':<42} {a['unexplained_s']:>9.3f} "
-                f"{b['unexplained_s']:>9.3f} {unexplained:>+9.3f} {share:>6}")
+    rows.append(f"  {'unexplained (no recorded activity)':<32} {a['unexplained_s']:>9.3f} "
+                f"{b['unexplained_s']:>9.3f} {unexplained:>+9.3f} {'':<7} {share:>5}")
     total = sum(c["diff_s"] for c in comparison["components"]) + unexplained
-    rows.append(f"  {'total (= the difference in mean save time)':<42} {'':>9} {'':>9} {total:>+9.3f}")
+    # Its interval before the sum, which ends the line.
+    rows.append(f"  {'total (= the difference in mean save)':<32} {'':>9} {_pm(comparison['total']):>9} "
+                f"{total:>+9.3f}")
+    rows.append("  95%: bootstrap interval of B - A, ± half its width; share: of the difference, 'noise' where "
+                "the")
+    rows.append("  interval includes zero; own: the component's own calls' duration (B - A), critical path "
+                "or not")
     rows += ["", "Start-up phases (mean per writer, seconds)"]
     for phase in a["startup"]:
         if max(a["startup"][phase], b["startup"][phase]) >= 0.0005:
@@ -252,7 +289,11 @@ def compare_text(comparison: dict) -> str:
         rows += ["", f"Aggregate as the benchmark reports it (mean of per-save rates): "
                      f"A {a['aggregate_gib_s']:.2f} GiB/s, B {b['aggregate_gib_s']:.2f} GiB/s "
                      f"({b['aggregate_gib_s'] / a['aggregate_gib_s'] - 1:+.1%})"]
+    noise = comparison["noise"]
+    if noise["hides"] and noise["message"] not in comparison["verdict"]:
+        rows += [""] + _wrap("Noise: " + noise["message"], "")
     rows += [""] + _wrap("Verdict: " + comparison["verdict"], "")
+    rows += _fix_lines(comparison["fix"] if fix is None else fix, "")
     return "\n".join(rows) + "\n"
 
 
@@ -297,14 +338,16 @@ def contrast_text(result: dict, report) -> str:
     reference, what each what-if recovered, and where its HTML report is."""
     reference = result["methods"][0]
     parts = []
-    for method, comparison in result["comparisons"].items():
+    for i, (method, comparison) in enumerate(result["comparisons"].items()):
         parts.append(f"\n=== {reference} vs {method} ===\n")
-        parts.append(compare_text(comparison))
+        parts.append(compare_text(comparison, result["fix"] if i == 0 else None))
     for entry in result["what_ifs"]:
         if not entry["ran"]:
             parts.append(f"{entry['method']}: not run: {entry['reason']}\n")
         elif entry.get("recovered_share") is not None:
             parts.append(f"{entry['method']}: recovers {entry['recovered_s']:.3f} s per save, "
                          f"{entry['recovered_share']:.0%} of what forkserver lost against {reference}\n")
+    for warning in result["noise"]["warnings"]:
+        parts.append("\n".join(_wrap(f"Noise, {warning}", "")) + "\n")
     parts.append(f"\nReport: {report}\n")
     return "".join(parts)

@@ -45,6 +45,10 @@ class Scenario:
     write_s: float = 0.020  # one os.write of a chunk, from a buffer on the writer's node
     fsync_s: float = 0.300
     jitter: float = 0.0  # relative spread (lognormal sigma) of gen and write times
+    # Relative spread (lognormal sigma) of a whole save's storage: one factor
+    # per save and rank on all its writes and its fsync, as a busy machine's
+    # device varies from save to save (per-chunk jitter averages out in a save).
+    save_jitter: float = 0.0
     seed: int = 0
     # Writer start-up. start_s: Process.start() in the producer (None: 2 ms
     # fork, 1.5 ms forkserver, 4 ms spawn); main_rerun_s and unpickle_s:
@@ -96,7 +100,7 @@ class Scenario:
                 raise ValueError(f"{name} must be at least 1")
         if self.smt and self.cpus_per_node % 2:
             raise ValueError("smt needs an even cpus_per_node (two threads per core)")
-        for name in ("gen_s", "write_s", "fsync_s", "jitter", "main_rerun_s", "unpickle_s",
+        for name in ("gen_s", "write_s", "fsync_s", "jitter", "save_jitter", "main_rerun_s", "unpickle_s",
                      "target_setup_s", "fault_s", "involuntary_per_s", "faults_per_chunk", "gen_threads"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must not be negative")
@@ -146,6 +150,6 @@ def _arg(value) -> str:
 
 RANK_FIELDS = {"producer_cpus", "writer_cpus_inherited", "gen_threads", "fork_threads",
                "involuntary_per_s"}
-SAVE_FIELDS = {"gen_s", "write_s", "fsync_s", "jitter", "start_s", "main_rerun_s", "unpickle_s",
+SAVE_FIELDS = {"gen_s", "write_s", "fsync_s", "jitter", "save_jitter", "start_s", "main_rerun_s", "unpickle_s",
                "target_setup_s", "writer_cpus", "buffer_node", "writer_run_node", "migrate_to_node",
                "remote_factor", "faults_per_chunk", "fault_s"}

@@ -111,6 +111,12 @@ def _durations(host, v: dict, remote: np.ndarray):
     write_faults = np.where(first_pass, pages // 16, 0)[None, :] + _col(params, "faults_per_chunk", 1)[:, None]
     gen_dur = (_col(params, "gen_s")[:, None] * spread() + gen_faults * fault_ns[:, None]).astype(np.int64)
     write_factor = np.where(remote, _fcol(params, "remote_factor")[:, None], 1.0)
+    # The save's storage factor (save_jitter), from its own generator: runs without it keep their numbers.
+    sigma = _fcol(params, "save_jitter")
+    storage = np.exp(np.random.default_rng([sc.seed, host.index, v["save"], 1]).normal(0.0, 1.0, R) * sigma
+                     - sigma ** 2 / 2)
+    v["storage"] = storage
+    write_factor = write_factor * storage[:, None]
     write_dur = (_col(params, "write_s")[:, None] * spread() * write_factor
                  + write_faults * fault_ns[:, None]).astype(np.int64)
     v.update(fault_ns=fault_ns, gen_faults=gen_faults, write_faults=write_faults,
@@ -193,7 +199,7 @@ def _teardown(host, v: dict):
     sc = host.sc
     n, B = sc.chunks_per_save, sc.buffers
     fs = v["gte"][:, n] + 20 * US
-    fe = fs + _col(v["params"], "fsync_s")
+    fe = fs + (_col(v["params"], "fsync_s") * v["storage"]).astype(np.int64)
     cs = fe + 70 * US
     ce = cs + CLOSE_NS
     wend = ce[:, None] + 150 * US + np.arange(B) * 300 * US

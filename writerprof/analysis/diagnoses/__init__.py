@@ -1,6 +1,8 @@
 """Diagnoses: each a pure function of the process table and the saves, firing
 only on measured data, with the numbers it used as evidence and, where the
 critical path gives one, its cost in seconds. Thresholds are named below.
+A warning with a cause carries its fix (analysis.fixes): what to change,
+where, and what it recovers where measured.
 
 Each check declares the codes it reports next to it (@emits): their severity
 and their meaning in one line, its thresholds in it. CODES collects them: the
@@ -15,6 +17,7 @@ pipeline (base has what they share). CHECKS lists them in report order.
 
 from __future__ import annotations
 
+from writerprof.analysis import fixes
 from writerprof.analysis.diagnoses.base import INFO, SEVERITIES, WARNING, Code
 from writerprof.analysis.diagnoses.pipeline import (DEMAND_SHARE, FAULTS_FLOOR, FAULTS_PER_PAGE, FSYNC_SHARE,
                                                     IO_SHARE, PREEMPTIONS_PER_CPU_S, QUEUE_SHARE, WAIT_SHARE,
@@ -36,6 +39,7 @@ def diagnose(run, procs: list[dict], saves: list[dict]) -> list[Diagnosis]:
     found = []
     for check in CHECKS:
         found += check(run, procs, saves)
+    fixes.attach(run, found, saves)
     order = {severity: i for i, severity in enumerate(SEVERITIES)}
     return sorted(found, key=lambda d: (order[d["severity"]], -(d.get("cost_s") or 0), d["code"]))
 

@@ -18,12 +18,12 @@ import types
 import typing
 from typing import Union
 
-from writerprof.analysis.shapes.compare import Comparison, ContrastResult, WhatIf
-from writerprof.analysis.shapes.summary import Diagnosis, Summary, Throughput
+from writerprof.analysis.shapes.compare import CodedFix, Comparison, ContrastResult, Noise, Spread, WhatIf
+from writerprof.analysis.shapes.summary import Diagnosis, Fix, Summary, Throughput
 from writerprof.analysis.shapes.views import AffinityBins, AffinityProcesses
 
-__all__ = ["AffinityBins", "AffinityProcesses", "Comparison", "ContrastResult", "Diagnosis", "Summary",
-           "Throughput", "WhatIf", "mismatches"]
+__all__ = ["AffinityBins", "AffinityProcesses", "CodedFix", "Comparison", "ContrastResult", "Diagnosis", "Fix",
+           "Noise", "Spread", "Summary", "Throughput", "WhatIf", "mismatches"]
 
 
 def mismatches(value, shape, where: str = "") -> list[str]:

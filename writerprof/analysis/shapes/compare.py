@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TypedDict
 
+from writerprof.analysis.shapes.summary import Fix
+
 
 class MeanSave(TypedDict):
     duration_s: float  # mean
@@ -36,6 +38,7 @@ class Side(TypedDict):
     bytes_per_save: float
     gib_s: float | None
     components: dict[str, float]  # component -> mean seconds per save
+    own: dict[str, float | None]  # component -> its hooked calls' mean seconds per save (None: no own calls)
     unexplained_s: float  # mean per save
     startup: dict[str, float]  # start-up phase -> mean seconds
     per_save: dict[int, MeanSave]  # save order within its producer -> mean
@@ -45,6 +48,11 @@ class Side(TypedDict):
     kernel: Kernel
     diagnoses: list[str]  # the warnings' codes
     main: str | None  # the __main__ the writers re-ran, if main-reimport fired
+    fix: list[CodedFix]  # the warnings' fixes, deduplicated
+
+
+class CodedFix(Fix):
+    code: str  # the warning it is the fix of
 
 
 class RankDiff(TypedDict):
@@ -64,6 +72,11 @@ class ComponentDiff(TypedDict):
     b_s: float
     diff_s: float
     share: float | None  # of difference_s
+    ci95_s: list[float] | None  # [lo, hi]: bootstrap 95% interval of diff_s (None: a side has one save)
+    significant: bool | None  # the interval excludes zero and diff_s is not negligible
+    a_own_s: float | None  # the component's own duration (its hooked calls), mean per save
+    b_own_s: float | None
+    own_diff_s: float | None
 
 
 class SaveDiff(TypedDict):
@@ -80,6 +93,33 @@ class ThroughputChange(TypedDict):
     change: float | None  # b over a, minus 1
 
 
+class Spread(TypedDict):
+    """How one side's units (repeats, or saves) vary by themselves."""
+    count: int
+    gib_s: list[float]  # each unit's throughput
+    cv: float | None  # coefficient of variation of gib_s
+    min_gib_s: float | None
+    max_gib_s: float | None
+    sd_s: float | None  # standard deviation of the units' mean save time
+
+
+class Noise(TypedDict):
+    unit: str  # "repeat" (both sides have several) or "save"
+    a: Spread
+    b: Spread
+    sd_s: float | None  # the two sides' sd_s pooled
+    effect_s: float  # the difference in mean save time
+    have: int  # units on the smaller side
+    needed: int | None  # units per side to resolve effect_s at sd_s (analysis.noise.needed)
+    hides: bool  # needed > have
+    message: str | None  # the warning, when hides
+
+
+class Total(TypedDict):
+    ci95_s: list[float] | None
+    significant: bool | None
+
+
 class Comparison(TypedDict):
     schema: str  # "writerprof.compare/1"
     a: Side
@@ -89,7 +129,11 @@ class Comparison(TypedDict):
     difference_s: float  # B's mean save time minus A's: the components and unexplained_s sum to it
     components: list[ComponentDiff]  # in saves.COMPONENTS order
     unexplained_s: float
+    total: Total  # the interval of difference_s
     per_save: list[SaveDiff]  # saves matched by their order
+    noise: Noise
+    causes: list[str]  # the components the verdict names as causes, largest first
+    fix: list[CodedFix]  # what to do about the causes, from the slower side's warnings
     verdict: str
 
 
@@ -110,6 +154,11 @@ class WhatIf(TypedDict):
     recovered_share: float | None  # recovered_s over that loss
 
 
+class ContrastNoise(TypedDict):
+    sides: dict[str, Spread]  # method -> its repeats' spread
+    warnings: list[str]  # per comparison whose noise hides its effect
+
+
 class ContrastResult(TypedDict):
     schema: str  # "writerprof.contrast/1"
     command: list[str]
@@ -118,4 +167,6 @@ class ContrastResult(TypedDict):
     runs: list[ContrastRun]  # in the order recorded
     comparisons: dict[str, Comparison]  # method -> the reference against it
     what_ifs: list[WhatIf]
+    noise: ContrastNoise
+    fix: list[CodedFix]  # the first comparison's, with recovery_s from the what-ifs that measured it
     verdict: str  # the first comparison's

@@ -173,8 +173,16 @@ class _Diagnosis(TypedDict):
     evidence: dict[str, Any]  # the numbers it was computed from, per code
 
 
+class Fix(TypedDict):
+    """One action that removes (part of) a warning's cause (analysis.fixes)."""
+    what: str  # what to change, in the target's terms
+    where: str  # the file, command line or setting it is changed in
+    recovery_s: float | None  # seconds per save it won back where the run or a what-if measured it
+
+
 class Diagnosis(_Diagnosis, total=False):
     cost_s: float  # seconds of save time on the critical path, where it has one
+    fix: list[Fix]  # warnings with a cause: what to do about it, the likeliest first
 
 
 class Binding(TypedDict):
