@@ -29,6 +29,15 @@ class Stat(NamedTuple):
     start_ticks: int  # since boot: with the pid, tells a reused pid apart
 
 
+class ThreadStat(NamedTuple):
+    tid: int
+    name: str  # comm: the kernel's name of the thread (15 bytes at most)
+    cpu: int  # the CPU it last ran on
+    utime_ns: int
+    stime_ns: int
+    start_ticks: int  # since boot
+
+
 class Status(NamedTuple):
     voluntary_ctxt: int
     nonvoluntary_ctxt: int
@@ -49,6 +58,14 @@ def parse_stat(text: str) -> Stat:
     return Stat(state=f[0], ppid=int(f[1]), minflt=int(f[7]), majflt=int(f[9]),
                 utime_ns=int(f[11]) * TICK_NS, stime_ns=int(f[12]) * TICK_NS, threads=int(f[17]),
                 rss_bytes=int(f[21]) * PAGE_SIZE, cpu=int(f[36]), start_ticks=int(f[19]))
+
+
+def parse_thread_stat(text: str) -> ThreadStat:
+    """/proc/PID/task/TID/stat: the same format as a process's, for one thread."""
+    close = text.rindex(")")
+    f = text[close + 2:].split(None, 37)  # up to processor (field 39), no further
+    return ThreadStat(tid=int(text[:text.index(" ")]), name=text[text.index("(") + 1:close], cpu=int(f[36]),
+                      utime_ns=int(f[11]) * TICK_NS, stime_ns=int(f[12]) * TICK_NS, start_ticks=int(f[19]))
 
 
 def _field(text: str, key: str) -> str | None:
@@ -112,6 +129,32 @@ def shm_numa_maps(maps_text: str, numa_maps_text: str) -> list[dict]:
 def read_stat(system: System, pid: int | str) -> Stat | None:
     text = system.read(f"/proc/{pid}/stat")
     return None if text is None else parse_stat(text)
+
+
+def read_threads(system: System, pid: int | str) -> list[ThreadStat]:
+    """Every live thread of pid ([] once it is gone). Read with bare
+    os.open/os.read: this runs for each thread of each sampled process every
+    tick, and a native pool has hundreds."""
+    base = system.path(f"/proc/{pid}/task/")
+    try:
+        tids = os.listdir(base)
+    except OSError:
+        return []
+    found = []
+    for tid in tids:
+        try:
+            fd = os.open(base + tid + "/stat", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            continue  # exited since the listing
+        try:
+            data = os.read(fd, 4096)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        if data:
+            found.append(parse_thread_stat(data.decode("utf-8", "replace")))
+    return found
 
 
 def read_status(system: System, pid: int | str) -> Status | None:
