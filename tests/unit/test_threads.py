@@ -54,14 +54,14 @@ def write_threads(root, readings: dict[int, tuple]) -> None:
 
 @needs_numa2
 def test_thread_stat_of_the_real_format():
-    thread = procfs.parse_thread_stat(real_stat())
+    thread = procfs.parse_thread_stat(real_stat().encode())
     assert thread == procfs.ThreadStat(tid=286, name="python3", cpu=0, utime_ns=116 * procfs.TICK_NS,
                                        stime_ns=62 * procfs.TICK_NS, start_ticks=1503)
 
 
 @needs_numa2
 def test_thread_names_with_spaces_and_parentheses():
-    thread = procfs.parse_thread_stat(thread_stat(7, "fill (1) x", utime=3, stime=1, cpu=1))
+    thread = procfs.parse_thread_stat(thread_stat(7, "fill (1) x", utime=3, stime=1, cpu=1).encode())
     assert (thread.tid, thread.name, thread.cpu, thread.utime_ns) == (7, "fill (1) x", 1, 3 * procfs.TICK_NS)
 
 
@@ -73,6 +73,23 @@ def test_every_thread_is_read(tmp_path):
     assert (found[FILL2].cpu, found[FILL2].utime_ns, found[FILL2].stime_ns) == (1, 20 * procfs.TICK_NS,
                                                                                procfs.TICK_NS)
     assert procfs.read_threads(System(tmp_path), 999) == []  # gone
+
+
+@needs_numa2
+def test_thread_files_stay_open_up_to_the_budget_and_close_as_threads_end(tmp_path):
+    write_threads(tmp_path, {MAIN: ("python3", 50, 5, 0), FILL1: ("fill", 10, 0, 1), FILL2: ("fill", 20, 1, 1)})
+    reader = procfs.ThreadReader(System(tmp_path), PID, keep_open=2)
+    assert len(reader.read()) == 3 and len(reader.fds) == 2
+    write_threads(tmp_path, {MAIN: ("python3", 50, 5, 0), FILL1: ("fill", 99, 0, 1), FILL2: ("fill", 20, 1, 1)})
+    assert {t.tid: t.utime_ns for t in reader.read()}[FILL1] == 99 * procfs.TICK_NS  # re-read in place
+    kept = set(reader.fds)
+    for tid in kept:
+        (tmp_path / "proc" / str(PID) / "task" / tid / "stat").unlink()
+        (tmp_path / "proc" / str(PID) / "task" / tid).rmdir()
+    left = reader.read()
+    assert len(left) == 1 and reader.fds.keys() <= {str(t.tid) for t in left}
+    reader.close()
+    assert reader.fds == {}
 
 
 def record(tmp_path, ticks: list[dict[int, tuple]]) -> tuple:
@@ -118,12 +135,12 @@ def test_a_thread_is_written_only_when_its_cpu_time_grew(tmp_path):
 @needs_numa2
 def test_a_process_that_did_not_run_costs_no_thread_read(tmp_path, monkeypatch):
     reads = []
-    read_threads = procfs.read_threads
-    monkeypatch.setattr(procfs, "read_threads", lambda system, pid: reads.append(pid) or read_threads(system, pid))
+    read = procfs.ThreadReader.read
+    monkeypatch.setattr(procfs.ThreadReader, "read", lambda self: reads.append(self.base) or read(self))
     same = IDLE_MAIN_BUSY_POOL[0]
     _, host_dir = record(tmp_path, [same, same, same])
     assert thread_records(host_dir)["tid"].tolist() == [MAIN]
-    assert reads == [PID]  # at first sight only: its CPU time and thread count stayed the same
+    assert len(reads) == 1  # at first sight only: its CPU time and thread count stayed the same
 
 
 def with_process(run, created_ns=0):

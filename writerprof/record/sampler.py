@@ -33,6 +33,9 @@ WRITER_ROLES = frozenset({"fork_child", "forkserver_child", "spawn_child"})
 # The probe measures its own buffers' placement exactly; this is the view of
 # processes it does not run in.
 NUMA_MAPS_EVERY_NS = 2_000_000_000
+# Thread stat files the sampler keeps open, in all (ThreadReader): far below
+# the usual limit of 1024 descriptors, as record has files of its own.
+THREAD_FILES_OPEN = 384
 SAMPLER_NICE = 10  # added to the sampler thread's niceness: a tenth of the recorded processes' share
 
 
@@ -59,6 +62,7 @@ class _Process:
     cpu_ns: int = -1  # its utime + stime then
     thread_count: int = 0
     threads: dict[int, tuple] = field(default_factory=dict)  # tid -> (start_ticks, utime + stime) last read
+    thread_reader: procfs.ThreadReader | None = None
 
 
 class Sampler:
@@ -90,6 +94,7 @@ class Sampler:
         self._ticks = self._late = self._longest_ns = 0
         self._samples: list[bytes] = []  # this tick's records, written at its end
         self._thread_samples: list[bytes] = []
+        self._thread_files = 0  # thread stat files held open, in all (THREAD_FILES_OPEN)
         self._records: list[dict] = []
 
     def start(self) -> None:
@@ -106,6 +111,9 @@ class Sampler:
         self._tick_counting_errors()
         with self._lock:
             self._closed = True
+            for proc in self._live.values():
+                self._close_threads(proc)
+            self._tree.close()
             os.close(self._samples_fd)
             os.close(self._sampled_fd)
             os.close(self._threads_fd)
@@ -223,8 +231,15 @@ class Sampler:
         if cpu_ns == proc.cpu_ns and stat.threads == proc.thread_count:
             return
         proc.cpu_ns, proc.thread_count = cpu_ns, stat.threads
+        if proc.thread_reader is None:
+            proc.thread_reader = procfs.ThreadReader(self.system, proc.pid, 0)
+        reader = proc.thread_reader
+        had = len(reader.fds)
+        reader.keep_open = had + max(0, THREAD_FILES_OPEN - self._thread_files)  # what is left of the budget
+        read = reader.read()
+        self._thread_files += len(reader.fds) - had
         known, now = proc.threads, {}
-        for thread in procfs.read_threads(self.system, proc.pid):
+        for thread in read:
             used = thread.utime_ns + thread.stime_ns
             last = known.get(thread.tid)
             if last is None or last[0] != thread.start_ticks:  # new, or its tid reused
@@ -239,6 +254,11 @@ class Sampler:
             now[thread.tid] = (thread.start_ticks, used)
         proc.threads = now
 
+    def _close_threads(self, proc: _Process) -> None:
+        if proc.thread_reader is not None:
+            self._thread_files -= len(proc.thread_reader.fds)
+            proc.thread_reader.close()
+
     def _first_sight(self, pid: int, stat: procfs.Stat, t_ns: int) -> _Process:
         self._records.append({"kind": "seen", "t_ns": t_ns, "pid": pid, "ppid": stat.ppid,
                               "created_ns": procfs.start_ns(stat.start_ticks),
@@ -249,6 +269,7 @@ class Sampler:
 
     def _end(self, proc: _Process, t_ns: int) -> None:
         self._records.append({"kind": "gone", "t_ns": t_ns, "pid": proc.pid})
+        self._close_threads(proc)
         del self._live[proc.pid]
         self._ended.add((proc.pid, proc.start_ticks))
         # The kernel adds a reaped child's I/O counters to its parent's: count
