@@ -158,7 +158,7 @@ def test_an_idle_main_thread_on_node_0_weighs_nothing_against_a_filling_pool_on_
     assert set(run.samples["cpu"].tolist()) == {0}  # the process's own stat: its main thread's CPU
     # Only the filling time: the spans start after the main thread's start-up.
     (t0, t1, t2) = np.unique(run.threads["t_ns"])
-    found = threads.worked(run, {0: (np.array([t0]), np.array([t2]))})
+    found = threads.worked(run, np.array([0]), np.array([t0]), np.array([t2]))
     assert found[0]["nodes"] == {1: pytest.approx((61 + 3 + 59 + 4) / 1e2)}
     assert [(t["tid"], t["name"], t["main"]) for t in found[0]["threads"]] == [
         (FILL1, "fill", False), (FILL2, "fill", False)]  # the busiest first: 64 ticks, then 63
@@ -170,7 +170,7 @@ def test_an_idle_main_thread_on_node_0_weighs_nothing_against_a_filling_pool_on_
 @needs_numa2
 def test_over_its_whole_life_the_main_threads_start_up_counts_too(tmp_path):
     run_dir, _ = record(tmp_path, IDLE_MAIN_BUSY_POOL)
-    found = threads.worked(with_process(load(run_dir)), {})
+    found = threads.worked(with_process(load(run_dir)), *np.zeros((3, 0), np.int64))
     assert found[0]["nodes"] == {0: pytest.approx(0.44), 1: pytest.approx(1.27)}
     assert found[0]["threads"][-1]["tid"] == MAIN and found[0]["threads"][-1]["main"]
 
@@ -185,3 +185,18 @@ def test_spans_are_merged_and_time_inside_them_counted():
     starts, ends = threads.merged(np.array([5, 0, 20, 8]), np.array([10, 6, 30, 9]))
     assert starts.tolist() == [0, 20] and ends.tolist() == [10, 30]
     assert threads.time_inside(starts, ends, np.array([0, 5, 15, 25, 40])).tolist() == [0, 5, 10, 15, 20]
+
+
+def test_each_process_is_counted_inside_its_own_spans_only():
+    rng = np.random.default_rng(1)
+    rows = np.repeat([0, 2, 3], 50)
+    since = rng.integers(1000, 2000, 150)
+    until = since + rng.integers(1, 300, 150)
+    span_row = np.repeat([0, 2, 3], 5)
+    span_start = rng.integers(900, 2100, 15)
+    span_end = span_start + rng.integers(1, 200, 15)
+    found = threads._share_inside(rows, since, until, span_row, span_start, span_end)
+    for row, a, b, share in zip(rows, since, until, found):
+        starts, ends = threads.merged(span_start[span_row == row], span_end[span_row == row])
+        inside = threads.time_inside(starts, ends, np.array([a, b]))
+        assert share == pytest.approx((inside[1] - inside[0]) / (b - a))

@@ -196,23 +196,14 @@ def _work_nodes(run, mine) -> list[dict[str, float]]:
     return [shares({n: float(w) for n, w in enumerate(row) if w > 0}) for row in table]
 
 
-def _work_spans(run, mine) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """Per process with work calls: the times they cover, as disjoint spans."""
-    c = run.chunks[mine]
-    order = np.argsort(c["proc"], kind="stable")
-    c = c[order]
-    cuts = np.flatnonzero(np.diff(c["proc"])) + 1
-    return {int(c["proc"][a]): threads.merged(c["start_ns"][a:b], c["end_ns"][a:b])
-            for a, b in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [len(c)]))) if b > a}
-
-
 def _thread_work(run, role_of) -> tuple[list[dict[str, float]], dict[int, dict]]:
     """Per process: the share of its work calls' time per node, and its
     threads' CPU time inside those calls (all its life without any) per node."""
     if not len(run.processes):
         return [], {}
     mine = _work_calls(run, role_of)
-    found = threads.worked(run, _work_spans(run, mine))
+    c = run.chunks
+    found = threads.worked(run, c["proc"][mine], c["start_ns"][mine], c["end_ns"][mine])
     for work in found.values():
         work["nodes"] = shares(work["nodes"])
         for thread in work["threads"]:

@@ -36,13 +36,13 @@ def merged(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return starts[new], ends[last]
 
 
-def worked(run, spans: dict[int, tuple[np.ndarray, np.ndarray]]) -> dict[int, dict]:
+def worked(run, span_row: np.ndarray, span_start: np.ndarray, span_end: np.ndarray) -> dict[int, dict]:
     """Per row of run.processes with thread readings whose CPU time falls in its
-    spans (row -> sorted disjoint (starts, ends); a row not there: its whole life):
-    {"nodes": node -> CPU seconds, "cpu_s", "threads": the busiest MAX_THREADS,
-    each {"tid", "name", "main", "cpu_s", "nodes"}}."""
-    t = run.threads
-    rows = thread_rows(run)
+    spans (span_row[i] has span_start[i] to span_end[i]; a row with none:
+    its whole life): {"nodes": node -> CPU seconds, "cpu_s", "threads": the
+    busiest MAX_THREADS, each {"tid", "name", "main", "cpu_s", "nodes"}}.
+    All processes at once: a large run has thousands."""
+    t, rows = run.threads, thread_rows(run)
     keep = rows >= 0
     if not keep.any():
         return {}
@@ -54,42 +54,65 @@ def worked(run, spans: dict[int, tuple[np.ndarray, np.ndarray]]) -> dict[int, di
     # first, and for a tid reused: its time starts again).
     same = np.concatenate(([False], (rows[1:] == rows[:-1]) & (t["tid"][1:] == t["tid"][:-1])))
     before = np.concatenate(([0], used[:-1]))
-    delta = np.where(same & (used >= before), used - before, used).astype(np.float64)
+    weight = np.where(same & (used >= before), used - before, used).astype(np.float64)
+    since, until = t["since_ns"], t["t_ns"]
+    if len(span_row):
+        weight = np.where(_has(span_row, len(run.processes))[rows],
+                          weight * _share_inside(rows, since, until, span_row, span_start, span_end), weight)
     lut = node_table(run)
     node = lut[t["host_index"], cpu_column(lut, t["cpu"])]
-    cuts = np.flatnonzero(np.diff(rows)) + 1
-    pid = run.processes["pid"]
-    out = {}
-    for a, b in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [len(rows)]))):
-        row = int(rows[a])
-        since, until = t["since_ns"][a:b], t["t_ns"][a:b]
-        weight = delta[a:b]
-        if row in spans:
-            starts, ends = spans[row]
-            inside = time_inside(starts, ends, until) - time_inside(starts, ends, since)
-            weight = weight * inside / np.maximum(until - since, 1)
-        found = _process(weight, node[a:b], t["tid"][a:b], t["name"][a:b], int(pid[row]))
-        if found is not None:
-            out[row] = found
+    known = (weight > 0) & (node >= 0)
+    if not known.any():
+        return {}
+    rows, tid, node, weight, name = rows[known], t["tid"][known], node[known], weight[known], t["name"][known]
+    n_nodes = int(node.max()) + 1
+    per_node = np.bincount(rows * n_nodes + node, weights=weight,
+                           minlength=len(run.processes) * n_nodes).reshape(-1, n_nodes)
+    out = {int(row): {"nodes": _seconds(per_node[row]), "cpu_s": float(per_node[row].sum()) / 1e9, "threads": []}
+           for row in np.flatnonzero(per_node.sum(axis=1) > 0)}
+    # Per thread: (row, tid) pairs, the busiest MAX_THREADS of each row.
+    pair_key = (rows.astype(np.int64) << 32) | tid.astype(np.int64)
+    pairs, first, pair = np.unique(pair_key, return_index=True, return_inverse=True)
+    last = np.zeros(len(pairs), np.int64)
+    last[pair] = np.arange(len(pair))  # the last record of each pair (records are in time order)
+    cpu = np.bincount(pair, weights=weight, minlength=len(pairs))
+    pair_nodes = np.bincount(pair * n_nodes + node, weights=weight, minlength=len(pairs) * n_nodes)
+    pair_nodes = pair_nodes.reshape(-1, n_nodes)
+    pair_row = rows[first]
+    busiest = np.lexsort((pairs & 0xFFFFFFFF, -cpu, pair_row))
+    starts = np.searchsorted(pair_row[busiest], pair_row[busiest], side="left")
+    chosen = busiest[np.arange(len(busiest)) - starts < MAX_THREADS]
+    pids = run.processes["pid"]
+    for p in chosen.tolist():
+        row, one = int(pair_row[p]), int(pairs[p] & 0xFFFFFFFF)
+        label = name[last[p]].decode("utf-8", "replace")
+        out[row]["threads"].append({"tid": one, "name": label or None, "main": one == int(pids[row]),
+                                    "cpu_s": float(cpu[p]) / 1e9, "nodes": _seconds(pair_nodes[p])})
     return out
 
 
-def _process(weight, node, tid, name, pid: int) -> dict | None:
-    known = (weight > 0) & (node >= 0)
-    if not known.any():
-        return None
-    threads = []
-    for one in np.unique(tid[known]):
-        mine = known & (tid == one)
-        per_node = np.bincount(node[mine], weights=weight[mine])
-        last_name = name[np.flatnonzero(tid == one)[-1]].decode("utf-8", "replace")
-        threads.append({"tid": int(one), "name": last_name or None, "main": int(one) == pid,
-                        "cpu_s": float(weight[mine].sum()) / 1e9,
-                        "nodes": _seconds(per_node)})
-    threads.sort(key=lambda th: (-th["cpu_s"], th["tid"]))
-    per_node = np.bincount(node[known], weights=weight[known])
-    return {"nodes": _seconds(per_node), "cpu_s": float(weight[known].sum()) / 1e9,
-            "threads": threads[:MAX_THREADS]}
+def _has(span_row: np.ndarray, n: int) -> np.ndarray:
+    found = np.zeros(n, bool)
+    found[span_row] = True
+    return found
+
+
+def _share_inside(rows, since, until, span_row, span_start, span_end) -> np.ndarray:
+    """The share of each record's interval (since, until] inside its row's
+    spans. Each row's times are moved onto a range of a line of their own,
+    so that every row's spans are merged and looked up at once."""
+    n = int(max(rows.max(), span_row.max())) + 1
+    lo = np.full(n, np.iinfo(np.int64).max)
+    hi = np.full(n, np.iinfo(np.int64).min)
+    np.minimum.at(lo, rows, since)
+    np.minimum.at(lo, span_row, span_start)
+    np.maximum.at(hi, rows, until)
+    np.maximum.at(hi, span_row, span_end)
+    extent = np.where(hi >= lo, hi - lo + 1, 0)
+    base = np.cumsum(extent) - extent - np.where(hi >= lo, lo, 0)
+    starts, ends = merged(span_start + base[span_row], span_end + base[span_row])
+    inside = time_inside(starts, ends, until + base[rows]) - time_inside(starts, ends, since + base[rows])
+    return inside / np.maximum(until - since, 1)
 
 
 def _seconds(per_node: np.ndarray) -> dict[int, float]:
