@@ -13,7 +13,7 @@ from collections import defaultdict
 import numpy as np
 
 from writerprof.analysis.groups import group_key, process_groups
-from writerprof.analysis.samples import sample_rows
+from writerprof.analysis.samples import cpu_column, node_table, sample_rows
 from writerprof.run import roles as run_roles
 from writerprof.run import topology
 
@@ -28,16 +28,8 @@ def shown(procs: list[dict]) -> list[dict]:
 
 def sample_nodes(run) -> np.ndarray:
     """The NUMA node of the CPU of each of run.samples, or -1."""
-    s = run.samples
-    node_of = [topology.cpu_nodes(run.topology[h]) if h in run.topology else {} for h in run.hosts]
-    # CPU -> node per host, as one table: a row per host, a last column for CPUs off the map.
-    width = max((max(nodes) for nodes in node_of if nodes), default=0) + 2
-    lut = np.full((max(len(node_of), 1), width), -1, dtype=np.int64)
-    for h, nodes in enumerate(node_of):
-        for cpu, node in nodes.items():
-            lut[h, cpu] = node
-    cpu = s["cpu"].astype(np.int64)
-    return lut[s["host_index"], np.where((cpu >= 0) & (cpu < width - 1), cpu, width - 1)]
+    lut = node_table(run)
+    return lut[run.samples["host_index"], cpu_column(lut, run.samples["cpu"])]
 
 
 def affinity(run, procs: list[dict], saves: list[dict], offsets: dict[str, int],

@@ -8,8 +8,8 @@ from collections import Counter
 
 import numpy as np
 
-from writerprof.analysis import buffers
-from writerprof.analysis.samples import sample_rows
+from writerprof.analysis import buffers, threads
+from writerprof.analysis.samples import cpu_column, node_table, sample_rows
 from writerprof.run import roles as run_roles
 from writerprof.run import topology
 from writerprof.units import parse_cpu_list
@@ -44,8 +44,21 @@ def dominant(share: dict[str, float]) -> tuple[int | None, float]:
     return int(node), value
 
 
+WORKED_FROM_THREADS = "threads' CPU time"
 WORKED_FROM_CALLS = "hooked calls' CPUs"
 WORKED_FROM_SAMPLES = "sampler"
+
+
+def _worked(by_threads, by_calls, by_samples) -> tuple[dict[str, float], str | None]:
+    """The one answer to "which nodes did it work on", and where it comes from:
+    the CPU time of all its threads inside its work calls (all its life
+    without any), else its hooked calls' CPUs (runs without per-thread
+    readings), else the sampler's readings of it. Every report and diagnosis reads this."""
+    for found, source in ((by_threads, WORKED_FROM_THREADS), (by_calls, WORKED_FROM_CALLS),
+                          (by_samples, WORKED_FROM_SAMPLES)):
+        if found:
+            return found, source
+    return {}, None
 
 
 def table(run, idx, saves: list[dict]) -> list[dict]:
@@ -60,7 +73,7 @@ def table(run, idx, saves: list[dict]) -> list[dict]:
     bounds = np.searchsorted(rows_of_samples[by_proc], np.arange(-1, len(p) + 1))
     affinity_log = _affinity_log(run)
     methods = _start_methods(saves)
-    work_nodes = _work_nodes(run, role_of, node_of)
+    work_nodes, thread_work = _thread_work(run, role_of)
     found = buffers.readings(run)
     mapped, last_nodes = found.mapped, found.last_nodes
     rows_of_pid: dict = {}
@@ -82,6 +95,8 @@ def table(run, idx, saves: list[dict]) -> list[dict]:
         usage = next((d.get("rusage") for k, d in reversed(idx.events[row]) if k == "exit"), None) or {}
         last = samples[-1] if len(samples) else None
         sampled_nodes = shares(Counter(nodes[c] for c in samples["cpu"].tolist() if c in nodes))
+        by_threads = thread_work.get(row, {})
+        worked, worked_from = _worked(by_threads.get("nodes"), work_nodes[row], sampled_nodes)
         out.append({
             "id": row,
             "host": host,
@@ -101,11 +116,11 @@ def table(run, idx, saves: list[dict]) -> list[dict]:
             "samples": int(len(samples)),
             "cpu_nodes": sampled_nodes,
             "work_nodes": work_nodes[row],
-            # The one answer to "which nodes did it work on": its hooked calls' CPUs where it
-            # made any, else the sampler's readings. Every report and diagnosis reads this.
-            "worked_nodes": work_nodes[row] or sampled_nodes,
-            "worked_nodes_from": (WORKED_FROM_CALLS if work_nodes[row]
-                                  else WORKED_FROM_SAMPLES if sampled_nodes else None),
+            "thread_nodes": by_threads.get("nodes", {}),
+            "thread_cpu_s": by_threads.get("cpu_s"),
+            "threads": by_threads.get("threads", []),
+            "worked_nodes": worked,
+            "worked_nodes_from": worked_from,
             "buffer_nodes": _buffer_nodes(mapped.get(row, ()), last_nodes.get(row, {})),
             "minflt": _counter(usage, "minflt", last, "minflt"),
             "majflt": _counter(usage, "majflt", last, "majflt"),
@@ -158,30 +173,42 @@ def _start_methods(saves: list[dict]) -> dict[int, str]:
     return out
 
 
-def _work_nodes(run, role_of, node_of) -> list[dict[str, float]]:
-    """Per process: node -> share of the time of its work calls (WORK_PHASES
-    of its role), by the CPU each ended on; all processes at once."""
+def _work_calls(run, role_of):
+    """The chunks of each process's work calls (WORK_PHASES of its role): a mask of run.chunks."""
     c = run.chunks
-    if not len(run.processes):
-        return []
     codes = {name: code for code, name in run.phase_names.items()}
     work_code = np.array([codes.get(WORK_PHASES.get(role), -1) for role in role_of] or [-1])
-    mine = c["phase"] == work_code[c["proc"]]
-    proc, cpu, ns = c["proc"][mine], c["cpu"][mine].astype(np.int64), (c["end_ns"] - c["start_ns"])[mine]
-    # CPU -> node per host, as one table: a row per host, a last column for CPUs off the map.
-    width = max((max(nodes) for nodes in node_of.values() if nodes), default=0) + 2
-    lut = np.full((len(run.hosts), width), -1)
-    for h, host in enumerate(run.hosts):
-        for c_, node in node_of.get(host, {}).items():
-            lut[h, c_] = node
-    number = {host: i for i, host in enumerate(run.hosts)}
-    host_of = np.array([number[h] for h in run.processes["host"]] or [0])
-    node = lut[host_of[proc], np.where((cpu >= 0) & (cpu < width - 1), cpu, width - 1)]
+    return c["phase"] == work_code[c["proc"]]
+
+
+def _work_nodes(run, mine) -> list[dict[str, float]]:
+    """Per process: node -> share of the time of its work calls, by the CPU
+    each ended on; all processes at once."""
+    c = run.chunks
+    proc, ns = c["proc"][mine], (c["end_ns"] - c["start_ns"])[mine]
+    lut = node_table(run)
+    host_of = c["host_index"][mine]
+    node = lut[host_of, cpu_column(lut, c["cpu"][mine])]
     known = node >= 0
-    n_nodes = int(lut.max()) + 1 if lut.size else 0
-    table = np.bincount(proc[known] * max(n_nodes, 1) + node[known], weights=ns[known],
-                        minlength=len(run.processes) * max(n_nodes, 1)).reshape(len(run.processes), -1)
+    n_nodes = max(int(lut.max()) + 1, 1)
+    table = np.bincount(proc[known] * n_nodes + node[known], weights=ns[known],
+                        minlength=len(run.processes) * n_nodes).reshape(len(run.processes), -1)
     return [shares({n: float(w) for n, w in enumerate(row) if w > 0}) for row in table]
+
+
+def _thread_work(run, role_of) -> tuple[list[dict[str, float]], dict[int, dict]]:
+    """Per process: the share of its work calls' time per node, and its
+    threads' CPU time inside those calls (all its life without any) per node."""
+    if not len(run.processes):
+        return [], {}
+    mine = _work_calls(run, role_of)
+    c = run.chunks
+    found = threads.worked(run, c["proc"][mine], c["start_ns"][mine], c["end_ns"][mine])
+    for work in found.values():
+        work["nodes"] = shares(work["nodes"])
+        for thread in work["threads"]:
+            thread["nodes"] = shares(thread["nodes"])
+    return _work_nodes(run, mine), found
 
 
 def _buffer_nodes(mapped, last_nodes: dict) -> dict[str, float]:

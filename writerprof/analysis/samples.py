@@ -1,4 +1,5 @@
-"""The sampler's records, tied to the probed processes they were taken of."""
+"""The sampler's records (per process and per thread), tied to the probed
+processes they were taken of; and the NUMA node of the CPU each was read on."""
 
 from __future__ import annotations
 
@@ -6,12 +7,15 @@ import weakref
 
 import numpy as np
 
+from writerprof.run import topology
+
 # An exec'd process's creation time is rounded down to a clock tick; a forked
 # one's is read just after the fork: two ticks of slack cover both.
 CREATED_SLACK_NS = 20_000_000
 
 
 _computed: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # run -> its rows, found once
+_computed_threads: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def sample_rows(run) -> np.ndarray:
@@ -19,12 +23,39 @@ def sample_rows(run) -> np.ndarray:
     -1 (a process the probe was not in): same host and pid, the newest created
     by then, and not after it exited (the pid may be another process's by then)."""
     if run not in _computed:
-        _computed[run] = _sample_rows(run)
+        _computed[run] = record_rows(run, run.samples)
     return _computed[run]
 
 
-def _sample_rows(run) -> np.ndarray:
-    p, s = run.processes, run.samples
+def thread_rows(run) -> np.ndarray:
+    """sample_rows for run.threads."""
+    if run not in _computed_threads:
+        _computed_threads[run] = record_rows(run, run.threads)
+    return _computed_threads[run]
+
+
+def node_table(run) -> np.ndarray:
+    """CPU -> NUMA node per host as one table, a row per host (run.hosts) and a
+    last column for CPUs off the map; -1 where unknown. Index it with cpu_column."""
+    node_of = [topology.cpu_nodes(run.topology[h]) if h in run.topology else {} for h in run.hosts]
+    width = max((max(nodes) for nodes in node_of if nodes), default=0) + 2
+    lut = np.full((max(len(node_of), 1), width), -1, dtype=np.int64)
+    for h, nodes in enumerate(node_of):
+        for cpu, node in nodes.items():
+            lut[h, cpu] = node
+    return lut
+
+
+def cpu_column(lut: np.ndarray, cpu: np.ndarray) -> np.ndarray:
+    """The column of node_table for each CPU number (the last for one off the map)."""
+    cpu = cpu.astype(np.int64)
+    width = lut.shape[1]
+    return np.where((cpu >= 0) & (cpu < width - 1), cpu, width - 1)
+
+
+def record_rows(run, s: np.ndarray) -> np.ndarray:
+    """sample_rows of any records with host_index, pid and t_ns."""
+    p = run.processes
     rows = np.full(len(s), -1, dtype=np.int64)
     if not len(s) or not len(p):
         return rows

@@ -14,6 +14,7 @@ from writerprof.record.system import System
 
 TICK_NS = 1_000_000_000 // os.sysconf("SC_CLK_TCK")  # /proc times count in clock ticks
 SHM_DIR = "/dev/shm/"
+CHILDREN_FILES_OPEN = 256  # threads' children files a ProcessTree keeps open, in all
 
 
 class Stat(NamedTuple):
@@ -27,6 +28,15 @@ class Stat(NamedTuple):
     rss_bytes: int
     cpu: int  # the CPU it last ran on
     start_ticks: int  # since boot: with the pid, tells a reused pid apart
+
+
+class ThreadStat(NamedTuple):
+    tid: int
+    name: str  # comm: the kernel's name of the thread (15 bytes at most)
+    cpu: int  # the CPU it last ran on
+    utime_ns: int
+    stime_ns: int
+    start_ticks: int  # since boot
 
 
 class Status(NamedTuple):
@@ -49,6 +59,15 @@ def parse_stat(text: str) -> Stat:
     return Stat(state=f[0], ppid=int(f[1]), minflt=int(f[7]), majflt=int(f[9]),
                 utime_ns=int(f[11]) * TICK_NS, stime_ns=int(f[12]) * TICK_NS, threads=int(f[17]),
                 rss_bytes=int(f[21]) * PAGE_SIZE, cpu=int(f[36]), start_ticks=int(f[19]))
+
+
+def parse_thread_stat(data: bytes) -> ThreadStat:
+    """/proc/PID/task/TID/stat: the same format as a process's, for one thread."""
+    close = data.rindex(b")")
+    f = data[close + 2:].split(None, 37)  # up to processor (field 39), no further
+    return ThreadStat(tid=int(data[:data.index(b" ")]), name=data[data.index(b"(") + 1:close].decode("utf-8", "replace"),
+                      cpu=int(f[36]), utime_ns=int(f[11]) * TICK_NS, stime_ns=int(f[12]) * TICK_NS,
+                      start_ticks=int(f[19]))
 
 
 def _field(text: str, key: str) -> str | None:
@@ -114,6 +133,78 @@ def read_stat(system: System, pid: int | str) -> Stat | None:
     return None if text is None else parse_stat(text)
 
 
+def read_threads(system: System, pid: int | str) -> list[ThreadStat]:
+    """Every live thread of pid ([] once it is gone), each stat file opened and closed."""
+    return ThreadReader(system, pid, keep_open=0).read()
+
+
+class TaskFiles:
+    """One file of every thread of a process (/proc/PID/task/TID/NAME), read
+    tick after tick. The sampler reads them for each thread of each sampled
+    process, and a native pool has hundreds: up to keep_open of them stay
+    open and are re-read from offset 0 (procfs regenerates such a file on
+    each read), which halves the cost of opening them each time; bare os
+    calls, no Python file objects."""
+
+    def __init__(self, system: System, pid: int | str, name: str, keep_open: int):
+        self.base, self.name = system.path(f"/proc/{pid}/task/"), "/" + name
+        self.keep_open = keep_open
+        self.fds: dict[str, int] = {}  # tid -> its open file
+
+    def read(self) -> list[tuple[str, bytes]]:
+        """(tid, contents) of each thread whose file could be read; [] once the process is gone."""
+        try:
+            tids = os.listdir(self.base)
+        except OSError:
+            self.close()
+            return []
+        found = []
+        for tid in tids:
+            data = self._read(tid)
+            if data is not None:
+                found.append((tid, data))
+        if len(self.fds) > len(tids):  # threads that ended
+            for tid in self.fds.keys() - set(tids):
+                os.close(self.fds.pop(tid))
+        return found
+
+    def _read(self, tid: str) -> bytes | None:
+        fd = self.fds.get(tid)
+        if fd is not None:
+            try:
+                return os.pread(fd, 4096, 0)
+            except OSError:  # ended, and its tid perhaps reused: open it again
+                os.close(self.fds.pop(tid))
+        try:
+            fd = os.open(self.base + tid + self.name, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return None  # ended since the listing, or a file this kernel lacks
+        try:
+            data = os.pread(fd, 4096, 0)
+        except OSError:
+            data = None
+        if data is not None and len(self.fds) < self.keep_open:
+            self.fds[tid] = fd
+        else:
+            os.close(fd)
+        return data
+
+    def close(self) -> None:
+        for fd in self.fds.values():
+            os.close(fd)
+        self.fds.clear()
+
+
+class ThreadReader(TaskFiles):
+    """Every thread's stat, tick after tick."""
+
+    def __init__(self, system: System, pid: int | str, keep_open: int):
+        super().__init__(system, pid, "stat", keep_open)
+
+    def read(self) -> list[ThreadStat]:
+        return [parse_thread_stat(data) for _, data in super().read() if data]
+
+
 def read_status(system: System, pid: int | str) -> Status | None:
     text = system.read(f"/proc/{pid}/status")
     return None if text is None else parse_status(text)
@@ -152,18 +243,16 @@ def start_ns(start_ticks: int) -> int:
     return start_ticks * TICK_NS - (time.clock_gettime_ns(time.CLOCK_BOOTTIME) - time.monotonic_ns())
 
 
-def children(system: System, pid: int) -> list[int] | None:
+def children(system: System, pid: int, files: TaskFiles | None = None) -> list[int] | None:
     """pid's children from its threads' children files (a child forked by a
     thread is listed under that thread only); [] once pid is gone, None where
-    the kernel has no children files (CONFIG_PROC_CHILDREN off)."""
-    tasks = system.listdir(f"/proc/{pid}/task")
-    found, listed = [], False
-    for tid in tasks:
-        text = system.read(f"/proc/{pid}/task/{tid}/children")
-        if text is not None:
-            listed = True
-            found += map(int, text.split())
-    return found if listed or not tasks else None
+    the kernel has no children files (CONFIG_PROC_CHILDREN off). files: pid's
+    children files, kept open between calls."""
+    files = files if files is not None else TaskFiles(system, pid, "children", 0)
+    found = files.read()
+    if not found and system.listdir(f"/proc/{pid}/task"):
+        return None
+    return [int(child) for _, data in found for child in data.split()]
 
 
 class ProcessTree:
@@ -175,18 +264,33 @@ class ProcessTree:
         # outside the tree stays outside while it lives (only init or a
         # subreaper adopts), so it is not read again.
         self._outside: set[int] = set()
+        self._files: dict[int, TaskFiles] = {}  # pid -> its children files, some kept open
 
     def pids(self) -> list[int]:
         """Root first (even once it is gone), then its descendants breadth
         first; one that exited a moment ago may be among them."""
-        first = children(self.system, self.root)
+        first = self._children(self.root)
         if first is None:
             return self._scan()
         found, i = [self.root, *first], 1
         while i < len(found):
-            found += children(self.system, found[i]) or ()
+            found += self._children(found[i]) or ()
             i += 1
+        for pid in self._files.keys() - set(found):  # gone: a pid reused later starts afresh
+            self._files.pop(pid).close()
         return found
+
+    def _children(self, pid: int) -> list[int] | None:
+        files = self._files.get(pid)
+        if files is None:
+            open_now = sum(len(f.fds) for f in self._files.values())
+            files = self._files[pid] = TaskFiles(self.system, pid, "children", CHILDREN_FILES_OPEN - open_now)
+        return children(self.system, pid, files)
+
+    def close(self) -> None:
+        for files in self._files.values():
+            files.close()
+        self._files.clear()
 
     def _scan(self) -> list[int]:
         listed = {int(name) for name in self.system.listdir("/proc") if name.isdigit()}

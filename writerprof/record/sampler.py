@@ -1,6 +1,8 @@
 """The out-of-process sampler of `writerprof record`: a thread of the launcher
 that reads /proc for the recorded command's processes every interval and
-appends to HOST_DIR/samples.bin and sampled.jsonl (formats: run.layout).
+appends to HOST_DIR/samples.bin, threads.bin and sampled.jsonl (formats:
+run.layout). Each process's threads are read only in ticks where its CPU
+time grew: an idle process costs one stat read, however many threads it has.
 
 If a write fails (a full or vanished run directory) the sampler stops: it
 keeps what it wrote, says why once (write_error), and never raises into the
@@ -31,6 +33,9 @@ WRITER_ROLES = frozenset({"fork_child", "forkserver_child", "spawn_child"})
 # The probe measures its own buffers' placement exactly; this is the view of
 # processes it does not run in.
 NUMA_MAPS_EVERY_NS = 2_000_000_000
+# Thread stat files the sampler keeps open, in all (ThreadReader): far below
+# the usual limit of 1024 descriptors, as record has files of its own.
+THREAD_FILES_OPEN = 384
 SAMPLER_NICE = 10  # added to the sampler thread's niceness: a tenth of the recorded processes' share
 
 
@@ -53,6 +58,11 @@ class _Process:
     role: str | None = None  # from its journal; None until read
     numa_read_ns: int | None = None
     numa: dict[int, tuple] = field(default_factory=dict)  # address -> last numa_maps recorded
+    read_ns: int = 0  # the previous tick's read of it
+    cpu_ns: int = -1  # its utime + stime then
+    thread_count: int = 0
+    threads: dict[int, tuple] = field(default_factory=dict)  # tid -> (start_ticks, utime + stime) last read
+    thread_reader: procfs.ThreadReader | None = None
 
 
 class Sampler:
@@ -68,6 +78,7 @@ class Sampler:
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
         self._samples_fd = os.open(Path(host_dir) / layout.SAMPLES_FILE, flags, 0o644)
         self._sampled_fd = os.open(Path(host_dir) / layout.SAMPLED_FILE, flags, 0o644)
+        self._threads_fd = os.open(Path(host_dir) / layout.THREADS_FILE, flags, 0o644)
         self._lock = threading.Lock()  # one tick at a time; status() between ticks
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -82,6 +93,8 @@ class Sampler:
         self.write_error: str | None = None  # why the sampler stopped writing, if it did
         self._ticks = self._late = self._longest_ns = 0
         self._samples: list[bytes] = []  # this tick's records, written at its end
+        self._thread_samples: list[bytes] = []
+        self._thread_files = 0  # thread stat files held open, in all (THREAD_FILES_OPEN)
         self._records: list[dict] = []
 
     def start(self) -> None:
@@ -98,9 +111,13 @@ class Sampler:
         self._tick_counting_errors()
         with self._lock:
             self._closed = True
+            for proc in self._live.values():
+                self._close_threads(proc)
+            self._tree.close()
             os.close(self._samples_fd)
             os.close(self._sampled_fd)
-            self._samples_fd = self._sampled_fd = -1
+            os.close(self._threads_fd)
+            self._samples_fd = self._sampled_fd = self._threads_fd = -1
 
     def status(self) -> SamplerStatus:
         with self._lock:
@@ -201,8 +218,46 @@ class Sampler:
             self._read_numa_maps(proc, t_ns)
         if proc.role is None:
             self._read_role(proc)
+        self._sample_threads(proc, stat, t_ns)
         if stat.state in "ZX":  # exited, not yet reaped: its counters are final
             self._end(proc, t_ns)
+
+    def _sample_threads(self, proc: _Process, stat: procfs.Stat, t_ns: int) -> None:
+        """A THREAD_SAMPLE for each thread whose CPU time grew since the last
+        tick. The process's stat sums its threads' times: unchanged, and with
+        as many threads, none of them ran."""
+        cpu_ns = stat.utime_ns + stat.stime_ns
+        since, proc.read_ns = proc.read_ns, t_ns
+        if cpu_ns == proc.cpu_ns and stat.threads == proc.thread_count:
+            return
+        proc.cpu_ns, proc.thread_count = cpu_ns, stat.threads
+        if proc.thread_reader is None:
+            proc.thread_reader = procfs.ThreadReader(self.system, proc.pid, 0)
+        reader = proc.thread_reader
+        had = len(reader.fds)
+        reader.keep_open = had + max(0, THREAD_FILES_OPEN - self._thread_files)  # what is left of the budget
+        read = reader.read()
+        self._thread_files += len(reader.fds) - had
+        known, now = proc.threads, {}
+        for thread in read:
+            used = thread.utime_ns + thread.stime_ns
+            last = known.get(thread.tid)
+            if last is None or last[0] != thread.start_ticks:  # new, or its tid reused
+                last = (thread.start_ticks, 0)
+                began = max(since, procfs.start_ns(thread.start_ticks))
+            else:
+                began = since
+            if used > last[1]:
+                self._thread_samples.append(layout.THREAD_SAMPLE.pack(
+                    t_ns, began, proc.pid, thread.tid, thread.cpu, thread.utime_ns, thread.stime_ns,
+                    thread.name.encode()[:15]))
+            now[thread.tid] = (thread.start_ticks, used)
+        proc.threads = now
+
+    def _close_threads(self, proc: _Process) -> None:
+        if proc.thread_reader is not None:
+            self._thread_files -= len(proc.thread_reader.fds)
+            proc.thread_reader.close()
 
     def _first_sight(self, pid: int, stat: procfs.Stat, t_ns: int) -> _Process:
         self._records.append({"kind": "seen", "t_ns": t_ns, "pid": pid, "ppid": stat.ppid,
@@ -214,6 +269,7 @@ class Sampler:
 
     def _end(self, proc: _Process, t_ns: int) -> None:
         self._records.append({"kind": "gone", "t_ns": t_ns, "pid": proc.pid})
+        self._close_threads(proc)
         del self._live[proc.pid]
         self._ended.add((proc.pid, proc.start_ticks))
         # The kernel adds a reaped child's I/O counters to its parent's: count
@@ -258,13 +314,15 @@ class Sampler:
             proc.role = _journal_role(found[1])
 
     def _flush(self) -> None:
-        samples, records = self._samples, self._records
-        self._samples, self._records = [], []
+        samples, threads, records = self._samples, self._thread_samples, self._records
+        self._samples, self._thread_samples, self._records = [], [], []
         if self.write_error is not None:
             return
         try:
             if samples:
                 _write_whole(self._samples_fd, b"".join(samples))
+            if threads:
+                _write_whole(self._threads_fd, b"".join(threads))
             if records:
                 _write_whole(self._sampled_fd, "".join(json.dumps(r) + "\n" for r in records).encode())
         except OSError as exc:

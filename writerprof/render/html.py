@@ -68,6 +68,8 @@ def _value(key: str, value) -> str:
     if isinstance(value, list):
         if value and all(isinstance(v, int) and not isinstance(v, bool) for v in value) and "cpu" in key:
             return format_cpu_list(value)
+        if value and all(isinstance(v, dict) for v in value):  # records, the threads of numa-mismatch
+            return "; ".join(f"({_value(key, v)})" for v in value)
         return ", ".join(_value(key, v) for v in value) or "-"
     return "-" if value is None else str(value)
 

@@ -307,6 +307,8 @@ def _evidence(evidence: dict) -> str:
                                     for k, v in value.items()) + "}"
         elif isinstance(value, list) and value and all(isinstance(v, int) for v in value):
             value = format_cpu_list(value)
+        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):  # the threads
+            value = "[" + "; ".join(_evidence(v) for v in value) + "]"
         parts.append(f"{key}={value}")
     return ", ".join(parts)
 

@@ -7,6 +7,7 @@ RUN/
   hosts/HOST/
     topology.json              writerprof.record.topology.snapshot() of that host
     samples.bin                the sampler's fixed-size records (SAMPLE)
+    threads.bin                its per-thread CPU readings (THREAD_SAMPLE); absent in older runs
     sampled.jsonl              the sampler's rare records (kinds below)
     procs/PID-CREATED.events.jsonl, .chunks.bin   one pair per probed process
     stacks/                    Python stacks of CMD's process tree, by py-spy (writerprof.record.pyspy)
@@ -50,6 +51,7 @@ HOSTS_DIR = journal.HOSTS_DIR
 PROCS_DIR = journal.PROCS_DIR
 TOPOLOGY_FILE = "topology.json"
 SAMPLES_FILE = "samples.bin"
+THREADS_FILE = "threads.bin"
 SAMPLED_FILE = "sampled.jsonl"
 AGENT_ERROR_FILE = "agent.error"  # a host's sampler agent failed: its traceback
 STACKS_DIR = "stacks"
@@ -78,6 +80,19 @@ SAMPLE_FIELDS = (
     ("write_bytes", "i8"), ("wchar", "i8"),
 )
 SAMPLE = struct.Struct("<qiiiqqqqqqqqq")
+
+# One record per thread of a sampled process whose CPU time (utime + stime)
+# grew since the sampler last read it: that CPU time was used in (since_ns,
+# t_ns] (the previous tick's read of the process, or the thread's start for a
+# thread first seen), and cpu is the CPU it last ran on at t_ns. A thread
+# whose time did not grow is not written (an idle thread weighs nothing); the
+# first record of a tid counts from zero. The main thread's tid is the pid.
+# name: the thread's comm as the kernel has it (UTF-8, at most 15 bytes, NUL-padded).
+THREAD_SAMPLE_FIELDS = (
+    ("t_ns", "i8"), ("since_ns", "i8"), ("pid", "i4"), ("tid", "i4"), ("cpu", "i4"),
+    ("utime_ns", "i8"), ("stime_ns", "i8"), ("name", "S16"),
+)
+THREAD_SAMPLE = struct.Struct("<qqiiiqq16s")
 
 # sampled.jsonl kinds, each with t_ns and pid:
 #   seen       first sight of a descendant: ppid, created_ns (its start on

@@ -14,7 +14,7 @@ and the earlier one ends (exited_ns) when the later one began."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -27,11 +27,13 @@ from writerprof.run import fields, layout, times
 # The file records as they are on disk (little-endian, packed like the structs).
 CHUNK_DTYPE = np.dtype([(name, "<" + code) for name, code in journal.CHUNK_FIELDS])
 SAMPLE_DTYPE = np.dtype([(name, "<" + code) for name, code in layout.SAMPLE_FIELDS])
+THREAD_SAMPLE_DTYPE = np.dtype([(name, "<" + code) for name, code in layout.THREAD_SAMPLE_FIELDS])
 
 # host_index is a row of Run.hosts, proc a row of Run.processes (a pid alone
 # is not a process: pids are reused within a long run).
 CHUNKS_DTYPE = np.dtype(CHUNK_DTYPE.descr + [("host_index", "<i4"), ("pid", "<i4"), ("proc", "<i4")])
 SAMPLES_DTYPE = np.dtype(SAMPLE_DTYPE.descr + [("host_index", "<i4")])
+THREAD_SAMPLES_DTYPE = np.dtype(THREAD_SAMPLE_DTYPE.descr + [("host_index", "<i4")])
 PROCESSES_DTYPE = np.dtype([
     ("host", "O"), ("pid", "<i4"), ("ppid", "<i4"), ("created_ns", "<i8"),
     ("exited_ns", "<i8"), ("role", "O"), ("rank", "<i4"),
@@ -62,6 +64,8 @@ class Run:
     samples: np.ndarray
     sampled: list[dict]
     losses: list[str]
+    # The sampler's per-thread readings (layout.THREAD_SAMPLE); empty in runs from before them.
+    threads: np.ndarray = field(default_factory=lambda: np.zeros(0, THREAD_SAMPLES_DTYPE))
 
     @property
     def complete(self) -> bool:
@@ -147,7 +151,7 @@ def load(path: Path | str) -> Run:
     hosts_root = path / layout.HOSTS_DIR
     hosts = sorted(p.name for p in hosts_root.iterdir() if p.is_dir()) if hosts_root.is_dir() else []
     topology, sampled, journals = {}, [], []
-    sample_files = []  # (host_index, path, complete records)
+    sample_files, thread_files = [], []  # (host_index, path, complete records, window)
     for host_index, host in enumerate(hosts):
         host_dir = hosts_root / host
         snapshot = _topology(path, host_dir / layout.TOPOLOGY_FILE, losses)
@@ -174,6 +178,9 @@ def load(path: Path | str) -> Run:
         times.outside(len(host_sampled) - len(inside), f"{times.rel(path, host_dir / layout.SAMPLED_FILE)}: {{}} "
                                                   f"record{{}} with times outside the recording dropped", losses)
         sample_files.append((host_index, samples, _count(path, samples, SAMPLE_DTYPE, "sampler", losses), window))
+        threads = host_dir / layout.THREADS_FILE
+        thread_files.append((host_index, threads, _count(path, threads, THREAD_SAMPLE_DTYPE, "sampler", losses),
+                             window))
     journals.sort(key=lambda j: (j.host_index, _int(j.identity.get("created_ns")),
                                  _int(j.identity.get("pid")), j.identity["t_ns"]))
     times.execs(journals, losses)
@@ -187,9 +194,11 @@ def load(path: Path | str) -> Run:
     chunks = _sorted(chunks, "start_ns")
     samples = _fill(SAMPLE_DTYPE, SAMPLES_DTYPE, [(f, n, {"host_index": h}) for h, f, n, _ in sample_files])
     samples = times.plausible_samples(path, samples, hosts, sample_files, losses)
+    threads = _fill(THREAD_SAMPLE_DTYPE, THREAD_SAMPLES_DTYPE, [(f, n, {"host_index": h}) for h, f, n, _ in thread_files])
+    threads = times.plausible_samples(path, threads, hosts, thread_files, losses)
     return Run(path=path, meta=meta, hosts=hosts, topology=topology, processes=processes,
                chunks=chunks, phase_names=phase_names, events=events, samples=samples,
-               sampled=sampled, losses=losses)
+               sampled=sampled, losses=losses, threads=threads)
 
 
 def _clean_meta(meta: dict, losses: list[str]) -> None:

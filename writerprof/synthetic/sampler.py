@@ -1,6 +1,7 @@
 """The sampler's view of a synthetic host: when it reads each process, the
-counters it reads then, and its two files (samples.bin, sampled.jsonl) in the
-order the real sampler appends them."""
+counters it reads then, and its files (samples.bin, threads.bin,
+sampled.jsonl) in the order the real sampler appends them. Each process is
+one thread doing all its work: its thread records are its main thread's."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import numpy as np
 
 from writerprof.record.sampler import NUMA_MAPS_EVERY_NS
 from writerprof.run import layout
-from writerprof.run.load import SAMPLE_DTYPE
+from writerprof.analysis.threads import time_inside
+from writerprof.run.load import SAMPLE_DTYPE, THREAD_SAMPLE_DTYPE
 from writerprof.units import format_cpu_list
 
 CLK_TICK_NS = 10_000_000  # /proc times and start times count in 100 Hz clock ticks
@@ -23,16 +25,7 @@ PRODUCER, TRACKER, DAEMON, WRITER = range(4)
 
 # --- counters over time ----------------------------------------------------------
 
-def busy(starts, ends, t):
-    """Time spent inside the sorted, disjoint intervals up to each of t."""
-    if len(starts) == 0:
-        return np.zeros(len(t), np.int64)
-    length = ends - starts
-    done = np.concatenate(([0], np.cumsum(length)))
-    k = np.searchsorted(ends, t, side="right")
-    kk = np.minimum(k, len(starts) - 1)  # the interval in progress, if any
-    part = np.minimum(np.maximum(t - starts[kk], 0), length[kk])
-    return done[k] + np.where(k < len(starts), part, 0)
+busy = time_inside  # time spent inside sorted, disjoint intervals up to each of t
 
 
 def step(times, values, t):
@@ -88,8 +81,9 @@ class Spool:
     WINDOW_TICKS = 64
     MAX_PENDING = 1 << 18  # samples held before they are spooled (24 MiB)
 
-    def __init__(self, directory: Path, tick0: int, interval: int):
-        self.directory, self.tick0 = directory, tick0
+    def __init__(self, directory: Path, tick0: int, interval: int, dtype: np.dtype = SAMPLE_DTYPE,
+                 name: str = "samples"):
+        self.directory, self.tick0, self.dtype, self.name = directory, tick0, dtype, name
         self.window_ns = interval * self.WINDOW_TICKS
         self.files: dict[int, object] = {}
         self.pending: list[np.ndarray] = []
@@ -98,7 +92,7 @@ class Spool:
     def _file(self, window: int):
         f = self.files.get(window)
         if f is None:
-            f = self.files[window] = open(self.directory / f".samples.{window}.tmp", "wb")
+            f = self.files[window] = open(self.directory / f".{self.name}.{window}.tmp", "wb")
         return f
 
     def add(self, samples: np.ndarray):
@@ -126,7 +120,7 @@ class Spool:
             for window in sorted(self.files):
                 f = self.files.pop(window)
                 f.close()
-                part = np.fromfile(f.name, dtype=SAMPLE_DTYPE)
+                part = np.fromfile(f.name, dtype=self.dtype)
                 part[np.argsort(part["t_ns"], kind="stable")].tofile(out)
                 Path(f.name).unlink()
 
@@ -143,6 +137,8 @@ class Sampler:
         self.tick0 = base + FIRST_SAMPLE_NS
         self.boot_offset = 1_137 + 211 * index  # sub-tick part of /proc start times on this clock
         self.samples = Spool(directory, self.tick0, interval)
+        self.threads = Spool(directory, self.tick0, interval, THREAD_SAMPLE_DTYPE, "threads")
+        self.last_read: dict[int, tuple[int, int]] = {}  # pid -> (its last tick, utime + stime then)
         self.records = Records()
 
     def tick_round(self, t: int) -> int:
@@ -216,8 +212,24 @@ class Sampler:
         for name, value in columns.items():
             out[name] = value
         self.samples.add(out)
+        self._add_threads(out)
+
+    def _add_threads(self, samples: np.ndarray):
+        """The main thread's records of these samples of one process: where its CPU time grew."""
+        pid = int(samples["pid"][0])
+        first_t, first_used = self.last_read.get(pid, (int(samples["t_ns"][0]) - self.interval, 0))
+        used = samples["utime_ns"] + samples["stime_ns"]
+        since = np.concatenate(([first_t], samples["t_ns"][:-1]))
+        grew = used > np.concatenate(([first_used], used[:-1]))
+        self.last_read[pid] = (int(samples["t_ns"][-1]), int(used[-1]))
+        out = np.zeros(int(grew.sum()), THREAD_SAMPLE_DTYPE)
+        for name in ("t_ns", "pid", "cpu", "utime_ns", "stime_ns"):
+            out[name] = samples[name][grew]
+        out["since_ns"], out["tid"], out["name"] = since[grew], pid, b"python3"
+        self.threads.add(out)
 
     def finish(self, directory: Path):
         """samples.bin in tick order, as the sampler appends it; sampled.jsonl likewise."""
         self.samples.finish(directory / layout.SAMPLES_FILE)
+        self.threads.finish(directory / layout.THREADS_FILE)
         self.records.write(directory / layout.SAMPLED_FILE)

@@ -4,7 +4,7 @@ buffers' pages are, and what CPUs they were allowed."""
 from __future__ import annotations
 
 from writerprof.analysis.diagnoses.base import WARNING, Code, by_role, diagnosis, emits, nodes_text
-from writerprof.analysis.processes import dominant
+from writerprof.analysis.processes import WORKED_FROM_THREADS, dominant
 from writerprof.run import roles as run_roles
 from writerprof.run import topology
 from writerprof.units import format_cpu_list
@@ -17,8 +17,8 @@ MIGRATION_SHARE = 0.10
 
 
 @emits(Code("numa-mismatch", (WARNING,),
-            f"a writer (or producer) did ≥ {NUMA_MAJORITY:.0%} of its work (its hooked calls' CPUs, else the "
-            f"sampler's) on one NUMA node while ≥ {NUMA_MAJORITY:.0%} of its buffers' pages are on another: "
+            f"a writer (or producer) did ≥ {NUMA_MAJORITY:.0%} of its work (its threads' CPU time in its "
+            f"work calls, else those calls' CPUs) on one NUMA node while ≥ {NUMA_MAJORITY:.0%} of its buffers' pages are on another: "
             f"every copy crosses the interconnect"))
 def numa_mismatch(run, procs, saves):
     out = []
@@ -36,11 +36,29 @@ def numa_mismatch(run, procs, saves):
             "numa-mismatch", proc,
             f"{proc['role']} pid {proc['pid']} {work} on node {ran_node} ({ran_share:.0%} of its time) "
             f"but the buffers it {copies} are on node {buf_node} ({buf_share:.0%} of their pages): "
-            f"every chunk crosses the interconnect",
+            f"every chunk crosses the interconnect" + _threads_text(proc),
             {"run_node": ran_node, "run_nodes": ran, "buffer_node": buf_node,
              "buffer_nodes": proc["buffer_nodes"], "allowed_cpus": proc["allowed_cpus"],
-             "from": proc["worked_nodes_from"]}))
+             "from": proc["worked_nodes_from"], **_sources(proc)}))
     return out
+
+
+def _sources(proc) -> dict:
+    """The threads that did the work, and the hooked calls' CPUs as a second
+    source where the threads' CPU time is the first."""
+    out = {"threads": [{k: t[k] for k in ("tid", "name", "cpu_s", "nodes")} for t in proc.get("threads") or []]}
+    if proc["worked_nodes_from"] == WORKED_FROM_THREADS and proc["work_nodes"]:
+        out["calls_nodes"] = proc["work_nodes"]  # WORKED_FROM_CALLS
+    return out
+
+
+def _threads_text(proc) -> str:
+    """The busiest threads, where they are what the work was judged by."""
+    if proc["worked_nodes_from"] != WORKED_FROM_THREADS or not proc.get("threads"):
+        return ""
+    shown = [f"tid {t['tid']}" + (f" ({t['name']})" if t["name"] else "")
+             + f" {t['cpu_s']:.2f} s on node {dominant(t['nodes'])[0]}" for t in proc["threads"][:4]]
+    return "; the threads that worked: " + ", ".join(shown)
 
 
 @emits(Code("affinity-divergence", (WARNING,),

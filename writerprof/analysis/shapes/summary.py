@@ -42,6 +42,14 @@ class AffinityChange(TypedDict):
     cpus: list[int]  # the allowed CPUs from then on
 
 
+class ThreadWork(TypedDict):
+    tid: int
+    name: str | None  # its comm, as the kernel has it
+    main: bool  # the process's main thread (tid == pid)
+    cpu_s: float  # its CPU time inside the process's work spans
+    nodes: dict[str, float]  # node -> share of that CPU time
+
+
 class Process(TypedDict):
     id: int  # its row in the run (saves' producer/writer, processes' parent)
     host: str
@@ -61,8 +69,12 @@ class Process(TypedDict):
     samples: int  # the sampler's readings of it
     cpu_nodes: dict[str, float]  # node -> share of the sampler's readings
     work_nodes: dict[str, float]  # node -> share of its work calls' time (write, gen)
-    worked_nodes: dict[str, float]  # work_nodes, else cpu_nodes: what reports and diagnoses read
-    worked_nodes_from: str | None  # which of the two worked_nodes is (processes.WORKED_FROM_*)
+    # node -> share of its threads' CPU time inside its work calls (all its life without any)
+    thread_nodes: dict[str, float]
+    thread_cpu_s: float | None  # that CPU time; None without per-thread readings
+    threads: list[ThreadWork]  # the busiest of those threads (analysis.threads.MAX_THREADS)
+    worked_nodes: dict[str, float]  # thread_nodes, else work_nodes, else cpu_nodes: what reports and diagnoses read
+    worked_nodes_from: str | None  # which of the three worked_nodes is (processes.WORKED_FROM_*)
     buffer_nodes: dict[str, float]  # node -> share of the pages of the buffers it created or attached
     minflt: int | None  # minor page faults
     majflt: int | None

@@ -1,0 +1,110 @@
+"""What one sampler tick costs with the per-thread reads, for a process of N
+threads.
+
+    python benchmarks/sampler_threads.py [--threads 4,64,256] [--ticks 200] [--interval 20ms]
+
+A child Python process starts N real threads (threading, no C extension),
+each looping over a busy spell of ~0.5 ms and a sleep of ~5 ms, so that the
+process's CPU time grows between ticks: the sampler then reads every
+/proc/PID/task/TID/stat, its worst case (a record is written for each
+thread whose CPU time grew by a clock tick). The writerprof Sampler
+(writerprof.record.sampler) ticks over it every interval, as `writerprof
+record` does, and each tick is measured around Sampler.tick(): its wall
+time, and the sampler thread's own CPU time (on a loaded machine the wall
+time also counts the waits for a CPU). A second run with the threads idle
+(blocked on an Event) shows the common case: the process's stat says
+nothing ran, and no thread is read.
+
+Prints per N: thread records written per tick, and the tick's median and
+p90 in milliseconds, wall and CPU, busy and idle.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from writerprof.record.sampler import Sampler
+from writerprof.run import layout
+from writerprof.run.load import THREAD_SAMPLE_DTYPE
+from writerprof.units import parse_duration
+
+CHILD = """
+import sys, threading, time
+n, busy = int(sys.argv[1]), sys.argv[2] == "busy"
+started = threading.Barrier(n + 1)
+idle = threading.Event()
+def work():
+    started.wait()
+    while not busy:
+        idle.wait()
+    while True:
+        if busy:
+            end = time.perf_counter() + 0.0005
+            while time.perf_counter() < end:
+                pass
+        time.sleep(0.005)
+for _ in range(n):
+    threading.Thread(target=work, daemon=True).start()
+started.wait()
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+def measure(threads: int, busy: bool, ticks: int, interval_s: float) -> dict:
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(threads), "busy" if busy else "idle"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        with tempfile.TemporaryDirectory() as tmp:
+            sampler = Sampler(child.pid, Path(tmp), interval_s)
+            sampler.tick()  # first sight: cmdline, exe, numa_maps, not a steady tick
+            took, cpu = [], []
+            for _ in range(ticks):
+                time.sleep(interval_s)
+                began, began_cpu = time.perf_counter_ns(), time.thread_time_ns()
+                sampler.tick()
+                cpu.append(time.thread_time_ns() - began_cpu)
+                took.append(time.perf_counter_ns() - began)
+            sampler.stop()
+            records = len(np.fromfile(Path(tmp) / layout.THREADS_FILE, dtype=THREAD_SAMPLE_DTYPE))
+    finally:
+        child.stdin.close()
+        child.kill()
+        child.wait()
+    return {"wall": _ms(took), "cpu": _ms(cpu), "records_per_tick": records / (ticks + 1)}
+
+
+def _ms(values: list[int]) -> tuple[float, float]:
+    """Median and p90, in ms."""
+    values = sorted(values)
+    return statistics.median(values) / 1e6, values[int(len(values) * 0.9)] / 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", default="4,64,256")
+    parser.add_argument("--ticks", type=int, default=200)
+    parser.add_argument("--interval", default="20ms")
+    args = parser.parse_args()
+    interval_s = parse_duration(args.interval) / 1e9
+    print(f"{'threads':>7} {'load':>5} {'records/tick':>12} {'wall median':>11} {'wall p90':>8} "
+          f"{'cpu median':>10} {'cpu p90':>8}  (ms)")
+    for n in (int(x) for x in args.threads.split(",")):
+        for busy in (True, False):
+            r = measure(n, busy, args.ticks, interval_s)
+            print(f"{n:>7} {'busy' if busy else 'idle':>5} {r['records_per_tick']:>12.1f} "
+                  f"{r['wall'][0]:>11.3f} {r['wall'][1]:>8.3f} {r['cpu'][0]:>10.3f} {r['cpu'][1]:>8.3f}",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+"""Where each process's threads spent their CPU time: the sampler's
+per-thread readings (run.threads), each one's CPU time over its interval put
+on the node of the CPU the thread last ran on, counted inside spans of the
+process's life (its work calls, else all of it). An idle thread (a main
+thread blocked on a queue while a pool fills the buffers) weighs nothing."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from writerprof.analysis.samples import cpu_column, node_table, thread_rows
+
+MAX_THREADS = 8  # threads listed per process, the busiest first
+
+
+def time_inside(starts: np.ndarray, ends: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Time spent inside the sorted, disjoint intervals up to each of t."""
+    if len(starts) == 0:
+        return np.zeros(len(t), np.int64)
+    length = ends - starts
+    done = np.concatenate(([0], np.cumsum(length)))
+    k = np.searchsorted(ends, t, side="right")
+    kk = np.minimum(k, len(starts) - 1)  # the interval in progress, if any
+    part = np.minimum(np.maximum(t - starts[kk], 0), length[kk])
+    return done[k] + np.where(k < len(starts), part, 0)
+
+
+def merged(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The union of intervals, as sorted disjoint ones."""
+    if len(starts) == 0:
+        return starts, ends
+    order = np.argsort(starts, kind="stable")
+    starts, ends = starts[order], np.maximum.accumulate(ends[order])
+    new = np.concatenate(([True], starts[1:] > ends[:-1]))  # not overlapping the ones before
+    last = np.concatenate((np.flatnonzero(new)[1:] - 1, [len(starts) - 1]))
+    return starts[new], ends[last]
+
+
+def worked(run, span_row: np.ndarray, span_start: np.ndarray, span_end: np.ndarray) -> dict[int, dict]:
+    """Per row of run.processes with thread readings whose CPU time falls in its
+    spans (span_row[i] has span_start[i] to span_end[i]; a row with none:
+    its whole life): {"nodes": node -> CPU seconds, "cpu_s", "threads": the
+    busiest MAX_THREADS, each {"tid", "name", "main", "cpu_s", "nodes"}}.
+    All processes at once: a large run has thousands."""
+    t, rows = run.threads, thread_rows(run)
+    keep = rows >= 0
+    if not keep.any():
+        return {}
+    t, rows = t[keep], rows[keep]
+    order = np.lexsort((t["t_ns"], t["tid"], rows))
+    t, rows = t[order], rows[order]
+    used = t["utime_ns"] + t["stime_ns"]
+    # Each record's CPU time since the previous of its thread (from zero for its
+    # first, and for a tid reused: its time starts again).
+    same = np.concatenate(([False], (rows[1:] == rows[:-1]) & (t["tid"][1:] == t["tid"][:-1])))
+    before = np.concatenate(([0], used[:-1]))
+    weight = np.where(same & (used >= before), used - before, used).astype(np.float64)
+    since, until = t["since_ns"], t["t_ns"]
+    if len(span_row):
+        weight = np.where(_has(span_row, len(run.processes))[rows],
+                          weight * _share_inside(rows, since, until, span_row, span_start, span_end), weight)
+    lut = node_table(run)
+    node = lut[t["host_index"], cpu_column(lut, t["cpu"])]
+    known = (weight > 0) & (node >= 0)
+    if not known.any():
+        return {}
+    rows, tid, node, weight, name = rows[known], t["tid"][known], node[known], weight[known], t["name"][known]
+    n_nodes = int(node.max()) + 1
+    per_node = np.bincount(rows * n_nodes + node, weights=weight,
+                           minlength=len(run.processes) * n_nodes).reshape(-1, n_nodes)
+    out = {int(row): {"nodes": _seconds(per_node[row]), "cpu_s": float(per_node[row].sum()) / 1e9, "threads": []}
+           for row in np.flatnonzero(per_node.sum(axis=1) > 0)}
+    # Per thread: (row, tid) pairs, the busiest MAX_THREADS of each row.
+    pair_key = (rows.astype(np.int64) << 32) | tid.astype(np.int64)
+    pairs, first, pair = np.unique(pair_key, return_index=True, return_inverse=True)
+    last = np.zeros(len(pairs), np.int64)
+    last[pair] = np.arange(len(pair))  # the last record of each pair (records are in time order)
+    cpu = np.bincount(pair, weights=weight, minlength=len(pairs))
+    pair_nodes = np.bincount(pair * n_nodes + node, weights=weight, minlength=len(pairs) * n_nodes)
+    pair_nodes = pair_nodes.reshape(-1, n_nodes)
+    pair_row = rows[first]
+    busiest = np.lexsort((pairs & 0xFFFFFFFF, -cpu, pair_row))
+    starts = np.searchsorted(pair_row[busiest], pair_row[busiest], side="left")
+    chosen = busiest[np.arange(len(busiest)) - starts < MAX_THREADS]
+    pids = run.processes["pid"]
+    for p in chosen.tolist():
+        row, one = int(pair_row[p]), int(pairs[p] & 0xFFFFFFFF)
+        label = name[last[p]].decode("utf-8", "replace")
+        out[row]["threads"].append({"tid": one, "name": label or None, "main": one == int(pids[row]),
+                                    "cpu_s": float(cpu[p]) / 1e9, "nodes": _seconds(pair_nodes[p])})
+    return out
+
+
+def _has(span_row: np.ndarray, n: int) -> np.ndarray:
+    found = np.zeros(n, bool)
+    found[span_row] = True
+    return found
+
+
+def _share_inside(rows, since, until, span_row, span_start, span_end) -> np.ndarray:
+    """The share of each record's interval (since, until] inside its row's
+    spans. Each row's times are moved onto a range of a line of their own,
+    so that every row's spans are merged and looked up at once."""
+    n = int(max(rows.max(), span_row.max())) + 1
+    lo = np.full(n, np.iinfo(np.int64).max)
+    hi = np.full(n, np.iinfo(np.int64).min)
+    np.minimum.at(lo, rows, since)
+    np.minimum.at(lo, span_row, span_start)
+    np.maximum.at(hi, rows, until)
+    np.maximum.at(hi, span_row, span_end)
+    extent = np.where(hi >= lo, hi - lo + 1, 0)
+    base = np.cumsum(extent) - extent - np.where(hi >= lo, lo, 0)
+    starts, ends = merged(span_start + base[span_row], span_end + base[span_row])
+    inside = time_inside(starts, ends, until + base[rows]) - time_inside(starts, ends, since + base[rows])
+    return inside / np.maximum(until - since, 1)
+
+
+def _seconds(per_node: np.ndarray) -> dict[int, float]:
+    return {n: float(w) / 1e9 for n, w in enumerate(per_node) if w > 0}
