@@ -42,20 +42,24 @@ FSYNC_SHARE = 0.30
             f"producer and writer both waited on the queue at once for ≥ {QUEUE_SHARE:.0%} of the save: "
             f"chunks are slow to cross the queue"))
 def pipeline_balance(run, procs, saves):
-    """generation-bound, writer-bound and queue-stall, from the two sides' waits."""
+    """generation-bound, writer-bound and queue-stall, from the two sides'
+    waits. A side whose wait was not measured (None: no hooked put or get)
+    says nothing: each diagnosis reads only the saves that measured its waits."""
     out = []
     for group in per_producer(saves):
         proc = producer_of(procs, group)
         timed = [s for s in group if s["writer"] is not None and s["duration_s"] > 0]
         if not timed:
             continue
-        loop = sum(s["write_s"] + s["get_wait_s"] + s["fsync_s"] + s["close_s"] + s["fadvise_s"] for s in timed)
-        get_wait = sum(s["get_wait_s"] for s in timed)
-        producer_loop = sum(s["gen_s"] + s["put_wait_s"] for s in timed)
-        put_wait = sum(s["put_wait_s"] for s in timed)
-        queue = sum(s["critical_path"]["queue"] for s in timed)
+        got = [s for s in timed if s["get_wait_s"] is not None]  # the writer's side measured
+        put = [s for s in timed if s["put_wait_s"] is not None]  # the producer's
+        loop = sum(s["write_s"] + s["get_wait_s"] + s["fsync_s"] + s["close_s"] + s["fadvise_s"] for s in got)
+        get_wait = sum(s["get_wait_s"] for s in got)
+        producer_loop = sum(s["gen_s"] + s["put_wait_s"] for s in put)
+        put_wait = sum(s["put_wait_s"] for s in put)
         total = sum(s["duration_s"] for s in timed)
-        evidence = {"gen_s": sum(s["gen_s"] for s in timed), "put_wait_s": put_wait, "get_wait_s": get_wait,
+        evidence = {"gen_s": sum(s["gen_s"] for s in timed), "put_wait_s": put_wait if put else None,
+                    "get_wait_s": get_wait if got else None,
                     "write_s": sum(s["write_s"] for s in timed), "saves": len(timed)}
         if loop and get_wait / loop >= WAIT_SHARE:
             out.append(diagnosis(
@@ -71,11 +75,14 @@ def pipeline_balance(run, procs, saves):
                 f"({put_wait:.2f} s): the writer sets the pace"
                 + (", in its writes and fsync: the save is I/O-bound" if write >= IO_SHARE * total else ""),
                 dict(evidence, put_wait_share=put_wait / producer_loop, io_share=write / total)))
-        if queue / total >= QUEUE_SHARE:
+        # The queue component is the writer's get: without it, the queue was not measured.
+        queue = sum(s["critical_path"]["queue"] for s in got)
+        got_total = sum(s["duration_s"] for s in got)
+        if got and queue / got_total >= QUEUE_SHARE:
             out.append(diagnosis(
                 "queue-stall", proc,
                 f"producer and writer both waited on the queue at once for {queue:.2f} s "
-                f"({queue / total:.0%} of the save time): chunks are slow to cross the queue",
+                f"({queue / got_total:.0%} of the save time): chunks are slow to cross the queue",
                 dict(evidence, queue_s=queue), cost_s=queue))
     return out
 
