@@ -99,6 +99,7 @@ def find(run, idx: _Index | None = None) -> list[dict]:
     save_of = owner[mine]
     size = max(run.phase_names, default=0) + 1
     producer_s = _table(save_of, c["phase"][mine], c["own_ns"][mine], n, size) / 1e9
+    producer_calls = _table(save_of, c["phase"][mine], None, n, size)
     put_s, puts = _put_waits(c, owner, found, codes.get("put", -1), n)
     is_gen = mine & (c["phase"] == codes.get("gen", -1))
     gen = {"start_ns": c["start_ns"][is_gen], "end_ns": c["end_ns"][is_gen], "save": owner[is_gen]}
@@ -113,7 +114,7 @@ def find(run, idx: _Index | None = None) -> list[dict]:
     paths = _critical_paths(found, w0, w1, gen, loop, codes)
     at = {name: codes.get(name, size) for name in ("gen", "put", "get", "write", "fadvise", "fsync", "close")}
     seconds, calls, nbytes = (np.pad(t, ((0, 1), (0, 1))) for t in per_proc)  # row -1, column `size`: none
-    producer_s = np.pad(producer_s, ((0, 0), (0, 1)))
+    producer_s, producer_calls = (np.pad(t, ((0, 0), (0, 1))) for t in (producer_s, producer_calls))
     p = run.processes
     saves = []
     for i, f in enumerate(found):
@@ -140,7 +141,7 @@ def find(run, idx: _Index | None = None) -> list[dict]:
             "gib_s": written / duration / 2**30 if duration > 0 else None,
             "startup": f["startup"],
             "startup_s": sum(f["startup"].values()) if f["startup"] else None,
-            "gen_s": float(producer_s[i, at["gen"]]),
+            "gen_s": measured(producer_s[i, at["gen"]], producer_calls[i, at["gen"]]),
             "put_wait_s": measured(put_s[i], puts[i]),
             "get_wait_s": measured(seconds[row, at["get"]], calls[row, at["get"]]),
             **{f"{phase}_s": float(seconds[row, at[phase]]) for phase in ("write", "fadvise", "fsync", "close")},
@@ -159,8 +160,8 @@ def _table(rows, phases, weights, n_rows, n_phases) -> np.ndarray:
 
 
 def measured(seconds, count) -> float | None:
-    """A wait's seconds, or None where no hooked call of it was recorded:
-    not measured, which is not 0."""
+    """A phase's seconds, or None where no hooked call of it was recorded
+    (the producer's gen, put, the writer's get): not measured, which is not 0."""
     return float(seconds) if count else None
 
 
