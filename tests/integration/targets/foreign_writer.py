@@ -84,6 +84,8 @@ def stream(ctx, out_dir, save):
 if __name__ == "__main__":
     method, out_dir, results_path = sys.argv[1:4]
     ctx = multiprocessing.get_context(method)
+    with open(os.path.join(out_dir, "manifest"), "wb") as f:  # before the saves (see Ledger's header)
+        os.write(f.fileno(), json.dumps({"saves": SAVES, "chunks": CHUNKS}).encode())
     saves = [stream(ctx, out_dir, save) for save in range(SAVES)]
     with open(results_path, "w") as f:
         json.dump(saves, f)

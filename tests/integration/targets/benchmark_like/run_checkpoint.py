@@ -19,6 +19,8 @@ SAVES = 2
 if __name__ == "__main__":
     method, out_dir, results_path = sys.argv[1:4]
     checkpoint = StreamingCheckpointing(CHUNK, BUFFERS, method)
+    with open(os.path.join(out_dir, "manifest"), "wb") as f:  # before the saves (see the file writer's header)
+        os.write(f.fileno(), json.dumps({"saves": SAVES, "chunks": CHUNKS}).encode())
     saves = [checkpoint.save(os.path.join(out_dir, "ckpt-%d" % i), CHUNKS * CHUNK) for i in range(SAVES)]
     with open(results_path, "w") as f:
         json.dump(saves, f)
