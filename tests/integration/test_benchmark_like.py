@@ -9,29 +9,27 @@ the hooked close is fsync, not close."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from helpers import TARGETS, run_writerprof
+from helpers import TARGETS
+from own_timings import agree, record_with_own_timings
 
 from writerprof.run import load
 
-TOLERANCE = 0.05
 HERE = Path(TARGETS) / "benchmark_like"
 
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("benchmark-like")
-    run_writerprof("record", "-o", tmp / "run", "--", "python", HERE / "run_checkpoint.py", "forkserver", tmp,
-                   tmp / "own.json")
-    summary = json.loads(run_writerprof("report", "--json", tmp / "run").stdout)
-    return summary, json.loads((tmp / "own.json").read_text()), load(tmp / "run")
+    summary, own, run = record_with_own_timings(tmp_path_factory, "benchmark-like", [],
+                                                [HERE / "run_checkpoint.py", "forkserver"],
+                                                ("put_wait_s", "gen_s", "get_wait_s"), floor=0.002)
+    return summary, own, load(run)
 
 
-def close_to(recorded_s, own_s, floor=0.002):
-    return abs(recorded_s - own_s) <= TOLERANCE * own_s + floor
+def close_to(recorded_s, own_s):
+    return agree(recorded_s, own_s, floor=0.002)
 
 
 def test_the_built_in_specs_find_the_benchmarks_names(recorded):

@@ -7,26 +7,22 @@ column and bars and close's time is its own)."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from helpers import TARGETS, run_writerprof
+from helpers import TARGETS
+from own_timings import agree, record_with_own_timings
 
 CLOSE_SPEC = "foreign_storage:Ledger.close=close"
-TOLERANCE = 0.05
 
 
 @pytest.fixture(scope="module", params=["fork", "forkserver"])
 def recorded(request, tmp_path_factory):
-    """(summary, the target's own timings, whether its close was hooked)."""
+    """(summary, the target's own timings, whether its close was hooked, the run)."""
     method = request.param
-    tmp = tmp_path_factory.mktemp(f"foreign-{method}")
     probe = ["--probe", CLOSE_SPEC] if method == "forkserver" else []
-    run_writerprof("record", "-o", tmp / "run", *probe, "--", "python", f"{TARGETS}/foreign_writer.py", method,
-                   tmp, tmp / "own.json")
-    summary = json.loads(run_writerprof("report", "--json", tmp / "run").stdout)
-    own = json.loads((tmp / "own.json").read_text())
-    return summary, own, bool(probe), tmp / "run"
+    summary, own, run = record_with_own_timings(tmp_path_factory, f"foreign-{method}", probe,
+                                                [f"{TARGETS}/foreign_writer.py", method],
+                                                ("put_wait_s", "get_wait_s"))
+    return summary, own, bool(probe), run
 
 
 def test_no_spec_matched_the_writers_names(recorded):
@@ -42,18 +38,18 @@ def test_queue_waits_are_measured_and_agree_with_the_targets_own(recorded):
         for key in ("put_wait_s", "get_wait_s"):
             assert mine[key] > 0.15, mine  # long enough that 5% is more than the clock's noise
             assert save[key] is not None, (key, save)
-            assert abs(save[key] - mine[key]) <= TOLERANCE * mine[key], (key, save[key], mine[key])
+            assert agree(save[key], mine[key]), (key, save[key], mine[key])
         assert save["gen_s"] is None  # its fill has no hook: not measured, not 0
 
 
 def test_fsync_is_its_own_phase_and_not_counted_in_close(recorded):
     summary, own, close_hooked, _ = recorded
     for save, mine in zip(summary["saves"], own):
-        assert abs(save["fsync_s"] - mine["fsync_s"]) <= TOLERANCE * mine["fsync_s"] + 0.002, (save, mine)
+        assert agree(save["fsync_s"], mine["fsync_s"], floor=0.002), (save, mine)
         assert save["critical_path"]["fsync"] > 0
         if close_hooked:  # close is the Ledger's close less the fsync inside it
             expected = mine["close_s"] - mine["fsync_s"]
-            assert abs(save["close_s"] - expected) <= TOLERANCE * expected + 0.002, (save, mine)
+            assert agree(save["close_s"], expected, floor=0.002), (save, mine)
         else:  # only os.close is hooked: a moment, and the fsync before it is not in it
             assert save["close_s"] < 0.01
     (pair,) = summary["chunk_timeline"]["pairs"]

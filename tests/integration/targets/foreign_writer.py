@@ -22,7 +22,7 @@ CHUNK = 1 << 20
 BUFFERS = 4
 QUEUE_SIZE = 2
 CHUNKS = 12
-SLOW_S = 0.08  # a slow write (first half) or a slow fill (second half)
+SLOW_S = 0.1  # a slow write (first half) or a slow fill (second half)
 SAVES = 2
 
 
