@@ -1,7 +1,9 @@
 """multiprocessing, from both sides. In the parent: each Process.start()
 (method, target, child pid, call start and end). In the child: the re-run of
 the parent's __main__ (spawn and forkserver), the unpickling that imports the
-target's module, the target's first and last line. And the what-if switches:
+target's module, the target's first and last line. In both, the put and get
+of its queues and pipes, whatever the target's names (queues.py). And the
+what-if switches:
 WRITERPROF_FORCE_START_METHOD=METHOD starts every writer with METHOD;
 WRITERPROF_MITIGATE=pin,preload applies those mitigations (mitigate.py): pin,
 the writer takes its starting thread's affinity; preload, the forkserver
@@ -10,7 +12,7 @@ daemon imports the target's module and children skip the __main__ re-run."""
 import sys
 import time
 
-from . import calls, imports, lifecycle, mitigate
+from . import calls, imports, lifecycle, mitigate, queues
 
 _now = time.monotonic_ns
 _POPEN_METHODS = {
@@ -31,6 +33,7 @@ def install(journal_, hook_status, forced, mitigations=""):
     mitigate.install(journal_, hook_status, mitigations)  # before the hooks that consult it
     imports.when_imported("multiprocessing.process", _guard("multiprocessing.process", _process))
     imports.when_imported("multiprocessing.spawn", _guard("multiprocessing.spawn", _spawn))
+    queues.install(hook_status)  # put and get on any queue or pipe, without a spec
     if forced:
         imports.when_imported("multiprocessing.context",
                               _guard("multiprocessing.context", lambda m: _force(m, forced)))

@@ -25,7 +25,19 @@ def _is_file(fd):
 
 
 def _accept_fd(args):
-    return bool(args) and _is_file(args[0])
+    return bool(args) and _is_file(_fd_of(args[0]))
+
+
+def _fd_of(arg):
+    """os.fsync(f) and os.fdatasync(f) take a file object too (its fileno()):
+    a writer's close() that flushes its open file that way is timed as well."""
+    if type(arg) is int:
+        return arg
+    fileno = getattr(arg, "fileno", None)
+    try:
+        return fileno() if fileno is not None else None
+    except Exception:  # closed, or not a file: the call itself will say so
+        return None
 
 
 def _accept_write(args):

@@ -1,9 +1,35 @@
 """Hook specs, `module:qualname=phase`: which callables are timed as which
 phase. Built-in ones cover the reproducer, the benchmark's streaming
-checkpoint and dgen-py; `writerprof record --probe` adds more."""
+checkpoint and its storage writers (mlpstorage_py, and mlpstorage before it)
+and dgen-py; `writerprof record --probe` adds more. What needs no name (a
+multiprocessing queue's put and get, os writes and fsync) is hooked
+generically (queues.py, osio.py)."""
 
 from . import calls, imports
 from .format import FIRST_ADDED_PHASE, PHASES
+
+# The benchmark's checkpoint code, under its package's current name and the
+# older one: the streaming checkpoint's two sides, and each storage writer's
+# write_chunk and close (module, class). Its queue's put and get need no
+# spec (queues.py); a close's fsync is timed as fsync inside it (osio.py).
+BENCHMARK_PACKAGES = ("mlpstorage_py", "mlpstorage")
+STORAGE_WRITERS = (
+    ("file_writer", "FileStorageWriter"),
+    ("s3dlio_writer", "S3DLIOStorageWriter"),
+    ("minio_writer", "MinIOStorageWriter"),
+    ("s3torch_writer", "S3TorchConnectorWriter"),
+)
+
+
+def _benchmark(package):
+    checkpointing = package + ".checkpointing"
+    streaming = checkpointing + ".streaming_checkpoint:StreamingCheckpointing."
+    specs = [streaming + "_writer_process=writer", streaming + "_run_producer=producer"]
+    for module, cls in STORAGE_WRITERS:
+        where = "%s.storage_writers.%s:%s." % (checkpointing, module, cls)
+        specs += [where + "write_chunk=write", where + "close=close"]
+    return tuple(specs)
+
 
 BUILT_IN = (
     # writerprof's reproducer
@@ -14,11 +40,7 @@ BUILT_IN = (
     "writerprof.repro.save:run_save=save",
     "writerprof.repro.writer:next_chunk=get",
     "writerprof.repro.writer:run_writer=writer",
-    # the benchmark's streaming checkpoint
-    "mlpstorage_py.checkpointing.streaming_checkpoint:StreamingCheckpointing._writer_process=writer",
-    "mlpstorage_py.checkpointing.streaming_checkpoint:StreamingCheckpointing._run_producer=producer",
-    "mlpstorage_py.checkpointing.storage_writers.file_writer:FileStorageWriter.write_chunk=write",
-    "mlpstorage_py.checkpointing.storage_writers.file_writer:FileStorageWriter.close=close",
+) + tuple(spec for package in BENCHMARK_PACKAGES for spec in _benchmark(package)) + (
     # dgen-py's Generator is an extension type: its objects are wrapped
     "dgen_py:Generator.fill_chunk=gen",
 )

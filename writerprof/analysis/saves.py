@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from writerprof.analysis import nesting
 from writerprof.analysis.samples import CREATED_SLACK_NS
 
 # Start-up phases, in order: Process.start() until the child exists; the
@@ -82,7 +83,9 @@ def find(run, idx: _Index | None = None) -> list[dict]:
     idx = idx or index(run)
     codes = {name: code for code, name in run.phase_names.items()}
     # Field by field (views): whole records are wide, and there are millions of them.
-    c = {name: run.chunks[name] for name in ("proc", "phase", "depth", "tid", "start_ns", "end_ns", "bytes")}
+    c = {name: run.chunks[name] for name in ("proc", "phase", "depth", "tid", "writer_seq", "start_ns", "end_ns",
+                                             "bytes")}
+    c["own_ns"] = nesting.own_ns(c)  # a call's time less the hooked calls inside it (close less its fsync)
     per_proc = _per_process(run, c)
     found = _starts(run, idx, codes, c)
     if not found:
@@ -95,7 +98,9 @@ def find(run, idx: _Index | None = None) -> list[dict]:
     mine = owner >= 0
     save_of = owner[mine]
     size = max(run.phase_names, default=0) + 1
-    producer_s = _table(save_of, c["phase"][mine], (c["end_ns"] - c["start_ns"])[mine], n, size) / 1e9
+    producer_s = _table(save_of, c["phase"][mine], c["own_ns"][mine], n, size) / 1e9
+    producer_calls = _table(save_of, c["phase"][mine], None, n, size)
+    put_s, puts = _put_waits(c, owner, found, codes.get("put", -1), n)
     is_gen = mine & (c["phase"] == codes.get("gen", -1))
     gen = {"start_ns": c["start_ns"][is_gen], "end_ns": c["end_ns"][is_gen], "save": owner[is_gen]}
     # The writer's loop: every call of its own, the save's.
@@ -109,7 +114,7 @@ def find(run, idx: _Index | None = None) -> list[dict]:
     paths = _critical_paths(found, w0, w1, gen, loop, codes)
     at = {name: codes.get(name, size) for name in ("gen", "put", "get", "write", "fadvise", "fsync", "close")}
     seconds, calls, nbytes = (np.pad(t, ((0, 1), (0, 1))) for t in per_proc)  # row -1, column `size`: none
-    producer_s = np.pad(producer_s, ((0, 0), (0, 1)))
+    producer_s, producer_calls = (np.pad(t, ((0, 0), (0, 1))) for t in (producer_s, producer_calls))
     p = run.processes
     saves = []
     for i, f in enumerate(found):
@@ -136,9 +141,9 @@ def find(run, idx: _Index | None = None) -> list[dict]:
             "gib_s": written / duration / 2**30 if duration > 0 else None,
             "startup": f["startup"],
             "startup_s": sum(f["startup"].values()) if f["startup"] else None,
-            "gen_s": float(producer_s[i, at["gen"]]),
-            "put_wait_s": float(producer_s[i, at["put"]]),
-            "get_wait_s": float(seconds[row, at["get"]]),
+            "gen_s": measured(producer_s[i, at["gen"]], producer_calls[i, at["gen"]]),
+            "put_wait_s": measured(put_s[i], puts[i]),
+            "get_wait_s": measured(seconds[row, at["get"]], calls[row, at["get"]]),
             **{f"{phase}_s": float(seconds[row, at[phase]]) for phase in ("write", "fadvise", "fsync", "close")},
             "critical_path": critical,
             "unexplained_s": float(path[-1]),
@@ -154,10 +159,44 @@ def _table(rows, phases, weights, n_rows, n_phases) -> np.ndarray:
     return np.bincount(flat, weights=weights, minlength=n_rows * n_phases).reshape(n_rows, n_phases)
 
 
+def measured(seconds, count) -> float | None:
+    """A phase's seconds, or None where no hooked call of it was recorded
+    (the producer's gen, put, the writer's get): not measured, which is not 0."""
+    return float(seconds) if count else None
+
+
+def _put_waits(c, owner, found, put, n) -> tuple[np.ndarray, np.ndarray]:
+    """Per save: seconds and count of the producer's puts, each the wait of
+    the save whose writer takes the chunk. A put the save's window and thread
+    own (owner) is that save's; one they do not (another thread of the
+    producer, or no hooked call spanning the save) goes to the save of the
+    writer the producer started last before it (the record's writer_seq),
+    as long as that writer was not yet done (the save's end)."""
+    is_put = c["phase"] == put
+    rows = np.flatnonzero(is_put)
+    save = owner[rows]
+    loose = save < 0
+    if loose.any() and found:
+        proc = np.array([f["proc"] for f in found], dtype=np.int64)
+        seq = np.array([f["start"].get("writer_seq", -1) for f in found], dtype=np.int64)
+        keys = (proc << 32) | (seq + 1)
+        order = np.argsort(keys)
+        r = rows[loose]
+        wanted = (c["proc"][r].astype(np.int64) << 32) | (c["writer_seq"][r].astype(np.int64) + 1)
+        at = np.minimum(np.searchsorted(keys[order], wanted), len(order) - 1)
+        match = order[at]
+        w1 = np.array([f["w1"] for f in found], dtype=np.int64)
+        ok = (keys[match] == wanted) & (c["writer_seq"][r] >= 0) & (c["end_ns"][r] <= w1[match])
+        save[loose] = np.where(ok, match, -1)
+    mine = save >= 0
+    seconds = np.bincount(save[mine], weights=c["own_ns"][rows][mine], minlength=n) / 1e9
+    return seconds, np.bincount(save[mine], minlength=n)
+
+
 def _per_process(run, c):
     """Per process and phase code: seconds, calls and bytes of its calls."""
     n, size = len(run.processes), max(run.phase_names, default=0) + 1
-    seconds = _table(c["proc"], c["phase"], c["end_ns"] - c["start_ns"], n, size) / 1e9
+    seconds = _table(c["proc"], c["phase"], c["own_ns"], n, size) / 1e9
     calls = _table(c["proc"], c["phase"], None, n, size).astype(np.int64)
     nbytes = _table(c["proc"], c["phase"], c["bytes"].clip(0), n, size).astype(np.int64)
     return seconds, calls, nbytes

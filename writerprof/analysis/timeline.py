@@ -2,7 +2,8 @@
 host's time line (each host's clock offset applied, seconds since the
 recording started), the spans of the producer's setup, gen and put-wait
 and of its writers' start-up phases, get-wait, write, fadvise, fsync and
-close. Only for a few representative producers (MAX_PAIRS, else the
+close. A call's spans are its own time: an fsync inside a hooked close is an
+fsync bar between two pieces of close, not hidden under it. Only for a few representative producers (MAX_PAIRS, else the
 slowest, median and fastest by mean save time): the result stays small."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from writerprof.analysis import starts
+from writerprof.analysis import nesting, starts
 from writerprof.analysis.saves import STARTUP_PHASES
 
 MAX_PAIRS = 4  # producer/writer pairs drawn before picking representatives
@@ -55,6 +56,7 @@ def chunk_timeline(run, idx, procs: list[dict], saves: list[dict], offsets: dict
     bounds = idx.chunk_bounds
     c = run.chunks[np.sort(np.concatenate([idx.chunks_of[bounds[p]:bounds[p + 1]] for p in chosen + writer_rows]
                                           or [np.zeros(0, dtype=np.int64)]))]
+    parent = nesting.parents(c)
     started = starts.start_times(run, chosen)
     origin = run.meta.get("started_ns") or 0
     pairs = []
@@ -62,10 +64,11 @@ def chunk_timeline(run, idx, procs: list[dict], saves: list[dict], offsets: dict
         mine = writers_of[producer]
         # On this host's clock: its records minus this are seconds on the recording host's time line.
         zero = origin - offsets.get(procs[producer]["host"], 0)
-        p_spans = {name: _spans(c[(c["proc"] == producer) & (c["phase"] == codes.get(name, -1))], zero)
+        p_spans = {name: _spans(c, (c["proc"] == producer) & (c["phase"] == codes.get(name, -1)), parent, zero)
                    for name in PRODUCER_PHASES}
         in_writers = np.isin(c["proc"], [s["writer"] for s in mine if s["writer"] is not None])
-        w_spans = {name: _spans(c[in_writers & (c["phase"] == codes.get(name, -1))], zero) for name in WRITER_PHASES}
+        w_spans = {name: _spans(c, in_writers & (c["phase"] == codes.get(name, -1)), parent, zero)
+                   for name in WRITER_PHASES}
         p_spans["setup"] = []
         for phase in STARTUP_PHASES:
             w_spans[phase] = []
@@ -100,10 +103,11 @@ def _first_write(c, writer: int | None, codes: dict) -> int | None:
     return int(writes.min()) if len(writes) else None
 
 
-def _spans(chunks: np.ndarray, zero: int) -> list[list[float]]:
+def _spans(c: np.ndarray, chosen: np.ndarray, parent: np.ndarray, zero: int) -> list[list[float]]:
+    """The chosen calls' own time (nesting.own_spans) as [from_s, seconds]."""
+    start, end = nesting.own_spans(c, np.flatnonzero(chosen), parent)
     # To the nanosecond they were read in: the same times, a third shorter in JSON.
-    return [list(x) for x in zip(np.round((chunks["start_ns"] - zero) / 1e9, 9).tolist(),
-                                 np.round((chunks["end_ns"] - chunks["start_ns"]) / 1e9, 9).tolist())]
+    return [list(x) for x in zip(np.round((start - zero) / 1e9, 9).tolist(), np.round((end - start) / 1e9, 9).tolist())]
 
 
 def _known(spans: dict) -> dict:

@@ -35,7 +35,7 @@ def producer_records(host, v: dict):
     p["bytes"][:, put] = np.maximum(v["pe"] - v["ps"] - 3 * US, 0)  # _put returns its wait, in ns
     p["minflt"][:, gen] = v["gen_faults"]
     p["minflt"][:, -1] = 20
-    v["producer_records"] = p
+    v["producer_records"] = hooked(sc, p)
 
 
 def writer_records(host, v: dict):
@@ -63,7 +63,14 @@ def writer_records(host, v: dict):
     w["bytes"][:, write] = sc.chunk_size
     w["minflt"][:, write] = v["write_faults"]
     w["minflt"][:, 0] = 150
-    v["writer_records"] = w
+    v["writer_records"] = hooked(sc, w)
+
+
+def hooked(sc, records: np.ndarray) -> np.ndarray:
+    """The records of calls the probe had a hook on (every rank's row alike):
+    Scenario.unhooked's phases are not recorded."""
+    codes = [PHASES[p] for p in sc.unhooked_phases()]
+    return records[:, ~np.isin(records["phase"][0], codes)] if codes else records
 
 
 def writer_buffer_base(method: str, save: int, B: int) -> int:

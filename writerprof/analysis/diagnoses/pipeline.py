@@ -42,20 +42,27 @@ FSYNC_SHARE = 0.30
             f"producer and writer both waited on the queue at once for ≥ {QUEUE_SHARE:.0%} of the save: "
             f"chunks are slow to cross the queue"))
 def pipeline_balance(run, procs, saves):
-    """generation-bound, writer-bound and queue-stall, from the two sides' waits."""
+    """generation-bound, writer-bound and queue-stall, from the two sides'
+    waits. A side whose wait was not measured (None: no hooked put or get)
+    says nothing: each diagnosis reads only the saves that measured its waits."""
     out = []
     for group in per_producer(saves):
         proc = producer_of(procs, group)
         timed = [s for s in group if s["writer"] is not None and s["duration_s"] > 0]
         if not timed:
             continue
-        loop = sum(s["write_s"] + s["get_wait_s"] + s["fsync_s"] + s["close_s"] + s["fadvise_s"] for s in timed)
-        get_wait = sum(s["get_wait_s"] for s in timed)
-        producer_loop = sum(s["gen_s"] + s["put_wait_s"] for s in timed)
-        put_wait = sum(s["put_wait_s"] for s in timed)
-        queue = sum(s["critical_path"]["queue"] for s in timed)
+        got = [s for s in timed if s["get_wait_s"] is not None]  # the writer's side measured
+        put = [s for s in timed if s["put_wait_s"] is not None]  # the producer's
+        loop = sum(s["write_s"] + s["get_wait_s"] + s["fsync_s"] + s["close_s"] + s["fadvise_s"] for s in got)
+        get_wait = sum(s["get_wait_s"] for s in got)
+        # The producer's loop: its gen and put; where its gen was not measured, the whole save
+        # (the loop's upper bound: the put's share is then a lower bound, never an overstatement).
+        producer_loop = sum(s["duration_s"] if s["gen_s"] is None else s["gen_s"] + s["put_wait_s"] for s in put)
+        put_wait = sum(s["put_wait_s"] for s in put)
         total = sum(s["duration_s"] for s in timed)
-        evidence = {"gen_s": sum(s["gen_s"] for s in timed), "put_wait_s": put_wait, "get_wait_s": get_wait,
+        gens = [s["gen_s"] for s in timed if s["gen_s"] is not None]
+        evidence = {"gen_s": sum(gens) if gens else None, "put_wait_s": put_wait if put else None,
+                    "get_wait_s": get_wait if got else None,
                     "write_s": sum(s["write_s"] for s in timed), "saves": len(timed)}
         if loop and get_wait / loop >= WAIT_SHARE:
             out.append(diagnosis(
@@ -71,11 +78,17 @@ def pipeline_balance(run, procs, saves):
                 f"({put_wait:.2f} s): the writer sets the pace"
                 + (", in its writes and fsync: the save is I/O-bound" if write >= IO_SHARE * total else ""),
                 dict(evidence, put_wait_share=put_wait / producer_loop, io_share=write / total)))
-        if queue / total >= QUEUE_SHARE:
+        # The critical path's queue is the writer's get while the producer is not generating:
+        # both sides waiting only where both were measured (a producer's unhooked fill would
+        # read as the queue).
+        both = [s for s in got if s["gen_s"] is not None]
+        queue = sum(s["critical_path"]["queue"] for s in both)
+        both_total = sum(s["duration_s"] for s in both)
+        if both and queue / both_total >= QUEUE_SHARE:
             out.append(diagnosis(
                 "queue-stall", proc,
                 f"producer and writer both waited on the queue at once for {queue:.2f} s "
-                f"({queue / total:.0%} of the save time): chunks are slow to cross the queue",
+                f"({queue / both_total:.0%} of the save time): chunks are slow to cross the queue",
                 dict(evidence, queue_s=queue), cost_s=queue))
     return out
 

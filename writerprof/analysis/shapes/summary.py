@@ -104,10 +104,10 @@ class Save(TypedDict):
     gib_s: float | None
     startup: dict[str, float]  # start-up phase (saves.STARTUP_PHASES) -> seconds; {} when unknown
     startup_s: float | None  # Process.start() to the first write
-    gen_s: float  # the producer generating
-    put_wait_s: float  # the producer waiting on the full queue
-    get_wait_s: float  # the writer waiting for a chunk
-    write_s: float
+    gen_s: float | None  # the producer generating; None: no hooked gen (not measured)
+    put_wait_s: float | None  # the producer waiting on the full queue; None: no hooked put (not measured)
+    get_wait_s: float | None  # the writer waiting for a chunk; None: no hooked get (not measured)
+    write_s: float  # each phase's own time: less the hooked calls inside its calls (an fsync inside close)
     fadvise_s: float
     fsync_s: float
     close_s: float

@@ -1,0 +1,120 @@
+"""Generic hooks on multiprocessing's queues and connections, in every probed
+process, without any spec: the producer's put and the writer's get, timed as
+the `put` and `get` phases whatever the writer's own names are.
+
+Hooked: Queue.put / get and JoinableQueue.put (multiprocessing.queues),
+SimpleQueue.put / get, and Connection send / send_bytes (put) and recv /
+recv_bytes / recv_bytes_into (get), the two ends of multiprocessing.Pipe().
+
+The rule for what is the writer's work: a call is timed only when the code
+that made it is not multiprocessing's own (nor concurrent.futures', which
+drives multiprocessing queues from its own threads). So the Queue feeder
+thread's send_bytes, the recv_bytes inside Queue.get, a Pool's task and
+result handlers and a manager's proxies are never a put or get of their
+own: the wait they serve is the target's Queue.put or Queue.get, timed once,
+around it. A spec hook on the target's own function that wraps the same
+call (the reproducer's _Save._put) times it instead: calls.timed skips a
+call nested in a call of the same phase."""
+
+import sys
+
+from . import calls, imports
+from .format import PHASES
+
+_PROBE = __name__.rpartition(".")[0]
+# Packages whose calls on queues and connections are plumbing, not the target's.
+_PLUMBING = ("multiprocessing", "concurrent.futures")
+
+
+def _within(module, packages):
+    for package in packages:
+        if module == package or module.startswith(package + "."):
+            return True
+    return False
+
+
+def caller_module(frame):
+    """The module of the first frame, from `frame` outwards, that is not the
+    probe's own (its wrappers sit between the caller and the hooked call)."""
+    while frame is not None:
+        module = frame.f_globals.get("__name__") or ""
+        if not _within(module, (_PROBE,)):
+            return module
+        frame = frame.f_back
+    return ""
+
+
+def from_target(args):
+    """A hook's `accept`: true when the call was made by the target's code."""
+    return not _within(caller_module(sys._getframe(1)), _PLUMBING)
+
+
+def _describe_none(args, result):
+    return -1, -1
+
+
+def _describe_sent(args, result):
+    """send_bytes(buf): its buffer (a view of a shared-memory buffer has an
+    index) and size; send(obj): the same when obj is bytes-like."""
+    return calls.describe_args(args[1:2], None)
+
+
+def _describe_received(args, result):
+    """recv_bytes: the size of what came; recv_bytes_into(buf): buf and the
+    count it returns; recv: -1 (an object, its size unknown)."""
+    if isinstance(result, (bytes, bytearray)):
+        return -1, len(result)
+    return calls.describe_args(args[1:2], result)
+
+
+# module -> [(class, method, phase, describe)]
+_HOOKED = {
+    "multiprocessing.queues": (
+        ("Queue", "put", "put", _describe_none),
+        ("Queue", "get", "get", _describe_none),
+        ("JoinableQueue", "put", "put", _describe_none),
+        ("SimpleQueue", "put", "put", _describe_none),
+        ("SimpleQueue", "get", "get", _describe_none),
+    ),
+    "multiprocessing.connection": (
+        ("_ConnectionBase", "send", "put", _describe_sent),
+        ("_ConnectionBase", "send_bytes", "put", _describe_sent),
+        ("_ConnectionBase", "recv", "get", _describe_received),
+        ("_ConnectionBase", "recv_bytes", "get", _describe_received),
+        ("_ConnectionBase", "recv_bytes_into", "get", _describe_received),
+    ),
+}
+
+
+def hook_name(module, cls, method, phase):
+    return "%s:%s.%s=%s" % (module, cls, method, phase)
+
+
+def install(hook_status):
+    """Hook each module when it is imported (or at once if it is);
+    `hook_status(name, status, reason)` journals each hook's outcome."""
+    for module_name, hooked in _HOOKED.items():
+        imports.when_imported(module_name, _applier(module_name, hooked, hook_status))
+
+
+def _applier(module_name, hooked, hook_status):
+    def apply(module):
+        for cls_name, method, phase, describe in hooked:
+            name = hook_name(module_name, cls_name, method, phase)
+            try:
+                status, reason = apply_one(module, cls_name, method, phase, describe, name)
+            except Exception as exc:  # inside the target's import: never its problem
+                status, reason = "failed", "%s: %s" % (type(exc).__name__, exc)
+            hook_status(name, status, reason)
+    return apply
+
+
+def apply_one(module, cls_name, method, phase, describe, name):
+    """Wrap cls.method in place, where the class defines it itself (a
+    subclass that inherits it is covered by its base's hook)."""
+    cls = getattr(module, cls_name, None)
+    fn = cls.__dict__.get(method) if isinstance(cls, type) else None
+    if fn is None:
+        return "unavailable", "this CPython has no %s.%s" % (cls_name, method)
+    setattr(cls, method, calls.timed(fn, calls.Hook(name, PHASES[phase], describe, from_target)))
+    return "applied", None
