@@ -43,8 +43,13 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(terminal.report_text(summary))
     if args.html or args.plots:
         from writerprof.render import html, plots
+        from writerprof.render.markup import HTML_DPI
+        from writerprof.render.plots import parallel
 
-        figures = plots.report_figures(summary)
+        # Each figure made and rendered once, in every format asked for, in parallel.
+        formats = ([("png", HTML_DPI)] if args.html else []) + (
+            [("png", plots.FILE_DPI), ("svg", plots.FILE_DPI)] if args.plots else [])
+        figures = parallel.render(plots.REPORT_FIGURES, summary, formats)
         if args.plots:
             written = plots.save_figures(figures, output_directory(args.plots, "plots directory"))
             print(f"writerprof report: {len(written)} plot files in {args.plots}", file=sys.stderr)
