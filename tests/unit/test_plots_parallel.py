@@ -1,6 +1,7 @@
 """Figures made and rendered in forked workers: the same bytes as here, and
 here after all where a worker fails."""
 
+import io
 import os
 
 import matplotlib
@@ -43,6 +44,11 @@ def test_the_workers_images_are_those_rendered_here(tmp_path):
     for name, make in {"line": _line, "bars": _bars}.items():
         assert rendered[name].images == parallel._images(make, summary, FORMATS)
     assert rendered["line"].images[("png", 40)].startswith(b"\x89PNG")
+    for name, make in {"line": _line, "bars": _bars}.items():  # and those savefig makes
+        for fmt, dpi in FORMATS:
+            saved = io.BytesIO()
+            make(summary).savefig(saved, format=fmt, dpi=dpi, metadata={"Date": None} if fmt == "svg" else {})
+            assert rendered[name].images[(fmt, dpi)] == saved.getvalue()
     rendered["bars"].savefig(tmp_path / "bars.svg", format="svg", dpi=40)  # as save_figures does
     assert (tmp_path / "bars.svg").read_bytes() == rendered["bars"].images[("svg", 40)]
 

@@ -41,8 +41,15 @@ def _images(make, summary: dict, formats) -> dict[tuple[str, int], bytes]:
     out = {}
     for fmt, dpi in formats:
         buffer = io.BytesIO()
-        # No date in an SVG: the same run gives the same bytes.
-        figure.savefig(buffer, format=fmt, dpi=dpi, metadata={"Date": None} if fmt == "svg" else {})
+        if fmt == "png":
+            # The Agg canvas's print_png draws once, its layout included; savefig
+            # draws twice (a dry run for the layout first): the same bytes.
+            from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+            figure.dpi = dpi
+            FigureCanvasAgg(figure).print_png(buffer)
+        else:  # No date in an SVG: the same run gives the same bytes.
+            figure.savefig(buffer, format=fmt, dpi=dpi, metadata={"Date": None} if fmt == "svg" else {})
         out[(fmt, dpi)] = buffer.getvalue()
     return out
 
