@@ -184,14 +184,18 @@ def _summarize(run_dir: Path) -> dict:
 
 def _write_html(out: Path, result: dict, runs: list[dict]) -> None:
     from writerprof.render import flame, html, plots
+    from writerprof.render.markup import HTML_DPI
+    from writerprof.render.plots import parallel
     from writerprof.run import load
     from writerprof.run.stacks import load_stacks
 
     sides = {m: [r["summary"] for r in runs if r["method"] == m] for m in result["methods"]
              if any(r["method"] == m for r in runs)}
     primary = next(iter(result["comparisons"].values()))
-    figures = {"save_decomposition": plots.save_decomposition(sides),
-               "compare_waterfall": plots.compare_waterfall(primary)}
+    # Made and rendered in parallel, each once (plots.parallel).
+    figures = parallel.render({"save_decomposition": lambda both: plots.save_decomposition(both[0]),
+                               "compare_waterfall": lambda both: plots.compare_waterfall(both[1])},
+                              (sides, primary), [("png", HTML_DPI)])
     reference, other = result["methods"][0], next(iter(result["comparisons"]))
     pooled = {m: [s for r in runs if r["method"] == m for s in load_stacks(load(r["path"]))]
               for m in (reference, other)}

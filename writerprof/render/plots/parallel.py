@@ -36,7 +36,7 @@ class Rendered:
             target.write(data)
 
 
-def _images(make, summary: dict, formats) -> dict[tuple[str, int], bytes]:
+def _images(make, summary, formats) -> dict[tuple[str, int], bytes]:
     figure = make(summary)
     out = {}
     for fmt, dpi in formats:
@@ -61,7 +61,7 @@ def _warm_fonts() -> None:
     font_manager.get_font(font_manager.findfont(font_manager.FontProperties()))
 
 
-def _fork(make, summary: dict, formats) -> tuple[int, int] | None:
+def _fork(make, summary, formats) -> tuple[int, int] | None:
     read_end, write_end = os.pipe()
     try:
         pid = os.fork()
@@ -97,9 +97,10 @@ def _collect(pid: int, read_end: int):
         return None
 
 
-def render(makers: dict, summary: dict, formats: list[tuple[str, int]]) -> dict[str, Rendered]:
+def render(makers: dict, summary, formats: list[tuple[str, int]]) -> dict[str, Rendered]:
     """{name: Rendered} for {name: make(summary) -> Figure}, each rendered
-    in every (format, dpi) of `formats`."""
+    in every (format, dpi) of `formats`; `summary` is whatever the makers
+    take (a run's summary, a contrast's sides)."""
     workers = {}
     if len(makers) >= MIN_PARALLEL and hasattr(os, "fork") and len(os.sched_getaffinity(0)) > 1:
         _warm_fonts()
