@@ -97,10 +97,25 @@ def _collect(pid: int, read_end: int):
         return None
 
 
-def render(makers: dict, summary, formats: list[tuple[str, int]]) -> dict[str, Rendered]:
-    """{name: Rendered} for {name: make(summary) -> Figure}, each rendered
-    in every (format, dpi) of `formats`; `summary` is whatever the makers
-    take (a run's summary, a contrast's sides)."""
+class Pending:
+    """Figures under way in their workers; collect() waits for them."""
+
+    def __init__(self, makers: dict, summary, formats, workers: dict):
+        self.makers, self.summary, self.formats, self.workers = makers, summary, formats, workers
+
+    def collect(self) -> dict[str, Rendered]:
+        out = {}
+        for name, make in self.makers.items():
+            images = _collect(*self.workers[name]) if name in self.workers else None
+            out[name] = Rendered(images if images is not None else _images(make, self.summary, self.formats))
+        return out
+
+
+def start(makers: dict, summary, formats: list[tuple[str, int]]) -> Pending:
+    """Start making {name: make(summary) -> Figure}, each rendered in every
+    (format, dpi) of `formats`; `summary` is whatever the makers take (a
+    run's summary, a contrast's sides). The caller may do other work before
+    collecting."""
     workers = {}
     if len(makers) >= MIN_PARALLEL and hasattr(os, "fork") and len(os.sched_getaffinity(0)) > 1:
         _warm_fonts()
@@ -110,8 +125,9 @@ def render(makers: dict, summary, formats: list[tuple[str, int]]) -> dict[str, R
             started = _fork(make, summary, formats)
             if started is not None:
                 workers[name] = started
-    out = {}
-    for name, make in makers.items():
-        images = _collect(*workers[name]) if name in workers else None
-        out[name] = Rendered(images if images is not None else _images(make, summary, formats))
-    return out
+    return Pending(makers, summary, formats, workers)
+
+
+def render(makers: dict, summary, formats: list[tuple[str, int]]) -> dict[str, Rendered]:
+    """{name: Rendered}: start(...).collect()."""
+    return start(makers, summary, formats).collect()
