@@ -40,7 +40,7 @@ def fixed_svg_ids():
 
 def test_the_workers_images_are_those_rendered_here(tmp_path):
     summary = {"y": [3, 1, 2]}
-    rendered = parallel.render({"line": _line, "bars": _bars}, summary, FORMATS)
+    rendered = parallel.render({"line": _line, "bars": _bars}, summary, FORMATS, cpus=2)
     for name, make in {"line": _line, "bars": _bars}.items():
         assert rendered[name].images == parallel._images(make, summary, FORMATS)
     assert rendered["line"].images[("png", 40)].startswith(b"\x89PNG")
@@ -55,6 +55,26 @@ def test_the_workers_images_are_those_rendered_here(tmp_path):
 
 def test_a_figure_whose_worker_fails_is_rendered_here():
     summary = {"y": [1, 2]}
-    rendered = parallel.render({"fails": _fails_in_a_worker, "bars": _bars}, summary, FORMATS)
+    rendered = parallel.render({"fails": _fails_in_a_worker, "bars": _bars}, summary, FORMATS, cpus=2)
     assert rendered["fails"].images == parallel._images(_line, summary, FORMATS)
     assert set(rendered["bars"].images) == set(FORMATS)
+
+
+def test_figures_are_dealt_to_the_free_cpus_and_the_last_group_made_here(monkeypatch):
+    made_in = {}
+
+    def where(name):
+        def make(summary):
+            made_in[name] = os.getpid() == PARENT
+            return _line(summary)
+        return make
+
+    makers = {name: where(name) for name in "abcde"}
+    rendered = parallel.render(makers, {"y": [1]}, FORMATS, cpus=3)
+    # Groups a,d | b,e | c: the first two in workers (their record stays there), c here.
+    assert made_in == {"c": True} and set(rendered) == set("abcde")
+    made_in.clear()
+    parallel.render(makers, {"y": [1]}, FORMATS, cpus=1)  # a busy machine: all here
+    assert made_in == dict.fromkeys("abcde", True)
+    monkeypatch.setattr(os, "getloadavg", lambda: (len(os.sched_getaffinity(0)) + 1.0, 0.0, 0.0))
+    assert parallel.free_cpus() == 0

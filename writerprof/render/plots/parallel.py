@@ -1,11 +1,13 @@
-"""Making and rendering a report's figures in forked workers, one per figure:
+"""Making and rendering a report's figures on the CPUs that are free:
 matplotlib's cost is per figure (layout, ticks, text, Agg), in Python, so
-forked after matplotlib is imported the figures of a report take the time of
-the slowest one on a machine with free CPUs, not the sum.
+the figures are dealt round-robin into one group per free CPU (CPUs this
+process may use, less the load average), each group but the last made in a
+worker forked after matplotlib is imported, the last here. On a busy machine
+(one free CPU or none) everything is made here: a fork then only costs.
 
-A worker sends its figure's images (one per requested format and dpi) back
-over a pipe; a figure whose worker fails, or every figure where fork is not
-to be had, is made and rendered here instead. The images are the bytes the
+A worker sends its figures' images (one per requested format and dpi) back
+over a pipe; the figures of a worker that fails, or of one that could not
+be forked, are made and rendered here instead. The images are the bytes the
 same figure would save in this process: a Rendered stands in for the Figure
 where it is saved (markup.figure_data_uri, plots.save_figures)."""
 
@@ -18,6 +20,11 @@ import sys
 
 # Fewer figures than this: not worth a fork.
 MIN_PARALLEL = 2
+
+
+def free_cpus() -> int:
+    """CPUs of this process's affinity that the load average leaves free."""
+    return max(0, round(len(os.sched_getaffinity(0)) - os.getloadavg()[0]))
 
 
 class Rendered:
@@ -61,7 +68,11 @@ def _warm_fonts() -> None:
     font_manager.get_font(font_manager.findfont(font_manager.FontProperties()))
 
 
-def _fork(make, summary, formats) -> tuple[int, int] | None:
+def _group_images(group, summary, formats) -> dict[str, dict[tuple[str, int], bytes]]:
+    return {name: _images(make, summary, formats) for name, make in group}
+
+
+def _fork(group, summary, formats) -> tuple[int, int] | None:
     read_end, write_end = os.pipe()
     try:
         pid = os.fork()
@@ -73,11 +84,11 @@ def _fork(make, summary, formats) -> tuple[int, int] | None:
         status = 1
         try:
             os.close(read_end)
-            data = pickle.dumps(_images(make, summary, formats), protocol=pickle.HIGHEST_PROTOCOL)
+            data = pickle.dumps(_group_images(group, summary, formats), protocol=pickle.HIGHEST_PROTOCOL)
             with os.fdopen(write_end, "wb") as out:
                 out.write(data)
             status = 0
-        except BaseException:  # noqa: BLE001 (the parent renders it instead)
+        except BaseException:  # noqa: BLE001 (the parent renders them instead)
             pass
         finally:
             os._exit(status)
@@ -85,49 +96,55 @@ def _fork(make, summary, formats) -> tuple[int, int] | None:
     return pid, read_end
 
 
-def _collect(pid: int, read_end: int):
+def _collect(pid: int, read_end: int) -> dict:
     with os.fdopen(read_end, "rb") as source:
         data = source.read()
     _, status = os.waitpid(pid, 0)
     if status != 0 or not data:
-        return None
+        return {}
     try:
         return pickle.loads(data)
     except Exception:  # noqa: BLE001 (cut short: rendered here instead)
-        return None
+        return {}
 
 
 class Pending:
-    """Figures under way in their workers; collect() waits for them."""
+    """Figures under way in their workers; collect() makes the rest here and
+    waits for the workers."""
 
-    def __init__(self, makers: dict, summary, formats, workers: dict):
+    def __init__(self, makers: dict, summary, formats, workers: list):
         self.makers, self.summary, self.formats, self.workers = makers, summary, formats, workers
 
     def collect(self) -> dict[str, Rendered]:
-        out = {}
-        for name, make in self.makers.items():
-            images = _collect(*self.workers[name]) if name in self.workers else None
-            out[name] = Rendered(images if images is not None else _images(make, self.summary, self.formats))
-        return out
+        done = {}
+        for name, make in self.makers.items():  # this process's group first, while the workers run
+            if not any(name in names for names, _ in self.workers):
+                done[name] = _images(make, self.summary, self.formats)
+        for names, worker in self.workers:
+            done.update({name: images for name, images in _collect(*worker).items() if name in names})
+        return {name: Rendered(done[name] if name in done else _images(make, self.summary, self.formats))
+                for name, make in self.makers.items()}
 
 
-def start(makers: dict, summary, formats: list[tuple[str, int]]) -> Pending:
+def start(makers: dict, summary, formats: list[tuple[str, int]], cpus: int | None = None) -> Pending:
     """Start making {name: make(summary) -> Figure}, each rendered in every
-    (format, dpi) of `formats`; `summary` is whatever the makers take (a
-    run's summary, a contrast's sides). The caller may do other work before
-    collecting."""
-    workers = {}
-    if len(makers) >= MIN_PARALLEL and hasattr(os, "fork") and len(os.sched_getaffinity(0)) > 1:
+    (format, dpi) of `formats`, on `cpus` CPUs (default: free_cpus());
+    `summary` is whatever the makers take (a run's summary, a contrast's
+    sides). The caller may do other work before collecting."""
+    cpus = free_cpus() if cpus is None else cpus
+    groups = [list(makers.items())[i::cpus] for i in range(cpus)] if cpus > 1 else []
+    workers = []
+    if len(makers) >= MIN_PARALLEL and len(groups) > 1 and hasattr(os, "fork"):
         _warm_fonts()
         sys.stdout.flush()  # nothing buffered twice
         sys.stderr.flush()
-        for name, make in makers.items():
-            started = _fork(make, summary, formats)
+        for group in groups[:-1]:  # the last one is this process's
+            started = _fork(group, summary, formats) if group else None
             if started is not None:
-                workers[name] = started
+                workers.append(({name for name, _ in group}, started))
     return Pending(makers, summary, formats, workers)
 
 
-def render(makers: dict, summary, formats: list[tuple[str, int]]) -> dict[str, Rendered]:
+def render(makers: dict, summary, formats: list[tuple[str, int]], cpus: int | None = None) -> dict[str, Rendered]:
     """{name: Rendered}: start(...).collect()."""
-    return start(makers, summary, formats).collect()
+    return start(makers, summary, formats, cpus).collect()
