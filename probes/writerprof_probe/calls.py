@@ -13,6 +13,7 @@ journal = None  # set by activate()
 writer_seq = [-1]  # index of the writer this process started last
 shm_index = {}  # id(mmap of a SharedMemory) -> its index in this process
 _getcpu = None
+_pack = None  # format.CHUNK.pack, bound when a thread first times a call
 _resource = None
 
 
@@ -25,26 +26,31 @@ def _thread_usage():
     return _resource.getrusage(_resource.RUSAGE_THREAD)
 
 
-def _cpu():
+def _load_getcpu():
     global _getcpu
     if _getcpu is None:
         import ctypes  # only once something is timed: it costs start-up
 
         _getcpu = ctypes.CDLL(None).sched_getcpu
-    return _getcpu()
+    return _getcpu
 
 
 class _Thread:
-    """Per-thread state: hooked phases in progress, and the fault counters
-    at the last reading (so that every fault lands on exactly one record)."""
+    """Per-thread state: hooked phases in progress, the fault counters at the
+    last reading (so that every fault lands on exactly one record), and the
+    CPU at the last reading with its time: sched_getcpu through ctypes costs
+    several hundred ns, so a thread reads it at most once per CPU_READ_NS and
+    its records in between carry that reading."""
 
-    __slots__ = ("stack", "tid", "minflt", "majflt")
+    __slots__ = ("stack", "tid", "minflt", "majflt", "cpu", "cpu_ns")
 
     def __init__(self):
         self.stack = []
         self.tid = _thread.get_native_id()
         usage = _thread_usage()
         self.minflt, self.majflt = usage.ru_minflt, usage.ru_majflt
+        self.cpu = _load_getcpu()()
+        self.cpu_ns = _now()
 
     def faults(self):
         usage = _thread_usage()
@@ -53,12 +59,11 @@ class _Thread:
         return minflt, majflt
 
 
-def _thread_state():
-    try:
-        return _tls.state
-    except AttributeError:
-        state = _tls.state = _Thread()
-        return state
+def _new_thread_state():
+    global _pack
+    _pack = format.CHUNK.pack  # struct costs start-up: imported once something is timed
+    state = _tls.state = _Thread()
+    return state
 
 
 def reset_after_fork():
@@ -98,30 +103,48 @@ class Hook:
 
 def timed(fn, hook):
     """fn, timed into a CHUNK record per call. A call inside another call of
-    the same phase (write_chunk -> os.write) is the outer one's: not recorded."""
+    the same phase (write_chunk -> os.write) is the outer one's: not recorded.
+
+    The hot path: the hook's phase, describe and accept are read here, once,
+    and the constants bound as locals; only `hook.on` (a hook that failed
+    stands aside), the thread's state and the journal are looked up per call."""
+    phase, describe, accept = hook.phase, hook.describe, hook.accept
+    fault_read_min_ns, cpu_read_ns = format.FAULT_READ_MIN_NS, format.CPU_READ_NS
+    now = _now
 
     def wrapper(*args, **kwargs):
-        if not hook.on or (hook.accept is not None and not hook.accept(args)):
+        if not hook.on or (accept is not None and not accept(args)):
             return fn(*args, **kwargs)
-        state = _thread_state()
+        try:
+            state = _tls.state
+        except AttributeError:  # this thread's first timed call
+            try:
+                state = _new_thread_state()
+            except Exception as exc:
+                hook.fail(exc)
+                return fn(*args, **kwargs)
         stack = state.stack
-        phase = hook.phase
         if phase in stack:
             return fn(*args, **kwargs)
         stack.append(phase)
         result = None
-        t0 = _now()
+        t0 = now()
         try:
             result = fn(*args, **kwargs)
             return result
         finally:
-            t1 = _now()
+            t1 = now()
             stack.pop()
             try:
-                buffer, nbytes = hook.describe(args, result)
-                faults = state.faults() if t1 - t0 >= format.FAULT_READ_MIN_NS else (0, 0)
-                journal.record((phase, len(stack), _cpu(), buffer, writer_seq[0], state.tid,
-                                t0, t1, nbytes, faults[0], faults[1]))
+                buffer, nbytes = describe(args, result)
+                if t1 - t0 >= fault_read_min_ns:
+                    minflt, majflt = state.faults()
+                else:
+                    minflt = majflt = 0
+                if t1 - state.cpu_ns >= cpu_read_ns:
+                    state.cpu, state.cpu_ns = _getcpu(), t1
+                journal.record_packed(_pack(phase, len(stack), state.cpu, buffer, writer_seq[0],
+                                            state.tid, t0, t1, nbytes, minflt, majflt), t1)
             except Exception as exc:
                 hook.fail(exc)
 
@@ -134,14 +157,20 @@ def timed(fn, hook):
     return wrapper
 
 
+_BUFFERS = (memoryview, bytearray, bytes)  # bound once: built per call it costs ~100 ns
+
+
 def describe_args(args, result):
     """For spec hooks: the first buffer argument's index and size; the bytes
     are the call's int result where it returns one (a write's count)."""
     buffer, nbytes = -1, -1
     for arg in args:
-        if isinstance(arg, (memoryview, bytearray, bytes)):
-            buffer = buffer_of(arg)
-            nbytes = arg.nbytes if type(arg) is memoryview else len(arg)
+        kind = type(arg)  # the exact types first: cheaper than isinstance
+        if kind is memoryview:  # (which cannot be subclassed)
+            buffer, nbytes = buffer_of(arg), arg.nbytes
+            break
+        if kind is bytearray or kind is bytes or isinstance(arg, _BUFFERS):
+            nbytes = len(arg)
             break
     if type(result) is int:
         nbytes = result

@@ -61,7 +61,9 @@ SCHEMA = 1
 # One record per hooked call.
 #   phase       code of the phase (PHASES, or a "phase" event for added ones)
 #   depth       hooked calls of other phases this call ran inside (0: outermost)
-#   cpu         CPU the call ended on (sched_getcpu), -1 when unknown
+#   cpu         CPU the call ended on (sched_getcpu), -1 when unknown; a thread
+#               reads it at most once per CPU_READ_NS, so it may be the CPU of
+#               an earlier call's end, up to CPU_READ_NS before this one's
 #   buffer      index of the shared-memory buffer the call read or filled
 #               (the "index" of its "shm" event in this process), -1 when none
 #   writer_seq  index (0, 1, ...) of the writer this process started last
@@ -85,6 +87,9 @@ FLUSH_RECORDS = 512
 FLUSH_NS = 1_000_000_000
 
 FAULT_READ_MIN_NS = 50_000  # a read costs ~1 us: only where it is small beside the call
+# A thread reads its CPU (sched_getcpu) at most this often: a CHUNK record's
+# cpu is the reading at its end or one up to this long before.
+CPU_READ_NS = 100_000
 
 # Built-in phase codes; a spec may name any other phase, which then gets the
 # next free code and a {"kind": "phase"} event.

@@ -16,6 +16,7 @@ from .jsonline import dumps
 
 # The target's own calls to these may be hooked; the journal uses the originals.
 _open, _write, _close, _fstat = os.open, os.write, os.close, os.fstat
+_FLUSH_RECORDS, _FLUSH_NS = format.FLUSH_RECORDS, format.FLUSH_NS  # bound: read per record
 
 
 class Journal:
@@ -75,12 +76,15 @@ class Journal:
 
     def record(self, fields):
         """Queue one CHUNK record (a tuple in CHUNK_FIELDS order)."""
-        if self.stopped is not None:
-            self.dropped["records"] += 1
-            return
+        self.record_packed(format.CHUNK.pack(*fields), fields[7])
+
+    def record_packed(self, record, end_ns):
+        """Queue one CHUNK record, packed already (the hot path: packing
+        where the fields are made spares a tuple per call). A stopped journal
+        drops its records at the next batch (flush)."""
         records = self.records
-        records.append(fields)
-        if len(records) >= format.FLUSH_RECORDS or fields[7] - self.last_flush > format.FLUSH_NS:
+        records.append(record)
+        if len(records) >= _FLUSH_RECORDS or end_ns - self.last_flush > _FLUSH_NS:
             self.flush()
 
     def flush(self):
@@ -90,10 +94,13 @@ class Journal:
             records = self.records
             count = len(records)  # appends from other threads go after count: kept
             if count:
-                data = b"".join([format.CHUNK.pack(*r) for r in records[:count]])
-                del records[:count]
-                if not self._append(format.CHUNKS_SUFFIX, data):
+                if self.stopped is not None:
                     self.dropped["records"] += count
+                else:
+                    data = b"".join(records[:count])
+                    if not self._append(format.CHUNKS_SUFFIX, data):
+                        self.dropped["records"] += count
+                del records[:count]
             self.last_flush = time.monotonic_ns()
         finally:
             self._flushing.release()

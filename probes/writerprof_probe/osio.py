@@ -9,30 +9,35 @@ import stat
 from . import calls
 from .format import PHASES
 
-_fd_is_file = {}  # fd -> bool, forgotten when the fd is closed or reissued
-_written = set()  # fds with a timed write, whose close is timed too
+# fd -> what the hooks know of it: NOT_FILE, FILE, or WRITTEN (a file with a
+# timed write, whose close is timed too); forgotten when the fd is closed or
+# reissued. One dict, read inline on the hot path (a write's accept).
+_fd_state = {}
+NOT_FILE, FILE, WRITTEN = 0, 1, 2
+_fd_state_get = _fd_state.get
 
 
-def _is_file(fd):
-    known = _fd_is_file.get(fd)
-    if known is None:
-        try:
-            mode = os.fstat(fd).st_mode
-        except (OSError, TypeError):
-            return False
-        known = _fd_is_file[fd] = stat.S_ISREG(mode) or stat.S_ISBLK(mode)
+def _learn(fd):
+    """An fd not seen yet: a regular file or a block device, or neither."""
+    try:
+        mode = os.fstat(fd).st_mode
+    except (OSError, TypeError):
+        return NOT_FILE  # not cached: a bad fd now may be a file later
+    known = _fd_state[fd] = FILE if stat.S_ISREG(mode) or stat.S_ISBLK(mode) else NOT_FILE
     return known
 
 
 def _accept_fd(args):
-    return bool(args) and _is_file(_fd_of(args[0]))
+    if not args:
+        return False
+    fd = args[0] if type(args[0]) is int else _fd_of(args[0])
+    known = _fd_state_get(fd)
+    return (known if known is not None else _learn(fd)) != NOT_FILE
 
 
 def _fd_of(arg):
     """os.fsync(f) and os.fdatasync(f) take a file object too (its fileno()):
     a writer's close() that flushes its open file that way is timed as well."""
-    if type(arg) is int:
-        return arg
     fileno = getattr(arg, "fileno", None)
     try:
         return fileno() if fileno is not None else None
@@ -41,28 +46,32 @@ def _fd_of(arg):
 
 
 def _accept_write(args):
-    if args and _is_file(args[0]):
-        _written.add(args[0])
+    if not args:
+        return False
+    fd = args[0]
+    known = _fd_state_get(fd)
+    if known == WRITTEN:  # the steady state of a writer: one lookup
         return True
-    return False
+    if known is None:
+        known = _learn(fd)
+    if known == NOT_FILE:
+        return False
+    _fd_state[fd] = WRITTEN
+    return True
 
 
 def _accept_close(args):
-    fd = args[0] if args else None
-    _fd_is_file.pop(fd, None)
-    if fd in _written:
-        _written.discard(fd)
-        return True
-    return False
+    return bool(args) and _fd_state.pop(args[0], None) == WRITTEN
 
 
 def _forget(fd):
-    _fd_is_file.pop(fd, None)
-    _written.discard(fd)
+    _fd_state.pop(fd, None)
 
 
 def _describe_write(args, result):
-    return calls.buffer_of(args[1]) if len(args) > 1 else -1, result if type(result) is int else -1
+    data = args[1] if len(args) > 1 else None
+    buffer = calls.buffer_of(data) if type(data) is memoryview else -1
+    return buffer, result if type(result) is int else -1
 
 
 def _describe_writev(args, result):

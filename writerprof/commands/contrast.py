@@ -3,10 +3,12 @@ that drift cancels, and explain the difference: per cause, in seconds per
 save, adding up to the measured difference.
 
 Without CMD it runs the built-in reproducer modelling the benchmark:
-  writerprof repro --saves 4 --size 512MiB --main-imports numpy,matplotlib.pyplot
+  writerprof repro --saves 4 --size 256MiB --main-imports numpy,matplotlib.pyplot
 (4 x 32 MiB shared-memory buffers, one os.write per chunk, fsync at close, a
 main module that imports numpy and matplotlib at module level, as a benchmark
-script does). With the default --repeat 3 it takes about a minute.
+script does). With the default --repeat 3 it takes about half a minute, 95%
+of it the recordings: 256 MiB saves, not 512 MiB, halve that and find the
+same causes (the start-up a forkserver writer pays is per save, not per byte).
 
 Every run uses the command's own code; only the start method is switched,
 by the probe (WRITERPROF_FORCE_START_METHOD), whatever the command asks for.
@@ -48,7 +50,7 @@ HELP = "record CMD (default: the built-in reproducer) under fork and forkserver,
 
 WHAT_IFS = contrast.WHAT_IFS
 _INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
-REPRO_ARGS = ["repro", "--saves", "4", "--size", "512MiB", "--main-imports", "numpy,matplotlib.pyplot"]
+REPRO_ARGS = ["repro", "--saves", "4", "--size", "256MiB", "--main-imports", "numpy,matplotlib.pyplot"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -184,14 +186,18 @@ def _summarize(run_dir: Path) -> dict:
 
 def _write_html(out: Path, result: dict, runs: list[dict]) -> None:
     from writerprof.render import flame, html, plots
+    from writerprof.render.markup import HTML_DPI
+    from writerprof.render.plots import parallel
     from writerprof.run import load
     from writerprof.run.stacks import load_stacks
 
     sides = {m: [r["summary"] for r in runs if r["method"] == m] for m in result["methods"]
              if any(r["method"] == m for r in runs)}
     primary = next(iter(result["comparisons"].values()))
-    figures = {"save_decomposition": plots.save_decomposition(sides),
-               "compare_waterfall": plots.compare_waterfall(primary)}
+    # Made and rendered in parallel, each once (plots.parallel).
+    figures = parallel.render({"save_decomposition": lambda both: plots.save_decomposition(both[0]),
+                               "compare_waterfall": lambda both: plots.compare_waterfall(both[1])},
+                              (sides, primary), [("png", HTML_DPI)])
     reference, other = result["methods"][0], next(iter(result["comparisons"]))
     pooled = {m: [s for r in runs if r["method"] == m for s in load_stacks(load(r["path"]))]
               for m in (reference, other)}

@@ -43,16 +43,24 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(terminal.report_text(summary))
     if args.html or args.plots:
         from writerprof.render import html, plots
+        from writerprof.render.markup import HTML_DPI
+        from writerprof.render.plots import parallel
 
-        figures = plots.report_figures(summary)
-        if args.plots:
-            written = plots.save_figures(figures, output_directory(args.plots, "plots directory"))
-            print(f"writerprof report: {len(written)} plot files in {args.plots}", file=sys.stderr)
+        # Each figure made and rendered once, in every format asked for, in parallel
+        # workers, while this process builds the flamegraphs.
+        formats = ([("png", HTML_DPI)] if args.html else []) + (
+            [("png", plots.FILE_DPI), ("svg", plots.FILE_DPI)] if args.plots else [])
+        pending = parallel.start(plots.REPORT_FIGURES, summary, formats)
         if args.html:
             from writerprof.render import flame
             from writerprof.run.stacks import load_stacks
 
             flames = flame.role_graphs(load_stacks(recorded), Path(recorded.path).resolve().name)
+        figures = pending.collect()
+        if args.plots:
+            written = plots.save_figures(figures, output_directory(args.plots, "plots directory"))
+            print(f"writerprof report: {len(written)} plot files in {args.plots}", file=sys.stderr)
+        if args.html:
             write_markup(args.html, html.report_html(summary, figures, flames=flames), "HTML report")
             print(f"writerprof report: {args.html}", file=sys.stderr)
     return 0

@@ -87,7 +87,10 @@ def _kv(rows: list[tuple[str, object]]) -> str:
 
 # --- figures -----------------------------------------------------------------------------------
 
-def figure_data_uri(figure, image_format: str = "png", dpi: int = 100) -> str:
+HTML_DPI = 100  # the plots embedded in a page
+
+
+def figure_data_uri(figure, image_format: str = "png", dpi: int = HTML_DPI) -> str:
     """A figure as a data: URI (base64 PNG or SVG): an image without a file."""
     buffer = io.BytesIO()
     metadata = {"Date": None} if image_format == "svg" else {}

@@ -28,21 +28,32 @@ from writerprof.render.plots.style import COLOURS, NAMES, NO_NODE, NODE_COLOURS,
 _empty = empty  # the name the tests of pyplot's absence use
 
 __all__ = ["COLOURS", "NAMES", "NODE_COLOURS", "NO_NODE", "affinity_timeline", "buffer_placement", "chunk_timeline",
-           "colour", "compare_waterfall", "node_colour", "report_figures", "save_decomposition", "save_figures"]
+           "colour", "compare_waterfall", "node_colour", "FILE_DPI", "REPORT_FIGURES", "report_figures", "save_decomposition", "save_figures"]
+
+
+FILE_DPI = 110  # the plots saved as files (save_figures)
+
+
+def _run_save_decomposition(summary: dict) -> Figure:
+    label = "/".join(summary["run"]["start_methods"]) or Path(summary["run"]["path"]).name
+    return save_decomposition({label: [summary]})
+
+
+# The plots of one run, by file name: name -> make(summary) -> Figure.
+REPORT_FIGURES = {
+    "affinity_timeline": affinity_timeline,
+    "buffer_placement": buffer_placement,
+    "chunk_timeline": chunk_timeline,
+    "save_decomposition": _run_save_decomposition,
+}
 
 
 def report_figures(summary: dict) -> dict[str, Figure]:
     """The plots of one run, by file name."""
-    label = "/".join(summary["run"]["start_methods"]) or Path(summary["run"]["path"]).name
-    return {
-        "affinity_timeline": affinity_timeline(summary),
-        "buffer_placement": buffer_placement(summary),
-        "chunk_timeline": chunk_timeline(summary),
-        "save_decomposition": save_decomposition({label: [summary]}),
-    }
+    return {name: make(summary) for name, make in REPORT_FIGURES.items()}
 
 
-def save_figures(figures: dict[str, Figure], out_dir, dpi: int = 110) -> list[Path]:
+def save_figures(figures: dict[str, Figure], out_dir, dpi: int = FILE_DPI) -> list[Path]:
     """NAME.png and NAME.svg for each figure; the paths written."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,75 @@
+"""How long `writerprof report RUN --html FILE` takes on a 4-save run.
+
+    python benchmarks/report_html.py [--run RUN] [--repeats 3] [--size 64MiB]
+
+Without --run, records one first: `writerprof record -- writerprof repro
+--saves 4 --size 64MiB` into a temporary directory (the reproducer's files on
+disk, its buffers in /dev/shm as always). Then runs the report --repeats
+times, one warm-up before (the page cache and matplotlib's font cache, as
+they are on a second report), and prints each run's wall and CPU seconds (the
+report and its render workers), the worst wall time, and the load average.
+Target (issue 16): worst of 3 <= 1 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+TARGET_S = 1.0
+
+
+def writerprof() -> list[str]:
+    script = os.path.join(os.path.dirname(sys.executable), "writerprof")
+    return [script] if os.path.exists(script) else [sys.executable, "-m", "writerprof"]
+
+
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def record(run: str, size: str) -> None:
+    subprocess.run(writerprof() + ["record", "-o", run, "--", *writerprof(), "repro", "--saves", "4",
+                                   "--size", size], check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+
+
+def timed_report(run: str, page: str) -> tuple[float, float]:
+    cpu, t0 = _children_cpu_s(), time.perf_counter()
+    subprocess.run(writerprof() + ["report", run, "--html", page], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t0, _children_cpu_s() - cpu
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--run", help="an existing run directory (default: record a 4-save one)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--size", default="64MiB", help="the recorded reproducer's --size")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="writerprof-report-html-") as scratch:
+        run = args.run or os.path.join(scratch, "run")
+        if not args.run:
+            record(run, args.size)
+        page = os.path.join(scratch, "report.html")
+        timed_report(run, page)  # warm-up
+        walls = []
+        for i in range(args.repeats):
+            wall, cpu = timed_report(run, page)
+            walls.append(wall)
+            print(f"run {i + 1}: {wall:.2f} s wall, {cpu:.2f} s CPU", flush=True)
+        size = os.path.getsize(page)
+    worst = max(walls)
+    print(f"report --html on {run if args.run else 'a 4-save run'}: worst of {args.repeats} {worst:.2f} s, "
+          f"best {min(walls):.2f} s (target <= {TARGET_S:.0f} s: {'met' if worst <= TARGET_S else 'NOT met'}); "
+          f"page {size / 1024:.0f} KiB; load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} CPUs")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+"""The probe's hot path: the timing wrapper, its CPU reading and the os hooks'
+fd bookkeeping, in this process."""
+
+import os
+
+import numpy as np
+import pytest
+
+from writerprof.probes.writerprof_probe import calls, osio
+from writerprof.probes.writerprof_probe import format as journal_format
+from writerprof.probes.writerprof_probe.journal import Journal
+
+DTYPE = np.dtype([(name, "<" + kind) for name, kind in journal_format.CHUNK_FIELDS])
+
+
+@pytest.fixture
+def journal(tmp_path, monkeypatch):
+    journal = Journal(str(tmp_path), "h")
+    journal.open(os.getpid(), 1)
+    monkeypatch.setattr(calls, "journal", journal)
+    monkeypatch.setattr(calls, "_tls", calls._thread._local())  # a fresh thread state
+    return journal
+
+
+def records(journal):
+    journal.flush()
+    return np.fromfile(journal.base + journal_format.CHUNKS_SUFFIX, dtype=DTYPE)
+
+
+def test_the_cpu_is_read_once_per_cpu_read_ns_and_carried_in_between(journal, monkeypatch):
+    clock = iter(range(0, 10**9, 10_000))  # every reading 10 us after the one before
+    readings = iter(range(100))
+    monkeypatch.setattr(calls, "_now", lambda: next(clock))
+    monkeypatch.setattr(calls, "_load_getcpu", lambda: lambda: next(readings))
+    monkeypatch.setattr(calls, "_getcpu", lambda: next(readings))
+    hooked = calls.timed(lambda: None, calls.Hook("t", 40, calls.describe_args))
+    for _ in range(12):
+        hooked()
+    cpus = records(journal)["cpu"].tolist()
+    # Read when the thread's state is made (t=0), then at the end of the first
+    # call >= 100 us after the last reading: the 5th call (ends at 100 us), the 10th.
+    assert cpus == [0] * 4 + [1] * 5 + [2] * 3
+    assert journal_format.CPU_READ_NS == 100_000
+
+
+def test_a_record_packed_on_the_hot_path_is_the_record_of_its_fields(journal):
+    fields = (3, 1, 2, 7, 0, 99, 1000, 2000, 4096, 5, 1)
+    journal.record(fields)
+    journal.record_packed(journal_format.CHUNK.pack(*fields), fields[7])
+    got = records(journal)
+    assert len(got) == 2 and got[0].tolist() == got[1].tolist() == fields
+
+
+def test_a_call_inside_one_of_the_same_phase_is_the_outer_ones(journal):
+    inner = calls.timed(lambda data: len(data), calls.Hook("inner", 40, calls.describe_args))
+    other = calls.timed(lambda data: inner(data), calls.Hook("other", 41, calls.describe_args))
+    outer = calls.timed(lambda data: other(data), calls.Hook("outer", 40, calls.describe_args))
+    assert outer(b"abc") == 3
+    got = records(journal)
+    assert got["phase"].tolist() == [41, 40] and got["depth"].tolist() == [1, 0]
+    assert got["bytes"].tolist() == [3, 3]  # the int result
+
+
+def test_a_hook_that_cannot_start_stands_aside_and_the_call_goes_through(journal, monkeypatch):
+    def no_cpu():
+        raise OSError("no sched_getcpu here")
+
+    monkeypatch.setattr(calls, "_load_getcpu", no_cpu)
+    events = []
+    monkeypatch.setattr(journal, "event", lambda kind, **fields: events.append((kind, fields)))
+    hook = calls.Hook("t", 40, calls.describe_args)
+    hooked = calls.timed(lambda x: x + 1, hook)
+    assert hooked(1) == 2 and hooked(2) == 3
+    assert not hook.on and [kind for kind, _ in events] == ["error"]
+
+
+class Bytes(bytes):
+    pass
+
+
+@pytest.mark.parametrize("args, described", [
+    ((memoryview(b"12345"),), (-1, 5)),
+    ((object(), bytearray(3), b"1234567"), (-1, 3)),  # the first buffer argument
+    ((Bytes(b"12"),), (-1, 2)),  # a subclass counts
+    ((1, "text"), (-1, -1)),
+])
+def test_describe_args_finds_the_first_buffer(args, described):
+    assert calls.describe_args(args, None) == described
+    assert calls.describe_args(args, 11) == (described[0], 11)
+
+
+def test_a_shared_memory_view_names_its_buffer(monkeypatch):
+    backing = bytearray(8)
+    monkeypatch.setitem(calls.shm_index, id(backing), 4)
+    assert calls.describe_args((memoryview(backing),), None) == (4, 8)
+
+
+def test_writes_are_timed_on_files_only_and_a_written_files_close_too(tmp_path, monkeypatch):
+    monkeypatch.setattr(osio, "_fd_state", {})
+    monkeypatch.setattr(osio, "_fd_state_get", osio._fd_state.get)
+    fd = os.open(tmp_path / "f", os.O_WRONLY | os.O_CREAT)
+    read_end, write_end = os.pipe()
+    try:
+        assert osio._accept_fd((fd,)) and not osio._accept_fd((write_end,))
+        assert not osio._accept_close((fd,))  # a file never written: its close is not a writer's
+        assert osio._accept_write((fd, b"x")) and osio._accept_write((fd, b"x"))
+        assert not osio._accept_write((write_end, b"x")) and not osio._accept_write(())
+        assert osio._accept_close((fd,)) and not osio._accept_close((write_end,))
+        assert fd not in osio._fd_state  # closed: its number may come back as anything
+        osio._accept_write((fd, b"x"))
+        osio._forget(fd)  # reissued by os.open/dup
+        assert not osio._accept_close((fd,))
+        assert not osio._accept_fd((10**6,)) and 10**6 not in osio._fd_state  # a bad fd is not cached
+    finally:
+        for end in (fd, read_end, write_end):
+            os.close(end)
