@@ -73,12 +73,18 @@ from pathlib import Path
 from writerprof.probes.writerprof_probe import format as journal
 from writerprof.record import procfs
 from writerprof.record.ptrace import FIX, PY_SPY_ENV, find_py_spy, ptrace_problem, py_spy_version, read_problem
-from writerprof.record.rawstacks import compress, keep_whole_lines
+from writerprof.record.rawstacks import compress, keep_whole_lines, process_chain
 from writerprof.record.system import HOST
 
-RATE_HZ = 100
+RATE_HZ = 100  # the writers' (processes started by a Python process of the tree)
+SPARSE_RATE_HZ = 10  # the rest: CMD, MPI ranks, multiprocessing's daemons
 _RETRY_S = 0.5  # between py-spy's attempts to find a Python process in CMD's tree
 _WATCH_S = 0.05  # between looks for CMD's first Python process, before py-spy starts
+_CHILDREN_S = 0.05  # between looks for new processes to sample at the full rate (~50 us a look)
+# The command lines of multiprocessing's daemons (started by a Python process,
+# but not writers: they wait on a socket or a pipe for the run's whole life).
+_DAEMONS = ("from multiprocessing.forkserver import main", "from multiprocessing.resource_tracker import main",
+            "from multiprocessing.semaphore_tracker import main")
 _FLUSH_WAIT_S = 1.0  # for py-spy to notice CMD's end and write its file, before SIGINT
 _KILL_WAIT_S = 10.0  # after SIGINT, before SIGKILL
 _NO_PYTHON = "No python processes found"
@@ -95,9 +101,32 @@ class StackOptions:
     native: bool = False
     idle: bool = True
     nonblocking: bool = True
+    sparse_rate_hz: int = SPARSE_RATE_HZ
 
     def settings(self) -> dict:
         return asdict(self)
+
+    @property
+    def split(self) -> bool:
+        """Whether the writers have py-spys of their own at rate_hz, the tree's
+        at sparse_rate_hz (see the module's docstring). Only non-blocking: two
+        py-spys that pause a process would stand in each other's way."""
+        return self.nonblocking and self.sparse_rate_hz < self.rate_hz
+
+    @property
+    def tree_rate_hz(self) -> int:
+        return self.sparse_rate_hz if self.split else self.rate_hz
+
+
+def full_rate(pid: int, root: int, cmdline: str, parent: tuple[bool, str] | None) -> bool:
+    """Whether process pid (its command line) is sampled at the full rate, in
+    a py-spy of its own: a process that a Python process of CMD's tree started
+    (parent: whether that parent is Python, and its command line), not CMD,
+    and not one of multiprocessing's daemons (the forkserver's children share
+    its command line: they are its writers)."""
+    if pid == root or parent is None or not parent[0]:
+        return False
+    return not (cmdline != parent[1] and any(daemon in cmdline for daemon in _DAEMONS))
 
 
 class StackRecorder:
@@ -113,16 +142,22 @@ class StackRecorder:
         self._done = threading.Event()  # CMD ended: stop restarting py-spy
         self._lock = threading.Lock()
         self._spy: subprocess.Popen | None = None
+        self._own: dict[int, subprocess.Popen] = {}  # pid -> the py-spy of its own (full rate)
+        self._own_threads: list[threading.Thread] = []
+        self._tree_segments = 0
         self.segments: list[dict] = []
         self.reason: str | None = None  # why there are no stacks, once known
         self.write_error: str | None = None  # what could not be written (a full run directory)
         self.version: str | None = None  # asked once CMD has ended, not while it starts
         self._thread = threading.Thread(target=self._follow, name="writerprof-py-spy", daemon=True)
 
-    def command(self, output: Path) -> list[str]:
+    def command(self, output: Path, pid: int | str | None = None) -> list[str]:
+        """py-spy's argv: for CMD's whole tree (at the tree's rate), or for
+        process pid alone (at the full rate)."""
         o = self.options
-        argv = [self.executable, "record", "--pid", str(self.pid), "--subprocesses", "--format", "raw",
-                "--output", str(output), "--rate", str(o.rate_hz)]
+        follow = ["--pid", str(self.pid), "--subprocesses"] if pid is None else ["--pid", str(pid)]
+        rate = o.tree_rate_hz if pid is None else o.rate_hz
+        argv = [self.executable, "record", *follow, "--format", "raw", "--output", str(output), "--rate", str(rate)]
         argv += ["--idle"] * o.idle + ["--native"] * o.native + ["--nonblocking"] * o.nonblocking
         return argv
 
@@ -137,9 +172,84 @@ class StackRecorder:
     def _follow(self) -> None:
         try:
             if self._python_seen():
+                if self.options.split:
+                    threading.Thread(target=self._watch_children, name="writerprof-py-spy-children",
+                                     daemon=True).start()
                 self._follow_py_spy()
         except OSError as exc:  # the run directory full or gone: the stacks end here
             self._cannot_write(exc)
+
+    def _watch_children(self) -> None:
+        """Give each process that full_rate picks a py-spy of its own, from
+        the moment it is seen in CMD's tree, until CMD ends."""
+        tree = procfs.ProcessTree(HOST, self.pid)
+        seen: dict[int, tuple[int, bool, str]] = {}  # pid -> (start ticks, is Python, command line)
+        parents: dict[int, int] = {}
+        while True:
+            for pid in tree.pids():
+                stat = procfs.read_stat(HOST, pid)
+                if stat is None or (pid in seen and seen[pid][0] == stat.start_ticks):
+                    continue
+                cmdline = " ".join(procfs.read_cmdline(HOST, pid))
+                seen[pid], parents[pid] = (stat.start_ticks, _is_python(pid), cmdline), stat.ppid
+                parent = seen.get(stat.ppid)
+                if seen[pid][1] and full_rate(pid, self.pid, cmdline, parent and parent[1:]):
+                    chain, at = [], pid
+                    while at in seen:  # up to CMD: the chain py-spy --subprocesses would write
+                        chain.insert(0, (at, seen[at][2]))
+                        at = parents[at] if at != self.pid else -1
+                    self._start_own(pid, chain)
+            if self._done.wait(_CHILDREN_S) or not _alive(self.pid):
+                return
+
+    def _start_own(self, pid: int, chain: list[tuple[int, str]]) -> None:
+        with self._lock:
+            if self._done.is_set():
+                return
+            name = f"{pid}-{len(self._own_threads):03d}.raw"
+            thread = threading.Thread(target=self._follow_own, args=(pid, name, chain),
+                                      name=f"writerprof-py-spy-{pid}", daemon=True)
+            self._own_threads.append(thread)
+        thread.start()
+
+    def _follow_own(self, pid: int, name: str, chain: list[tuple[int, str]]) -> None:
+        """One process's py-spy at the full rate, until it ends (or stop()).
+        Its failures are quiet (the process gone before py-spy attached, or
+        not Python after all): the tree's py-spy says what matters."""
+        argv = self.command(Path(name), pid=pid)
+        started = time.monotonic_ns()
+        try:
+            with self._lock:
+                if self._done.is_set():
+                    return
+                spy = self._own[pid] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                                        stderr=subprocess.STDOUT, start_new_session=True,
+                                                        cwd=self.dir)
+            with spy.stdout:
+                said = spy.stdout.read().decode("utf-8", "replace")
+            status = spy.wait()
+            self._log(argv, said)
+            file = self.dir / name
+            if status != 0 and file.exists():
+                keep_whole_lines(file)
+            full = self._note_write_failure(said)
+            if file.exists():
+                self._add_segment(said, {
+                    "file": compress(file, process_chain(chain)), "root_pid": self.pid, "pid": pid,
+                    "rate_hz": self.options.rate_hz, "started_ns": started, "ended_ns": time.monotonic_ns(),
+                    "exit_status": status})
+            elif not full and any(p in said for p in _PERMISSION):
+                self._log(argv, "(no stacks of its own: no ptrace permission)\n")
+        except OSError as exc:
+            self._cannot_write(exc)
+
+    def _add_segment(self, said: str, segment: dict) -> None:
+        counts = re.search(r"Samples: (\d+) Errors: (\d+)", said)
+        segment["samples"] = int(counts.group(1)) if counts else None
+        segment["errors"] = int(counts.group(2)) if counts else None
+        with self._lock:
+            self.segments.append(segment)
+            self._write_index()
 
     def _python_seen(self) -> bool:
         """Wait until CMD's tree has a Python process (True) or CMD ends (False)."""
@@ -162,7 +272,7 @@ class StackRecorder:
 
     def _follow_py_spy(self) -> None:
         while not self._done.is_set():
-            name = f"{len(self.segments):03d}.raw"
+            name = f"{self._tree_segments:03d}.raw"
             # Named from the stacks directory, py-spy's working directory: a run
             # directory whose path is not UTF-8 is no argument py-spy takes.
             argv = self.command(Path(name))
@@ -184,14 +294,11 @@ class StackRecorder:
             if status != 0 and (self.dir / name).exists():  # cut off writing (a full disk)?
                 keep_whole_lines(self.dir / name)  # whole lines only, and none is no segment
             if (self.dir / name).exists():
-                counts = re.search(r"Samples: (\d+) Errors: (\d+)", said)
                 full = self._note_write_failure(said)
-                self.segments.append({
-                    "file": compress(self.dir / name), "root_pid": self.pid, "started_ns": started,
-                    "ended_ns": time.monotonic_ns(), "exit_status": status,
-                    "samples": int(counts.group(1)) if counts else None,
-                    "errors": int(counts.group(2)) if counts else None})
-                self._write_index()
+                self._tree_segments += 1
+                self._add_segment(said, {
+                    "file": compress(self.dir / name), "root_pid": self.pid, "rate_hz": self.options.tree_rate_hz,
+                    "started_ns": started, "ended_ns": time.monotonic_ns(), "exit_status": status})
                 if full or status == 0 or self._done.is_set() or not _alive(self.pid):
                     return  # (a full disk has no room for a next segment either)
                 continue  # it wrote what it had and ended early: follow on in a new segment
@@ -202,12 +309,12 @@ class StackRecorder:
                 return
             if _NO_PYTHON in said:  # not yet, or not at all: try again while CMD runs
                 if self._done.wait(_RETRY_S) or not _alive(self.pid):
-                    if not self.segments:
+                    if not self._tree_segments:
                         self.reason = "no Python process was found in CMD's process tree"
                     return
                 continue
             if self._done.is_set() or not _alive(self.pid):
-                if not self.segments:  # CMD ended before py-spy could attach
+                if not self._tree_segments:  # CMD ended before py-spy could attach
                     self.reason = "CMD ended before py-spy attached"
                 return
             last = [line for line in said.splitlines() if line.strip() and not line.startswith(" ")]
@@ -248,33 +355,36 @@ class StackRecorder:
         running after CMD does not keep record waiting."""
         self._done.set()
         with self._lock:
-            spy = self._spy
-        if spy is not None:
-            try:
-                spy.wait(timeout=_FLUSH_WAIT_S if grace_s is None else grace_s)
-            except subprocess.TimeoutExpired:
-                _signal(spy, signal.SIGINT)
-                try:
-                    spy.wait(timeout=_KILL_WAIT_S)
-                except subprocess.TimeoutExpired:
-                    _signal(spy, signal.SIGKILL)
-                    spy.wait()
+            spy, spies = self._spy, [self._spy, *self._own.values()]
+        deadline = time.monotonic() + (_FLUSH_WAIT_S if grace_s is None else grace_s)
+        for each in spies:  # one grace for all: each ends once its processes are gone
+            if each is not None:
+                _stop(each, max(0.0, deadline - time.monotonic()))
         self._thread.join()
+        for thread in self._own_threads:
+            thread.join()
         if spy is not None:  # a py-spy that never ran has no version worth a process
             self.version = py_spy_version(self.executable)
-        self._write_index()
+        with self._lock:
+            self._write_index()
         return self.outcome()
 
     def outcome(self) -> dict:
         taken = bool(self.segments)
+        own = [s for s in self.segments if "pid" in s]
         return {**self.options.settings(), "taken": taken,
                 "reason": None if taken else (self.reason or "py-spy wrote no stacks"),
                 "py_spy": self.version, "segments": len(self.segments),
-                "samples": sum(s["samples"] or 0 for s in self.segments)}
+                "samples": sum(s["samples"] or 0 for s in self.segments),
+                "tree_rate_hz": self.options.tree_rate_hz,
+                "full_rate_processes": len({s["pid"] for s in own}),
+                "full_rate_samples": sum(s["samples"] or 0 for s in own)}
 
     def _write_index(self) -> None:
         index = {"py_spy": self.version, "executable": self.executable,
                  "command": self.command(self.dir / "NNN.raw"), **self.options.settings(),
+                 "tree_rate_hz": self.options.tree_rate_hz,
+                 "full_rate_command": self.command(self.dir / "PID-NNN.raw", pid="PID") if self.options.split else None,
                  "segments": self.segments}
         temporary = self.dir / f".stacks.json.{os.getpid()}.tmp"
         try:
@@ -295,6 +405,20 @@ def _is_python(pid: int) -> bool:
 
 def _alive(pid: int) -> bool:
     return os.path.exists(f"/proc/{pid}")
+
+
+def _stop(spy: subprocess.Popen, grace_s: float) -> None:
+    """Let a py-spy end by itself within grace_s, else SIGINT (it writes what
+    it has), else SIGKILL."""
+    try:
+        spy.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        _signal(spy, signal.SIGINT)
+        try:
+            spy.wait(timeout=_KILL_WAIT_S)
+        except subprocess.TimeoutExpired:
+            _signal(spy, signal.SIGKILL)
+            spy.wait()
 
 
 def _signal(process: subprocess.Popen, signum: int) -> None:
