@@ -15,7 +15,8 @@ from pathlib import Path
 
 from test_run_load import write_meta
 from test_stacks import CHILD1, CHILD2, FIXTURE, MAIN, SERVER, SETTINGS, TRACKER, _journal
-from writerprof.record import pyspy
+from writerprof.record import pyspy, stackrate
+from writerprof.record.system import System
 from writerprof.record.rawstacks import compress, process_chain
 from writerprof.run import layout, load
 from writerprof.run.stacks import read_raw, load_stacks
@@ -26,13 +27,13 @@ TRACKER_CMD = "python -c from multiprocessing.resource_tracker import main;main(
 
 def test_processes_started_by_python_are_sampled_at_the_full_rate():
     python = (True, "python train.py")
-    assert not pyspy.full_rate(10, 10, "python train.py", None)  # CMD itself
-    assert not pyspy.full_rate(11, 10, "python rank.py", (False, "mpiexec -n 2 python rank.py"))  # an MPI rank
-    assert pyspy.full_rate(12, 10, "python train.py", python)  # a fork child (a writer)
-    assert pyspy.full_rate(13, 10, "python -c from multiprocessing.spawn import spawn_main; spawn_main()", python)
-    assert not pyspy.full_rate(14, 10, TRACKER_CMD, python)  # multiprocessing's daemons
-    assert not pyspy.full_rate(15, 10, FORKSERVER, python)
-    assert pyspy.full_rate(16, 10, FORKSERVER, (True, FORKSERVER))  # the forkserver's child: a writer
+    assert not stackrate.full_rate(10, 10, "python train.py", None)  # CMD itself
+    assert not stackrate.full_rate(11, 10, "python rank.py", (False, "mpiexec -n 2 python rank.py"))  # an MPI rank
+    assert stackrate.full_rate(12, 10, "python train.py", python)  # a fork child (a writer)
+    assert stackrate.full_rate(13, 10, "python -c from multiprocessing.spawn import spawn_main; spawn_main()", python)
+    assert not stackrate.full_rate(14, 10, TRACKER_CMD, python)  # multiprocessing's daemons
+    assert not stackrate.full_rate(15, 10, FORKSERVER, python)
+    assert stackrate.full_rate(16, 10, FORKSERVER, (True, FORKSERVER))  # the forkserver's child: a writer
 
 
 def test_the_split_and_its_commands(tmp_path):
@@ -124,8 +125,36 @@ def test_a_child_of_a_python_cmd_gets_its_own_py_spy(tmp_path, monkeypatch):
     index = json.loads((tmp_path / "stacks" / layout.STACKS_INDEX).read_text())
     (own,) = [s for s in index["segments"] if "pid" in s]
     (tree,) = [s for s in index["segments"] if "pid" not in s]
-    assert own["rate_hz"] == 100 and tree["rate_hz"] == 10 and index["tree_rate_hz"] == 10
+    # 100 Hz, or 50 if this machine's CPUs were busy when the child started.
+    assert own["rate_hz"] == (50 if outcome["busy_cpu_processes"] else 100)
+    assert tree["rate_hz"] == 10 and index["tree_rate_hz"] == 10
     assert outcome["taken"] and outcome["full_rate_processes"] == 1 and outcome["full_rate_samples"] == 9
     text = gzip.decompress((tmp_path / "stacks" / own["file"]).read_bytes()).decode()
     assert text.startswith(f'process {cmd.pid}:"{sys.executable} -c') and f'process {own["pid"]}:"' in text
     assert text.endswith(";child (c.py:2) 5\n")
+
+
+def _stat(root: Path, user: int, idle: int, iowait: int) -> None:
+    (root / "proc").mkdir(parents=True, exist_ok=True)
+    (root / "proc" / "stat").write_text(f"cpu  {user} 0 10 {idle} {iowait} 0 0 0 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n")
+
+
+def test_the_free_share_of_the_cpus_from_proc_stat(tmp_path):
+    assert stackrate.parse_cpu_line("cpu  100 0 10 300 90 0 0 0 0 0\n") == (390, 500)
+    assert stackrate.parse_cpu_line("intr 1 2\n") is None and stackrate.parse_cpu_line("") is None
+    _stat(tmp_path, user=100, idle=300, iowait=90)
+    free = stackrate.FreeCpu(System(tmp_path))
+    assert free.look(0) == 1.0  # one look tells nothing yet
+    _stat(tmp_path, user=190, idle=305, iowait=95)  # 100 ticks since: 90 user, 10 free
+    assert free.look(10**6) == 1.0  # too soon: the window is 200 ms
+    assert free.look(3 * 10**8) == 0.1
+    _stat(tmp_path, user=200, idle=380, iowait=110)  # 100 ticks: 10 user, 90 free (iowait counts as free)
+    assert free.look(6 * 10**8) == 0.9
+    assert stackrate.FreeCpu(System(tmp_path / "none")).look(0) == 1.0
+
+
+def test_the_full_rate_is_halved_on_busy_cpus_but_never_below_the_sparse_rate():
+    assert stackrate.adapted_rate(100, 0.9, 10) == 100
+    assert stackrate.adapted_rate(100, stackrate.BUSY_BELOW, 10) == 100
+    assert stackrate.adapted_rate(100, 0.1, 10) == 50
+    assert stackrate.adapted_rate(15, 0.0, 10) == 10

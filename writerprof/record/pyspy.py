@@ -74,6 +74,7 @@ from writerprof.probes.writerprof_probe import format as journal
 from writerprof.record import procfs
 from writerprof.record.ptrace import FIX, PY_SPY_ENV, find_py_spy, ptrace_problem, py_spy_version, read_problem
 from writerprof.record.rawstacks import compress, keep_whole_lines, process_chain
+from writerprof.record.stackrate import FreeCpu, adapted_rate, full_rate
 from writerprof.record.system import HOST
 
 RATE_HZ = 100  # the writers' (processes started by a Python process of the tree)
@@ -81,10 +82,6 @@ SPARSE_RATE_HZ = 10  # the rest: CMD, MPI ranks, multiprocessing's daemons
 _RETRY_S = 0.5  # between py-spy's attempts to find a Python process in CMD's tree
 _WATCH_S = 0.05  # between looks for CMD's first Python process, before py-spy starts
 _CHILDREN_S = 0.05  # between looks for new processes to sample at the full rate (~50 us a look)
-# The command lines of multiprocessing's daemons (started by a Python process,
-# but not writers: they wait on a socket or a pipe for the run's whole life).
-_DAEMONS = ("from multiprocessing.forkserver import main", "from multiprocessing.resource_tracker import main",
-            "from multiprocessing.semaphore_tracker import main")
 _FLUSH_WAIT_S = 1.0  # for py-spy to notice CMD's end and write its file, before SIGINT
 _KILL_WAIT_S = 10.0  # after SIGINT, before SIGKILL
 _NO_PYTHON = "No python processes found"
@@ -118,17 +115,6 @@ class StackOptions:
         return self.sparse_rate_hz if self.split else self.rate_hz
 
 
-def full_rate(pid: int, root: int, cmdline: str, parent: tuple[bool, str] | None) -> bool:
-    """Whether process pid (its command line) is sampled at the full rate, in
-    a py-spy of its own: a process that a Python process of CMD's tree started
-    (parent: whether that parent is Python, and its command line), not CMD,
-    and not one of multiprocessing's daemons (the forkserver's children share
-    its command line: they are its writers)."""
-    if pid == root or parent is None or not parent[0]:
-        return False
-    return not (cmdline != parent[1] and any(daemon in cmdline for daemon in _DAEMONS))
-
-
 class StackRecorder:
     """py-spy following CMD's process tree into stacks_dir, until stop().
     journals: the directory the probe journals CMD's processes into (a
@@ -151,12 +137,12 @@ class StackRecorder:
         self.version: str | None = None  # asked once CMD has ended, not while it starts
         self._thread = threading.Thread(target=self._follow, name="writerprof-py-spy", daemon=True)
 
-    def command(self, output: Path, pid: int | str | None = None) -> list[str]:
+    def command(self, output: Path, pid: int | str | None = None, rate_hz: int | None = None) -> list[str]:
         """py-spy's argv: for CMD's whole tree (at the tree's rate), or for
-        process pid alone (at the full rate)."""
+        process pid alone (at rate_hz, default the full rate)."""
         o = self.options
         follow = ["--pid", str(self.pid), "--subprocesses"] if pid is None else ["--pid", str(pid)]
-        rate = o.tree_rate_hz if pid is None else o.rate_hz
+        rate = o.tree_rate_hz if pid is None else rate_hz or o.rate_hz
         argv = [self.executable, "record", *follow, "--format", "raw", "--output", str(output), "--rate", str(rate)]
         argv += ["--idle"] * o.idle + ["--native"] * o.native + ["--nonblocking"] * o.nonblocking
         return argv
@@ -182,10 +168,11 @@ class StackRecorder:
     def _watch_children(self) -> None:
         """Give each process that full_rate picks a py-spy of its own, from
         the moment it is seen in CMD's tree, until CMD ends."""
-        tree = procfs.ProcessTree(HOST, self.pid)
+        tree, free = procfs.ProcessTree(HOST, self.pid), FreeCpu(HOST)
         seen: dict[int, tuple[int, bool, str]] = {}  # pid -> (start ticks, is Python, command line)
         parents: dict[int, int] = {}
         while True:
+            free.look(time.monotonic_ns())
             for pid in tree.pids():
                 stat = procfs.read_stat(HOST, pid)
                 if stat is None or (pid in seen and seen[pid][0] == stat.start_ticks):
@@ -198,25 +185,26 @@ class StackRecorder:
                     while at in seen:  # up to CMD: the chain py-spy --subprocesses would write
                         chain.insert(0, (at, seen[at][2]))
                         at = parents[at] if at != self.pid else -1
-                    self._start_own(pid, chain)
+                    self._start_own(pid, chain, adapted_rate(self.options.rate_hz, free.share,
+                                                             self.options.sparse_rate_hz))
             if self._done.wait(_CHILDREN_S) or not _alive(self.pid):
                 return
 
-    def _start_own(self, pid: int, chain: list[tuple[int, str]]) -> None:
+    def _start_own(self, pid: int, chain: list[tuple[int, str]], rate_hz: int) -> None:
         with self._lock:
             if self._done.is_set():
                 return
             name = f"{pid}-{len(self._own_threads):03d}.raw"
-            thread = threading.Thread(target=self._follow_own, args=(pid, name, chain),
+            thread = threading.Thread(target=self._follow_own, args=(pid, name, chain, rate_hz),
                                       name=f"writerprof-py-spy-{pid}", daemon=True)
             self._own_threads.append(thread)
         thread.start()
 
-    def _follow_own(self, pid: int, name: str, chain: list[tuple[int, str]]) -> None:
-        """One process's py-spy at the full rate, until it ends (or stop()).
+    def _follow_own(self, pid: int, name: str, chain: list[tuple[int, str]], rate_hz: int) -> None:
+        """One process's py-spy at rate_hz, until it ends (or stop()).
         Its failures are quiet (the process gone before py-spy attached, or
         not Python after all): the tree's py-spy says what matters."""
-        argv = self.command(Path(name), pid=pid)
+        argv = self.command(Path(name), pid=pid, rate_hz=rate_hz)
         started = time.monotonic_ns()
         try:
             with self._lock:
@@ -236,7 +224,7 @@ class StackRecorder:
             if file.exists():
                 self._add_segment(said, {
                     "file": compress(file, process_chain(chain)), "root_pid": self.pid, "pid": pid,
-                    "rate_hz": self.options.rate_hz, "started_ns": started, "ended_ns": time.monotonic_ns(),
+                    "rate_hz": rate_hz, "started_ns": started, "ended_ns": time.monotonic_ns(),
                     "exit_status": status})
             elif not full and any(p in said for p in _PERMISSION):
                 self._log(argv, "(no stacks of its own: no ptrace permission)\n")
@@ -378,7 +366,8 @@ class StackRecorder:
                 "samples": sum(s["samples"] or 0 for s in self.segments),
                 "tree_rate_hz": self.options.tree_rate_hz,
                 "full_rate_processes": len({s["pid"] for s in own}),
-                "full_rate_samples": sum(s["samples"] or 0 for s in own)}
+                "full_rate_samples": sum(s["samples"] or 0 for s in own),
+                "busy_cpu_processes": len({s["pid"] for s in own if s["rate_hz"] < self.options.rate_hz})}
 
     def _write_index(self) -> None:
         index = {"py_spy": self.version, "executable": self.executable,
