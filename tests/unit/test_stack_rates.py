@@ -95,9 +95,9 @@ for a in "$@"; do
   [ "$prev" = --output ] && out="$a"; [ "$prev" = --pid ] && pid="$a"; [ "$a" = --subprocesses ] && tree=1
   prev="$a"
 done
-echo "$@" >> "$(dirname "$0")/calls"
 finish() {
-  if [ $tree = 1 ]; then echo "process $pid:\"python\";main (m.py:1) 3" > "$out"; else echo "child (c.py:2) 5" > "$out"; fi
+  if [ $tree = 1 ]; then echo "process $pid:\"python\";main (m.py:1) 3" > "$out"
+  else echo "child (c.py:2) 5" > "$out"; fi
   echo "Samples: 9 Errors: 0"; exit 0
 }
 trap finish INT TERM
@@ -105,7 +105,8 @@ while kill -0 "$pid" 2>/dev/null; do sleep 0.02; done
 finish
 """
 
-PARENT = "import subprocess, sys, time; c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(0.6)']); c.wait()"
+PARENT = ("import subprocess, sys; "
+          "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(0.6)']).wait()")
 
 
 def test_a_child_of_a_python_cmd_gets_its_own_py_spy(tmp_path, monkeypatch):

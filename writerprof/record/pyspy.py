@@ -1,9 +1,35 @@
 """Python stacks of CMD's whole process tree, sampled by py-spy while
-`writerprof record` runs it.
+`writerprof record` runs it, at two rates (issue 16; the policy is
+writerprof.record.stackrate):
 
-One `py-spy record --pid CMD --subprocesses --idle --format raw` follows CMD
-and every Python process below it, at any depth (the forkserver daemon's
-children are its descendants, and are followed there). Why these options:
+- One `py-spy record --pid CMD --subprocesses --idle --format raw` follows CMD
+  and every Python process below it, at any depth (the forkserver daemon's
+  children are its descendants, and are followed there), at the sparse rate
+  (StackOptions.sparse_rate_hz, 10 Hz): CMD, MPI ranks, multiprocessing's
+  forkserver and resource tracker.
+- Each process that a Python process of the tree started (writers, workers:
+  `stackrate.full_rate`) gets a `py-spy record --pid PID` of its own at the
+  full rate (StackOptions.rate_hz, 100 Hz; halved while the CPUs have under a
+  quarter of their time free), from the moment record's watch of the tree
+  (every 50 ms, the kernel's children files) sees it. Its file gets the
+  process chain py-spy --subprocesses would have written put at the root of
+  every line, and its stacks replace the tree py-spy's sparse ones of that
+  process (writerprof.run.stacks).
+
+Why: py-spy's reads cost CPU in proportion to the samples and to the depth
+of the stacks (on this project's 2-CPU machine about 0.1 ms a sample of 5
+frames, 0.5 ms of 80, the depth of a writer's imports), and the run loses
+that CPU where its CPUs are busy. One py-spy at 100 Hz for the whole tree
+took 3818 samples of a 4-save forkserver reproducer with a CPU-bound
+generator (0.55 CPU s, 10% of the run's); at two rates, 781 (525 of them
+the writers'). The writers' start-up and saves, which the stacks are for,
+keep the full rate; the producer's threads, the idle daemons and py-spy's
+look for new children do not take it. With StackOptions.sparse_rate_hz at
+or above rate_hz (record --sparse-stack-rate 100), or py-spy pausing the
+processes (two py-spys pausing one process would stand in each other's
+way), it is one py-spy for the whole tree at rate_hz, as before.
+
+The options, for both:
 
 - raw (collapsed) output: one line per distinct stack with its count, each
   stack rooted in the chain of `process PID:"CMDLINE"` frames from CMD down to
@@ -27,12 +53,17 @@ children are its descendants, and are followed there). Why these options:
   by the loader). A few samples in a thousand against a fifth of the
   throughput and of the writer's start-up: the less intrusive mode is the
   default (StackOptions.nonblocking).
-- py-spy looks for new children of the tree every so often and needs a moment
-  to attach to each: the first 0.1-0.3 s of a writer's life (most for the
-  first child) are missing from its stacks (the re-run of __main__, forkserver,
-  4 writers: 0.66-0.79 s each in the journal, 0.37-0.72 s in the stacks). The
-  journal's start-up phases measure how long the start-up takes; the stacks
-  say where that time goes.
+- a writer's py-spy starts once the watch has seen it (within 50 ms) and
+  needs a moment to attach (10-20 ms on an idle machine): the first moments
+  of a writer's life are missing from its stacks (forkserver, 4 writers, a
+  CPU-bound producer: 0.40-0.62 s of start-up each in the journal, 0.31-0.60 s
+  in the stacks; one py-spy for the tree missed 0.1-0.3 s). The journal's
+  start-up phases measure how long the start-up takes; the stacks say where
+  that time goes.
+- --idle everywhere, at start-up and after: py-spy reads every thread's stack
+  whether or not it then drops the idle ones (80 frames at 100 Hz: 0.19 CPU s
+  per 4 s with --idle and without), so leaving it out saves nothing, and the
+  daemons, which only wait, would have no stacks at all.
 - threads are not told apart (no --threads): a process's threads add up in
   its profile, and stacks of runs compare (thread ids differ from run to run).
 
@@ -53,8 +84,9 @@ never runs Python costs no py-spy at all (`record -- sh -c 'sleep 1'` took
 s either way, 5 runs each). If py-spy still finds no
 Python process (the interpreter not yet started up), it is started again,
 every half second while CMD runs, into the same segment file name. A segment
-is one run of py-spy that sampled; the files are described in
-writerprof.run.layout.
+is one run of py-spy that sampled (the tree's, NNN.raw, or a process's own,
+PID-NNN.raw, with its pid and rate in stacks.json); the files are described
+in writerprof.run.layout.
 """
 
 from __future__ import annotations
