@@ -126,8 +126,7 @@ def test_a_child_of_a_python_cmd_gets_its_own_py_spy(tmp_path, monkeypatch):
     index = json.loads((tmp_path / "stacks" / layout.STACKS_INDEX).read_text())
     (own,) = [s for s in index["segments"] if "pid" in s]
     (tree,) = [s for s in index["segments"] if "pid" not in s]
-    # 100 Hz, or 50 if this machine's CPUs were busy when the child started.
-    assert own["rate_hz"] == (50 if outcome["busy_cpu_processes"] else 100)
+    assert own["rate_hz"] == 100 and outcome["busy_cpu_processes"] == 0
     assert tree["rate_hz"] == 10 and index["tree_rate_hz"] == 10
     assert outcome["taken"] and outcome["full_rate_processes"] == 1 and outcome["full_rate_samples"] == 9
     text = gzip.decompress((tmp_path / "stacks" / own["file"]).read_bytes()).decode()
@@ -154,8 +153,8 @@ def test_the_free_share_of_the_cpus_from_proc_stat(tmp_path):
     assert stackrate.FreeCpu(System(tmp_path / "none")).look(0) == 1.0
 
 
-def test_the_full_rate_is_halved_on_busy_cpus_but_never_below_the_sparse_rate():
-    assert stackrate.adapted_rate(100, 0.9, 10) == 100
-    assert stackrate.adapted_rate(100, stackrate.BUSY_BELOW, 10) == 100
-    assert stackrate.adapted_rate(100, 0.1, 10) == 50
-    assert stackrate.adapted_rate(15, 0.0, 10) == 10
+def test_a_busy_rate_if_asked_while_the_cpus_are_busy():
+    assert stackrate.adapted_rate(100, 0.9, 30) == 100
+    assert stackrate.adapted_rate(100, stackrate.BUSY_BELOW, 30) == 100
+    assert stackrate.adapted_rate(100, 0.1, 30) == 30
+    assert stackrate.adapted_rate(100, 0.0, None) == 100  # not asked: the full rate always

@@ -77,6 +77,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="py-spy samples per second of the rest: CMD, MPI ranks, multiprocessing's daemons; "
                         f"at --stack-rate or above, one py-spy samples the whole tree at --stack-rate "
                         f"(default: {pyspy.SPARSE_RATE_HZ})")
+    parser.add_argument("--busy-stack-rate", type=_rate, default=None, metavar="HZ",
+                        help="the --stack-rate of a process that starts while the host's CPUs have under a "
+                        "quarter of their time free (/proc/stat) (default: --stack-rate always)")
     parser.add_argument("--native", action="store_true",
                         help="py-spy also samples native frames (C, C++, Cython)")
     parser.add_argument("--no-stacks", action="store_true", help="take no Python stacks (no py-spy)")
@@ -91,6 +94,6 @@ def run(args: argparse.Namespace) -> int:
         except specs.SpecError as exc:
             raise UsageError(f"--probe {exc}") from None
     stacks = StackOptions(enabled=not args.no_stacks, rate_hz=args.stack_rate, native=args.native,
-                          sparse_rate_hz=args.sparse_stack_rate)
+                          sparse_rate_hz=args.sparse_stack_rate, busy_rate_hz=args.busy_stack_rate)
     return session.run(args.output, command, interval_ns=args.interval, probes=args.probe,
                        sampler=not args.no_sampler, stacks=stacks)

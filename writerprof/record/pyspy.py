@@ -9,8 +9,9 @@ writerprof.record.stackrate):
   forkserver and resource tracker.
 - Each process that a Python process of the tree started (writers, workers:
   `stackrate.full_rate`) gets a `py-spy record --pid PID` of its own at the
-  full rate (StackOptions.rate_hz, 100 Hz; halved while the CPUs have under a
-  quarter of their time free), from the moment record's watch of the tree
+  full rate (StackOptions.rate_hz, 100 Hz; StackOptions.busy_rate_hz, if
+  given, for those that start while the CPUs have under a quarter of their
+  time free), from the moment record's watch of the tree
   (every 50 ms, the kernel's children files) sees it. Its file gets the
   process chain py-spy --subprocesses would have written put at the root of
   every line, and its stacks replace the tree py-spy's sparse ones of that
@@ -131,6 +132,7 @@ class StackOptions:
     idle: bool = True
     nonblocking: bool = True
     sparse_rate_hz: int = SPARSE_RATE_HZ
+    busy_rate_hz: int | None = None  # the full rate while the CPUs are busy (None: rate_hz always)
 
     def settings(self) -> dict:
         return asdict(self)
@@ -218,7 +220,7 @@ class StackRecorder:
                         chain.insert(0, (at, seen[at][2]))
                         at = parents[at] if at != self.pid else -1
                     self._start_own(pid, chain, adapted_rate(self.options.rate_hz, free.share,
-                                                             self.options.sparse_rate_hz))
+                                                             self.options.busy_rate_hz))
             if self._done.wait(_CHILDREN_S) or not _alive(self.pid):
                 return
 
@@ -399,7 +401,7 @@ class StackRecorder:
                 "tree_rate_hz": self.options.tree_rate_hz,
                 "full_rate_processes": len({s["pid"] for s in own}),
                 "full_rate_samples": sum(s["samples"] or 0 for s in own),
-                "busy_cpu_processes": len({s["pid"] for s in own if s["rate_hz"] < self.options.rate_hz})}
+                "busy_cpu_processes": len({s["pid"] for s in own if s["rate_hz"] != self.options.rate_hz})}
 
     def _write_index(self) -> None:
         index = {"py_spy": self.version, "executable": self.executable,

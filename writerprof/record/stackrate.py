@@ -2,11 +2,16 @@
 processes a Python process of the tree started (writers, workers: their
 start-up and their saves are what the stacks are for) at the full rate, each
 by a py-spy of its own; the rest (CMD, MPI ranks, multiprocessing's daemons)
-sparsely, by one py-spy for the tree. And the full rate halved while the
-CPUs have little free time: py-spy's reads compete with the run for CPU
-(about 0.1 ms a sample for a shallow stack, 0.5 ms for one of 80 frames, the
-depth of a writer's imports at start-up, on this project's 2-CPU machine),
-and where the CPUs are busy that time is taken from the run."""
+sparsely, by one py-spy for the tree. And, if asked (record
+--busy-stack-rate), a lower rate for the writers that start while the CPUs
+have little free time: py-spy's reads compete with the run for CPU (about
+0.1 ms a sample for a shallow stack, 0.5 ms for one of 80 frames, the depth
+of a writer's imports at start-up, on this project's 2-CPU machine), and
+where the CPUs are busy that time is taken from the run. Not by default: the
+CPUs of a shared machine are busy with others' work too, and a writer's
+target can be short (84 ms for a 64 MiB save here: at 50 Hz, none of its
+samples fell in it one time in four on a loaded machine), while its start-up
+is what the stacks are for."""
 
 from __future__ import annotations
 
@@ -16,7 +21,7 @@ from writerprof.record.system import HOST, System
 # but not writers: they wait on a socket or a pipe for the run's whole life).
 DAEMONS = ("from multiprocessing.forkserver import main", "from multiprocessing.resource_tracker import main",
            "from multiprocessing.semaphore_tracker import main")
-BUSY_BELOW = 0.25  # free share of the CPUs (idle + iowait) under which the full rate is halved
+BUSY_BELOW = 0.25  # free share of the CPUs (idle + iowait) under which the CPUs are busy
 _WINDOW_NS = 200_000_000  # the free share is measured over at least this long
 
 
@@ -61,7 +66,7 @@ class FreeCpu:
         return self.share
 
 
-def adapted_rate(rate_hz: int, free_share: float, floor_hz: int) -> int:
-    """The full rate for a process starting now: halved while the CPUs'
-    free share is under BUSY_BELOW, never under floor_hz (the sparse rate)."""
-    return rate_hz if free_share >= BUSY_BELOW else max(floor_hz, rate_hz // 2)
+def adapted_rate(rate_hz: int, free_share: float, busy_rate_hz: int | None) -> int:
+    """The full rate for a process starting now: busy_rate_hz (if given)
+    while the CPUs' free share is under BUSY_BELOW, else rate_hz."""
+    return busy_rate_hz if busy_rate_hz is not None and free_share < BUSY_BELOW else rate_hz

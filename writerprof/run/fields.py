@@ -116,7 +116,7 @@ STACKS_META_FIELDS: dict[str, Check] = {
     "samples": optional(is_count), "segments": optional(lambda v: is_count(v) or isinstance(v, list)),
     "sparse_rate_hz": lambda v: is_number(v) and v > 0, "tree_rate_hz": lambda v: is_number(v) and v > 0,
     "full_rate_processes": optional(is_count), "full_rate_samples": optional(is_count),
-    "busy_cpu_processes": optional(is_count),
+    "busy_cpu_processes": optional(is_count), "busy_rate_hz": optional(lambda v: is_number(v) and v > 0),
 }
 
 # stacks.json, the stack sampler's index.
