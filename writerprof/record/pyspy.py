@@ -164,6 +164,7 @@ class StackRecorder:
         self._spy: subprocess.Popen | None = None
         self._own: dict[int, subprocess.Popen] = {}  # pid -> the py-spy of its own (full rate)
         self._own_threads: list[threading.Thread] = []
+        self._watch: threading.Thread | None = None
         self._tree_segments = 0
         self.segments: list[dict] = []
         self.reason: str | None = None  # why there are no stacks, once known
@@ -192,9 +193,6 @@ class StackRecorder:
     def _follow(self) -> None:
         try:
             if self._python_seen():
-                if self.options.split:
-                    threading.Thread(target=self._watch_children, name="writerprof-py-spy-children",
-                                     daemon=True).start()
                 self._follow_py_spy()
         except OSError as exc:  # the run directory full or gone: the stacks end here
             self._cannot_write(exc)
@@ -306,6 +304,12 @@ class StackRecorder:
                     # Its words through a pipe, not into a file: on a full disk they still arrive.
                     self._spy = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                                  stderr=subprocess.STDOUT, start_new_session=True, cwd=self.dir)
+                    # The watch for the processes of their own, once the tree's py-spy runs
+                    # (not before: CMD may end at once, and that py-spy comes first).
+                    if self.options.split and self._watch is None:
+                        self._watch = threading.Thread(target=self._watch_children, daemon=True,
+                                                       name="writerprof-py-spy-children")
+                        self._watch.start()
             except OSError as exc:
                 self._fail(f"cannot run py-spy ({self.executable}): {exc.strerror}")
                 return
