@@ -71,7 +71,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-sampler", action="store_true",
                         help="journal from inside the processes only; no /proc sampling")
     parser.add_argument("--stack-rate", type=_rate, default=pyspy.RATE_HZ, metavar="HZ",
-                        help=f"py-spy samples of Python stacks per second (default: {pyspy.RATE_HZ})")
+                        help="py-spy samples per second of the processes a Python process of CMD started "
+                        f"(writers, workers) (default: {pyspy.RATE_HZ})")
+    parser.add_argument("--sparse-stack-rate", type=_rate, default=pyspy.SPARSE_RATE_HZ, metavar="HZ",
+                        help="py-spy samples per second of the rest: CMD, MPI ranks, multiprocessing's daemons; "
+                        f"at --stack-rate or above, one py-spy samples the whole tree at --stack-rate "
+                        f"(default: {pyspy.SPARSE_RATE_HZ})")
+    parser.add_argument("--busy-stack-rate", type=_rate, default=None, metavar="HZ",
+                        help="the --stack-rate of a process that starts while the host's CPUs have under a "
+                        "quarter of their time free (/proc/stat) (default: --stack-rate always)")
     parser.add_argument("--native", action="store_true",
                         help="py-spy also samples native frames (C, C++, Cython)")
     parser.add_argument("--no-stacks", action="store_true", help="take no Python stacks (no py-spy)")
@@ -85,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
             specs.parse(spec)
         except specs.SpecError as exc:
             raise UsageError(f"--probe {exc}") from None
-    stacks = StackOptions(enabled=not args.no_stacks, rate_hz=args.stack_rate, native=args.native)
+    stacks = StackOptions(enabled=not args.no_stacks, rate_hz=args.stack_rate, native=args.native,
+                          sparse_rate_hz=args.sparse_stack_rate, busy_rate_hz=args.busy_stack_rate)
     return session.run(args.output, command, interval_ns=args.interval, probes=args.probe,
                        sampler=not args.no_sampler, stacks=stacks)

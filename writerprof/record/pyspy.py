@@ -1,9 +1,36 @@
 """Python stacks of CMD's whole process tree, sampled by py-spy while
-`writerprof record` runs it.
+`writerprof record` runs it, at two rates (issue 16; the policy is
+writerprof.record.stackrate):
 
-One `py-spy record --pid CMD --subprocesses --idle --format raw` follows CMD
-and every Python process below it, at any depth (the forkserver daemon's
-children are its descendants, and are followed there). Why these options:
+- One `py-spy record --pid CMD --subprocesses --idle --format raw` follows CMD
+  and every Python process below it, at any depth (the forkserver daemon's
+  children are its descendants, and are followed there), at the sparse rate
+  (StackOptions.sparse_rate_hz, 10 Hz): CMD, MPI ranks, multiprocessing's
+  forkserver and resource tracker.
+- Each process that a Python process of the tree started (writers, workers:
+  `stackrate.full_rate`) gets a `py-spy record --pid PID` of its own at the
+  full rate (StackOptions.rate_hz, 100 Hz; StackOptions.busy_rate_hz, if
+  given, for those that start while the CPUs have under a quarter of their
+  time free), from the moment record's watch of the tree
+  (every 50 ms, the kernel's children files) sees it. Its file gets the
+  process chain py-spy --subprocesses would have written put at the root of
+  every line, and its stacks replace the tree py-spy's sparse ones of that
+  process (writerprof.run.stacks).
+
+Why: py-spy's reads cost CPU in proportion to the samples and to the depth
+of the stacks (on this project's 2-CPU machine about 0.1 ms a sample of 5
+frames, 0.5 ms of 80, the depth of a writer's imports), and the run loses
+that CPU where its CPUs are busy. One py-spy at 100 Hz for the whole tree
+took 3818 samples of a 4-save forkserver reproducer with a CPU-bound
+generator (0.55 CPU s, 10% of the run's); at two rates, 781 (525 of them
+the writers'). The writers' start-up and saves, which the stacks are for,
+keep the full rate; the producer's threads, the idle daemons and py-spy's
+look for new children do not take it. With StackOptions.sparse_rate_hz at
+or above rate_hz (record --sparse-stack-rate 100), or py-spy pausing the
+processes (two py-spys pausing one process would stand in each other's
+way), it is one py-spy for the whole tree at rate_hz, as before.
+
+The options, for both:
 
 - raw (collapsed) output: one line per distinct stack with its count, each
   stack rooted in the chain of `process PID:"CMDLINE"` frames from CMD down to
@@ -27,12 +54,17 @@ children are its descendants, and are followed there). Why these options:
   by the loader). A few samples in a thousand against a fifth of the
   throughput and of the writer's start-up: the less intrusive mode is the
   default (StackOptions.nonblocking).
-- py-spy looks for new children of the tree every so often and needs a moment
-  to attach to each: the first 0.1-0.3 s of a writer's life (most for the
-  first child) are missing from its stacks (the re-run of __main__, forkserver,
-  4 writers: 0.66-0.79 s each in the journal, 0.37-0.72 s in the stacks). The
-  journal's start-up phases measure how long the start-up takes; the stacks
-  say where that time goes.
+- a writer's py-spy starts once the watch has seen it (within 50 ms) and
+  needs a moment to attach (10-20 ms on an idle machine): the first moments
+  of a writer's life are missing from its stacks (forkserver, 4 writers, a
+  CPU-bound producer: 0.40-0.62 s of start-up each in the journal, 0.31-0.60 s
+  in the stacks; one py-spy for the tree missed 0.1-0.3 s). The journal's
+  start-up phases measure how long the start-up takes; the stacks say where
+  that time goes.
+- --idle everywhere, at start-up and after: py-spy reads every thread's stack
+  whether or not it then drops the idle ones (80 frames at 100 Hz: 0.19 CPU s
+  per 4 s with --idle and without), so leaving it out saves nothing, and the
+  daemons, which only wait, would have no stacks at all.
 - threads are not told apart (no --threads): a process's threads add up in
   its profile, and stacks of runs compare (thread ids differ from run to run).
 
@@ -53,8 +85,9 @@ never runs Python costs no py-spy at all (`record -- sh -c 'sleep 1'` took
 s either way, 5 runs each). If py-spy still finds no
 Python process (the interpreter not yet started up), it is started again,
 every half second while CMD runs, into the same segment file name. A segment
-is one run of py-spy that sampled; the files are described in
-writerprof.run.layout.
+is one run of py-spy that sampled (the tree's, NNN.raw, or a process's own,
+PID-NNN.raw, with its pid and rate in stacks.json); the files are described
+in writerprof.run.layout.
 """
 
 from __future__ import annotations
@@ -73,12 +106,15 @@ from pathlib import Path
 from writerprof.probes.writerprof_probe import format as journal
 from writerprof.record import procfs
 from writerprof.record.ptrace import FIX, PY_SPY_ENV, find_py_spy, ptrace_problem, py_spy_version, read_problem
-from writerprof.record.rawstacks import compress, keep_whole_lines
+from writerprof.record.rawstacks import compress, keep_whole_lines, process_chain
+from writerprof.record.stackrate import FreeCpu, adapted_rate, full_rate
 from writerprof.record.system import HOST
 
-RATE_HZ = 100
+RATE_HZ = 100  # the writers' (processes started by a Python process of the tree)
+SPARSE_RATE_HZ = 10  # the rest: CMD, MPI ranks, multiprocessing's daemons
 _RETRY_S = 0.5  # between py-spy's attempts to find a Python process in CMD's tree
 _WATCH_S = 0.05  # between looks for CMD's first Python process, before py-spy starts
+_CHILDREN_S = 0.05  # between looks for new processes to sample at the full rate (~50 us a look)
 _FLUSH_WAIT_S = 1.0  # for py-spy to notice CMD's end and write its file, before SIGINT
 _KILL_WAIT_S = 10.0  # after SIGINT, before SIGKILL
 _NO_PYTHON = "No python processes found"
@@ -95,9 +131,22 @@ class StackOptions:
     native: bool = False
     idle: bool = True
     nonblocking: bool = True
+    sparse_rate_hz: int = SPARSE_RATE_HZ
+    busy_rate_hz: int | None = None  # the full rate while the CPUs are busy (None: rate_hz always)
 
     def settings(self) -> dict:
         return asdict(self)
+
+    @property
+    def split(self) -> bool:
+        """Whether the writers have py-spys of their own at rate_hz, the tree's
+        at sparse_rate_hz (see the module's docstring). Only non-blocking: two
+        py-spys that pause a process would stand in each other's way."""
+        return self.nonblocking and self.sparse_rate_hz < self.rate_hz
+
+    @property
+    def tree_rate_hz(self) -> int:
+        return self.sparse_rate_hz if self.split else self.rate_hz
 
 
 class StackRecorder:
@@ -113,16 +162,23 @@ class StackRecorder:
         self._done = threading.Event()  # CMD ended: stop restarting py-spy
         self._lock = threading.Lock()
         self._spy: subprocess.Popen | None = None
+        self._own: dict[int, subprocess.Popen] = {}  # pid -> the py-spy of its own (full rate)
+        self._own_threads: list[threading.Thread] = []
+        self._watch: threading.Thread | None = None
+        self._tree_segments = 0
         self.segments: list[dict] = []
         self.reason: str | None = None  # why there are no stacks, once known
         self.write_error: str | None = None  # what could not be written (a full run directory)
         self.version: str | None = None  # asked once CMD has ended, not while it starts
         self._thread = threading.Thread(target=self._follow, name="writerprof-py-spy", daemon=True)
 
-    def command(self, output: Path) -> list[str]:
+    def command(self, output: Path, pid: int | str | None = None, rate_hz: int | None = None) -> list[str]:
+        """py-spy's argv: for CMD's whole tree (at the tree's rate), or for
+        process pid alone (at rate_hz, default the full rate)."""
         o = self.options
-        argv = [self.executable, "record", "--pid", str(self.pid), "--subprocesses", "--format", "raw",
-                "--output", str(output), "--rate", str(o.rate_hz)]
+        follow = ["--pid", str(self.pid), "--subprocesses"] if pid is None else ["--pid", str(pid)]
+        rate = o.tree_rate_hz if pid is None else rate_hz or o.rate_hz
+        argv = [self.executable, "record", *follow, "--format", "raw", "--output", str(output), "--rate", str(rate)]
         argv += ["--idle"] * o.idle + ["--native"] * o.native + ["--nonblocking"] * o.nonblocking
         return argv
 
@@ -140,6 +196,80 @@ class StackRecorder:
                 self._follow_py_spy()
         except OSError as exc:  # the run directory full or gone: the stacks end here
             self._cannot_write(exc)
+
+    def _watch_children(self) -> None:
+        """Give each process that full_rate picks a py-spy of its own, from
+        the moment it is seen in CMD's tree, until CMD ends."""
+        tree, free = procfs.ProcessTree(HOST, self.pid), FreeCpu(HOST)
+        seen: dict[int, tuple[int, bool, str]] = {}  # pid -> (start ticks, is Python, command line)
+        parents: dict[int, int] = {}
+        while True:
+            free.look(time.monotonic_ns())
+            for pid in tree.pids():
+                stat = procfs.read_stat(HOST, pid)
+                if stat is None or (pid in seen and seen[pid][0] == stat.start_ticks):
+                    continue
+                cmdline = " ".join(procfs.read_cmdline(HOST, pid))
+                seen[pid], parents[pid] = (stat.start_ticks, _is_python(pid), cmdline), stat.ppid
+                parent = seen.get(stat.ppid)
+                if seen[pid][1] and full_rate(pid, self.pid, cmdline, parent and parent[1:]):
+                    chain, at = [], pid
+                    while at in seen:  # up to CMD: the chain py-spy --subprocesses would write
+                        chain.insert(0, (at, seen[at][2]))
+                        at = parents[at] if at != self.pid else -1
+                    self._start_own(pid, chain, adapted_rate(self.options.rate_hz, free.share,
+                                                             self.options.busy_rate_hz))
+            if self._done.wait(_CHILDREN_S) or not _alive(self.pid):
+                return
+
+    def _start_own(self, pid: int, chain: list[tuple[int, str]], rate_hz: int) -> None:
+        with self._lock:
+            if self._done.is_set():
+                return
+            name = f"{pid}-{len(self._own_threads):03d}.raw"
+            thread = threading.Thread(target=self._follow_own, args=(pid, name, chain, rate_hz),
+                                      name=f"writerprof-py-spy-{pid}", daemon=True)
+            self._own_threads.append(thread)
+        thread.start()
+
+    def _follow_own(self, pid: int, name: str, chain: list[tuple[int, str]], rate_hz: int) -> None:
+        """One process's py-spy at rate_hz, until it ends (or stop()).
+        Its failures are quiet (the process gone before py-spy attached, or
+        not Python after all): the tree's py-spy says what matters."""
+        argv = self.command(Path(name), pid=pid, rate_hz=rate_hz)
+        started = time.monotonic_ns()
+        try:
+            with self._lock:
+                if self._done.is_set():
+                    return
+                spy = self._own[pid] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                                        stderr=subprocess.STDOUT, start_new_session=True,
+                                                        cwd=self.dir)
+            with spy.stdout:
+                said = spy.stdout.read().decode("utf-8", "replace")
+            status = spy.wait()
+            self._log(argv, said)
+            file = self.dir / name
+            if status != 0 and file.exists():
+                keep_whole_lines(file)
+            full = self._note_write_failure(said)
+            if file.exists():
+                self._add_segment(said, {
+                    "file": compress(file, process_chain(chain)), "root_pid": self.pid, "pid": pid,
+                    "rate_hz": rate_hz, "started_ns": started, "ended_ns": time.monotonic_ns(),
+                    "exit_status": status})
+            elif not full and any(p in said for p in _PERMISSION):
+                self._log(argv, "(no stacks of its own: no ptrace permission)\n")
+        except OSError as exc:
+            self._cannot_write(exc)
+
+    def _add_segment(self, said: str, segment: dict) -> None:
+        counts = re.search(r"Samples: (\d+) Errors: (\d+)", said)
+        segment["samples"] = int(counts.group(1)) if counts else None
+        segment["errors"] = int(counts.group(2)) if counts else None
+        with self._lock:
+            self.segments.append(segment)
+            self._write_index()
 
     def _python_seen(self) -> bool:
         """Wait until CMD's tree has a Python process (True) or CMD ends (False)."""
@@ -162,7 +292,7 @@ class StackRecorder:
 
     def _follow_py_spy(self) -> None:
         while not self._done.is_set():
-            name = f"{len(self.segments):03d}.raw"
+            name = f"{self._tree_segments:03d}.raw"
             # Named from the stacks directory, py-spy's working directory: a run
             # directory whose path is not UTF-8 is no argument py-spy takes.
             argv = self.command(Path(name))
@@ -174,6 +304,12 @@ class StackRecorder:
                     # Its words through a pipe, not into a file: on a full disk they still arrive.
                     self._spy = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                                  stderr=subprocess.STDOUT, start_new_session=True, cwd=self.dir)
+                    # The watch for the processes of their own, once the tree's py-spy runs
+                    # (not before: CMD may end at once, and that py-spy comes first).
+                    if self.options.split and self._watch is None:
+                        self._watch = threading.Thread(target=self._watch_children, daemon=True,
+                                                       name="writerprof-py-spy-children")
+                        self._watch.start()
             except OSError as exc:
                 self._fail(f"cannot run py-spy ({self.executable}): {exc.strerror}")
                 return
@@ -184,14 +320,11 @@ class StackRecorder:
             if status != 0 and (self.dir / name).exists():  # cut off writing (a full disk)?
                 keep_whole_lines(self.dir / name)  # whole lines only, and none is no segment
             if (self.dir / name).exists():
-                counts = re.search(r"Samples: (\d+) Errors: (\d+)", said)
                 full = self._note_write_failure(said)
-                self.segments.append({
-                    "file": compress(self.dir / name), "root_pid": self.pid, "started_ns": started,
-                    "ended_ns": time.monotonic_ns(), "exit_status": status,
-                    "samples": int(counts.group(1)) if counts else None,
-                    "errors": int(counts.group(2)) if counts else None})
-                self._write_index()
+                self._tree_segments += 1
+                self._add_segment(said, {
+                    "file": compress(self.dir / name), "root_pid": self.pid, "rate_hz": self.options.tree_rate_hz,
+                    "started_ns": started, "ended_ns": time.monotonic_ns(), "exit_status": status})
                 if full or status == 0 or self._done.is_set() or not _alive(self.pid):
                     return  # (a full disk has no room for a next segment either)
                 continue  # it wrote what it had and ended early: follow on in a new segment
@@ -202,12 +335,12 @@ class StackRecorder:
                 return
             if _NO_PYTHON in said:  # not yet, or not at all: try again while CMD runs
                 if self._done.wait(_RETRY_S) or not _alive(self.pid):
-                    if not self.segments:
+                    if not self._tree_segments:
                         self.reason = "no Python process was found in CMD's process tree"
                     return
                 continue
             if self._done.is_set() or not _alive(self.pid):
-                if not self.segments:  # CMD ended before py-spy could attach
+                if not self._tree_segments:  # CMD ended before py-spy could attach
                     self.reason = "CMD ended before py-spy attached"
                 return
             last = [line for line in said.splitlines() if line.strip() and not line.startswith(" ")]
@@ -248,33 +381,37 @@ class StackRecorder:
         running after CMD does not keep record waiting."""
         self._done.set()
         with self._lock:
-            spy = self._spy
-        if spy is not None:
-            try:
-                spy.wait(timeout=_FLUSH_WAIT_S if grace_s is None else grace_s)
-            except subprocess.TimeoutExpired:
-                _signal(spy, signal.SIGINT)
-                try:
-                    spy.wait(timeout=_KILL_WAIT_S)
-                except subprocess.TimeoutExpired:
-                    _signal(spy, signal.SIGKILL)
-                    spy.wait()
+            spy, spies = self._spy, [self._spy, *self._own.values()]
+        deadline = time.monotonic() + (_FLUSH_WAIT_S if grace_s is None else grace_s)
+        for each in spies:  # one grace for all: each ends once its processes are gone
+            if each is not None:
+                _stop(each, max(0.0, deadline - time.monotonic()))
         self._thread.join()
+        for thread in self._own_threads:
+            thread.join()
         if spy is not None:  # a py-spy that never ran has no version worth a process
             self.version = py_spy_version(self.executable)
-        self._write_index()
+        with self._lock:
+            self._write_index()
         return self.outcome()
 
     def outcome(self) -> dict:
         taken = bool(self.segments)
+        own = [s for s in self.segments if "pid" in s]
         return {**self.options.settings(), "taken": taken,
                 "reason": None if taken else (self.reason or "py-spy wrote no stacks"),
                 "py_spy": self.version, "segments": len(self.segments),
-                "samples": sum(s["samples"] or 0 for s in self.segments)}
+                "samples": sum(s["samples"] or 0 for s in self.segments),
+                "tree_rate_hz": self.options.tree_rate_hz,
+                "full_rate_processes": len({s["pid"] for s in own}),
+                "full_rate_samples": sum(s["samples"] or 0 for s in own),
+                "busy_cpu_processes": len({s["pid"] for s in own if s["rate_hz"] != self.options.rate_hz})}
 
     def _write_index(self) -> None:
         index = {"py_spy": self.version, "executable": self.executable,
                  "command": self.command(self.dir / "NNN.raw"), **self.options.settings(),
+                 "tree_rate_hz": self.options.tree_rate_hz,
+                 "full_rate_command": self.command(self.dir / "PID-NNN.raw", pid="PID") if self.options.split else None,
                  "segments": self.segments}
         temporary = self.dir / f".stacks.json.{os.getpid()}.tmp"
         try:
@@ -295,6 +432,20 @@ def _is_python(pid: int) -> bool:
 
 def _alive(pid: int) -> bool:
     return os.path.exists(f"/proc/{pid}")
+
+
+def _stop(spy: subprocess.Popen, grace_s: float) -> None:
+    """Let a py-spy end by itself within grace_s, else SIGINT (it writes what
+    it has), else SIGKILL."""
+    try:
+        spy.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        _signal(spy, signal.SIGINT)
+        try:
+            spy.wait(timeout=_KILL_WAIT_S)
+        except subprocess.TimeoutExpired:
+            _signal(spy, signal.SIGKILL)
+            spy.wait()
 
 
 def _signal(process: subprocess.Popen, signum: int) -> None:

@@ -22,22 +22,39 @@ def keep_whole_lines(file: Path) -> None:
         pass
 
 
-def compress(file: Path) -> str:
+def compress(file: Path, chain: bytes = b"") -> str:
     """gzip py-spy's file in place (its process chains repeat long command
     lines on every line: 20 to 30 times smaller), the command lines redacted
-    as the probe redacts argv; the name it now has."""
+    as the probe redacts argv; the name it now has. chain: the process chain
+    (`process PID:"CMDLINE";` frames, see process_chain) to put at the root of
+    every line, for the file of a py-spy that followed one process (it writes
+    none of its own: no --subprocesses)."""
     target = file.with_name(file.name + ".gz")
     temporary = file.with_name(f".{target.name}.tmp")
     redacted: dict[bytes, bytes] = {}
     try:
         with open(file, "rb") as raw, gzip.open(temporary, "wb", compresslevel=6) as packed:
-            packed.writelines(_redact_chain(line, redacted) for line in raw)
+            packed.writelines(_redact_chain(_rooted(chain, line), redacted) for line in raw)
         os.replace(temporary, target)
         file.unlink()
     except OSError:
         temporary.unlink(missing_ok=True)
         return file.name
     return target.name
+
+
+def _rooted(chain: bytes, line: bytes) -> bytes:
+    if not chain:
+        return line
+    # A sample with no Python frame (" COUNT"): the chain alone, as py-spy writes it.
+    return chain[:-1] + line if line.startswith(b" ") else chain + line
+
+
+def process_chain(processes: list[tuple[int, str]]) -> bytes:
+    """The root frames py-spy --subprocesses writes for a stack of the last of
+    processes [(pid, command line)], CMD first: `process PID:"CMDLINE";` each."""
+    return b"".join(f'process {pid}:"{cmdline}";'.encode("utf-8", "surrogateescape")
+                    for pid, cmdline in processes)
 
 
 _CHAIN_FRAME = re.compile(rb'process \d+:"')

@@ -387,7 +387,11 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
         lines.append(f"    ... and {len(problems) - 5} more")
     taken = recorded.meta.get("stacks") or {}
     if taken.get("taken"):
-        lines.append(f"  stacks           {taken.get('samples', 0)} samples at {taken.get('rate_hz')} Hz "
+        own = taken.get("full_rate_processes") or 0
+        where = (f"{own} process{'es' * (own != 1)} started by Python at {taken.get('rate_hz')} Hz, the rest at "
+                 f"{taken.get('tree_rate_hz')} Hz" if taken.get("tree_rate_hz", taken.get("rate_hz")) !=
+                 taken.get("rate_hz") else f"at {taken.get('rate_hz')} Hz")
+        lines.append(f"  stacks           {taken.get('samples', 0)} samples, {where} "
                      f"(py-spy {taken.get('py_spy') or '?'})")
     else:
         lines.append(f"  stacks           none: {taken.get('reason') or 'not recorded'}")

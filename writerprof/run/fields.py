@@ -114,17 +114,22 @@ STACKS_META_FIELDS: dict[str, Check] = {
     "enabled": is_bool, "rate_hz": lambda v: is_number(v) and v > 0, "native": is_bool, "idle": is_bool,
     "nonblocking": is_bool, "taken": optional(is_bool), "reason": optional(is_str), "py_spy": optional(is_str),
     "samples": optional(is_count), "segments": optional(lambda v: is_count(v) or isinstance(v, list)),
+    "sparse_rate_hz": lambda v: is_number(v) and v > 0, "tree_rate_hz": lambda v: is_number(v) and v > 0,
+    "full_rate_processes": optional(is_count), "full_rate_samples": optional(is_count),
+    "busy_cpu_processes": optional(is_count), "busy_rate_hz": optional(lambda v: is_number(v) and v > 0),
 }
 
 # stacks.json, the stack sampler's index.
 STACKS_INDEX_FIELDS: dict[str, Check] = {
     "rate_hz": lambda v: is_number(v) and v > 0, "segments": list_of(is_dict), "py_spy": optional(is_str),
     "executable": optional(is_str), "command": list_of(is_str), "enabled": is_bool,
+    "sparse_rate_hz": lambda v: is_number(v) and v > 0, "tree_rate_hz": lambda v: is_number(v) and v > 0,
+    "full_rate_command": optional(list_of(is_str)),
 }
 SEGMENT_FIELDS: dict[str, Check] = {
     "file": is_str, "root_pid": optional(is_count), "started_ns": optional(is_count),
     "ended_ns": optional(is_count), "exit_status": optional(is_int), "samples": optional(is_count),
-    "errors": optional(is_count),
+    "errors": optional(is_count), "pid": optional(is_count), "rate_hz": lambda v: is_number(v) and v > 0,
 }
 
 

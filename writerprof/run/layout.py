@@ -14,6 +14,7 @@ RUN/
       stacks.json              the stack sampler's index (STACKS_INDEX keys below)
       NNN.raw.gz               one segment: a py-spy run's raw (collapsed) output, gzipped
                                by record once py-spy has written it (NNN.raw until then)
+      PID-NNN.raw.gz           one segment of process PID's own py-spy (at the full rate)
       py-spy.log               py-spy's own output, every attempt, for a look when it failed
 
 A segment file (py-spy `record --format raw --subprocesses`) has one line per
@@ -28,12 +29,23 @@ with --native, native frames too. A sample of a process with no Python frame
 in no particular order; py-spy writes the file once, when it stops, and
 record then compresses it (the chains repeat long command lines on every line).
 
-stacks.json: py_spy (version), executable, command (py-spy's argv, segment file
-named NNN.raw), enabled, rate_hz, native, idle (blocked threads sampled: the
-counts are wall-clock time), nonblocking, segments: [{file, root_pid,
-started_ns, ended_ns (CLOCK_MONOTONIC, of the py-spy run), exit_status,
-samples, errors (py-spy's count of failed reads)}]. Rewritten whole as
-segments end; a segment file missing from it (record killed) is still read.
+A process's own segment (PID-NNN.raw, py-spy `record --pid PID` without
+--subprocesses) is the same, record having put the process chain at the
+root of every line.
+
+stacks.json: py_spy (version), executable, command (the tree py-spy's argv,
+segment file named NNN.raw), full_rate_command (a process's own py-spy's,
+null when there are none), enabled, rate_hz (the full rate: the processes
+a Python process started), sparse_rate_hz, tree_rate_hz (the tree py-spy's:
+sparse_rate_hz, or rate_hz when there are no py-spys of their own), native,
+idle (blocked threads sampled: the counts are wall-clock time), nonblocking,
+segments: [{file, root_pid, pid (a process's own segment only), rate_hz (the
+segment's: the tree's, the full rate, or the busy rate), started_ns,
+ended_ns (CLOCK_MONOTONIC, of the py-spy run), exit_status, samples, errors
+(py-spy's count of failed reads)}]. Rewritten whole as segments end; a
+segment file missing from it (record killed) is still read. The loader
+weights a segment's counts by rate_hz / its rate_hz, and takes a process
+with segments of its own from those only.
 """
 
 from __future__ import annotations
@@ -65,9 +77,10 @@ STACKS_SUFFIX = ".raw"  # py-spy's own file; STACKS_SUFFIX + ".gz" once record h
 # null), interval_ns, sampler (bool), probes (added specs), env (allow-listed),
 # what_if (the probe's what-if variables set for CMD by contrast: name -> value),
 # stacks (null in runs that predate it; else writerprof.record.pyspy.StackOptions's
-# settings: enabled, rate_hz, native, idle, nonblocking; and once recorded:
-# taken (bool), reason (why none were taken, else null), py_spy (version),
-# segments, samples).
+# settings: enabled, rate_hz, native, idle, nonblocking, sparse_rate_hz; and
+# once recorded: taken (bool), reason (why none were taken, else null), py_spy
+# (version), segments, samples, tree_rate_hz, full_rate_processes,
+# full_rate_samples, busy_cpu_processes; busy_rate_hz among the settings).
 
 # One record per process per sampler tick (CLOCK_MONOTONIC t_ns). Counters are
 # the kernel's for the whole process; write_bytes and wchar (/proc/PID/io) also

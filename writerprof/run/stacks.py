@@ -2,6 +2,12 @@
 the rows of run.processes and their roles. The files are described in
 writerprof.run.layout; they are written by writerprof.record.pyspy.
 
+Counts are samples at the run's rate_hz (the writers' rate): a segment taken
+at another rate (the tree's sparse rate, its "rate_hz" in stacks.json) has
+its counts weighted by rate_hz / its rate, so that a count is the same
+wall-clock time in every process. A process that had a py-spy of its own
+(a segment with "pid") takes its stacks from that segment only.
+
 Each stack is identified by the process chain py-spy puts at its root (pid and
 command line of each process from CMD down). The sampled process is the last
 of the chain; it is matched to a row of run.processes on its host by pid, and,
@@ -178,6 +184,9 @@ def load_stacks(run, probe_frames: bool = False) -> list[ProcessStacks]:
                    if p.name.endswith((layout.STACKS_SUFFIX, layout.STACKS_SUFFIX + ".gz"))}
         on_disk -= {n for n in on_disk if n + ".gz" in on_disk}  # compressed whole, then the original removed
         files = sorted({n for n in segments if isinstance(n, str)} | on_disk)
+        # Processes sampled at the full rate by a py-spy of their own: the tree's
+        # sparse samples of them are left out (the same time, coarser).
+        own = {s["pid"] for s in segments.values() if isinstance(s.get("pid"), int)}
         for name in files:
             file = directory / name
             rel = file.relative_to(run.path).as_posix()
@@ -195,7 +204,11 @@ def load_stacks(run, probe_frames: bool = False) -> list[ProcessStacks]:
             if bad:
                 losses.append(f"{rel}: {bad} unreadable line{'s' * (bad > 1)} dropped")
             segment = segments.get(name, {})
+            # Counts in samples at the run's rate: a segment taken at another rate is weighted.
+            weight = rate / float(segment["rate_hz"]) if segment.get("rate_hz") else 1.0
             for (pid, ppid, cmdline), samples in by_process.items():
+                if pid in own and "pid" not in segment:
+                    continue
                 proc = _resolve(run, host, pid, ppid, cmdline, segment, losses)
                 key = (host, pid, ppid, cmdline) if proc < 0 else (host, proc, 0, "")
                 if key not in found:
@@ -205,7 +218,7 @@ def load_stacks(run, probe_frames: bool = False) -> list[ProcessStacks]:
                                                samples={}, rate_hz=rate, ppid=ppid, cmdline=cmdline, rank=rank)
                 merged = found[key].samples
                 for frames, count in samples.items():
-                    merged[frames] = merged.get(frames, 0) + count
+                    merged[frames] = merged.get(frames, 0) + (count if weight == 1.0 else round(count * weight))
     for loss in losses:
         if loss not in run.losses:
             run.losses.append(loss)

@@ -1,0 +1,160 @@
+"""Stacks at two rates (issue 16): which processes record samples at the full
+rate in a py-spy of their own (full_rate), the py-spy commands, the chain
+put at the root of a one-process file, the loader's weighting of the tree's
+sparse samples and its choice of a process's own segment, and the recorder
+giving a child of a Python CMD its own py-spy (a fake py-spy stands in)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from test_run_load import write_meta
+from test_stacks import CHILD1, CHILD2, FIXTURE, MAIN, SERVER, SETTINGS, TRACKER, _journal
+from writerprof.record import pyspy, stackrate
+from writerprof.record.system import System
+from writerprof.record.rawstacks import compress, process_chain
+from writerprof.run import layout, load
+from writerprof.run.stacks import read_raw, load_stacks
+
+FORKSERVER = "python -c from multiprocessing.forkserver import main; main(8, 9, ['__main__'], **{})"
+TRACKER_CMD = "python -c from multiprocessing.resource_tracker import main;main(5)"
+
+
+def test_processes_started_by_python_are_sampled_at_the_full_rate():
+    python = (True, "python train.py")
+    assert not stackrate.full_rate(10, 10, "python train.py", None)  # CMD itself
+    assert not stackrate.full_rate(11, 10, "python rank.py", (False, "mpiexec -n 2 python rank.py"))  # an MPI rank
+    assert stackrate.full_rate(12, 10, "python train.py", python)  # a fork child (a writer)
+    assert stackrate.full_rate(13, 10, "python -c from multiprocessing.spawn import spawn_main; spawn_main()", python)
+    assert not stackrate.full_rate(14, 10, TRACKER_CMD, python)  # multiprocessing's daemons
+    assert not stackrate.full_rate(15, 10, FORKSERVER, python)
+    assert stackrate.full_rate(16, 10, FORKSERVER, (True, FORKSERVER))  # the forkserver's child: a writer
+
+
+def test_the_split_and_its_commands(tmp_path):
+    options = pyspy.StackOptions()
+    assert options.split and options.tree_rate_hz == pyspy.SPARSE_RATE_HZ < options.rate_hz == pyspy.RATE_HZ
+    recorder = pyspy.StackRecorder(7, tmp_path, options, "py-spy", warn=print)
+    tree = recorder.command(Path("000.raw"))
+    assert tree[tree.index("--rate") + 1] == "10" and "--subprocesses" in tree and "--idle" in tree
+    own = recorder.command(Path("8-000.raw"), pid=8)
+    assert own[own.index("--pid") + 1] == "8" and own[own.index("--rate") + 1] == "100"
+    assert "--subprocesses" not in own and "--nonblocking" in own
+    # The old way: one py-spy for the tree at one rate (rates equal, or py-spy pausing the processes).
+    for single in (pyspy.StackOptions(sparse_rate_hz=100), pyspy.StackOptions(nonblocking=False)):
+        assert not single.split and single.tree_rate_hz == 100
+
+
+def test_a_one_process_file_gets_the_chain_at_its_root(tmp_path):
+    raw = tmp_path / "8-000.raw"
+    raw.write_bytes(b"<module> (w.py:1);write (w.py:9) 12\n 2\n")
+    chain = process_chain([(7, "python main.py --token=s3cret"), (8, "python main.py --token=s3cret")])
+    assert compress(raw, chain) == "8-000.raw.gz" and not raw.exists()
+    by_process, bad, _ = read_raw(gzip.decompress((tmp_path / "8-000.raw.gz").read_bytes()).decode())
+    assert bad == 0 and list(by_process) == [(8, 7, "python main.py --token=<redacted>")]
+    assert by_process[(8, 7, "python main.py --token=<redacted>")] == {
+        ("<module> (w.py:1)", "write (w.py:9)"): 12, ("(no Python frame)",): 2}
+
+
+def test_the_tree_at_the_sparse_rate_is_weighted_and_a_process_own_segment_wins(tmp_path):
+    run = write_meta(tmp_path / "run", stacks={**SETTINGS, "sparse_rate_hz": 10, "taken": True, "reason": None})
+    _journal(run, MAIN, 1000, 1, "main", [{"kind": "process_start", "start_ns": 1, "end_ns": 2,
+                                           "method": "forkserver", "target": "target", "child_pid": CHILD1,
+                                           "name": "w", "writer_seq": 0}])
+    _journal(run, TRACKER, 1100, MAIN, "resource_tracker")
+    _journal(run, SERVER, 1200, MAIN, "forkserver")
+    for pid, created in ((CHILD1, 1300), (CHILD2, 1400)):
+        _journal(run, pid, created, SERVER, "forkserver_child", [{"kind": "bootstrap", "target": "target"}])
+    directory = layout.stacks_dir(run, "alpha")
+    directory.mkdir(parents=True)
+    (directory / "000.raw.gz").write_bytes(gzip.compress(FIXTURE.read_bytes()))
+    own = process_chain([(MAIN, "python main.py"), (SERVER, FORKSERVER), (CHILD1, FORKSERVER)])
+    (directory / f"{CHILD1}-000.raw.gz").write_bytes(gzip.compress(own + b"run (w.py:3) 70\n"))
+    segments = [{"file": "000.raw.gz", "root_pid": MAIN, "rate_hz": 10, "samples": 430},
+                {"file": f"{CHILD1}-000.raw.gz", "root_pid": MAIN, "pid": CHILD1, "rate_hz": 100, "samples": 70}]
+    (directory / layout.STACKS_INDEX).write_text(json.dumps({**SETTINGS, "segments": segments}))
+    sparse, _, _ = read_raw(FIXTURE.read_text())
+    totals = {pid: sum(s.values()) for (pid, _, _), s in sparse.items()}
+    stacks = {s.pid: s for s in load_stacks(load(run))}
+    assert stacks[CHILD1].samples == {("run (w.py:3)",): 70}  # its own segment only, at 100 Hz
+    for pid in (MAIN, TRACKER, SERVER, CHILD2):  # 10 Hz samples count 10 at 100 Hz
+        assert stacks[pid].total == 10 * totals[pid] and stacks[pid].rate_hz == 100
+
+
+# A fake py-spy: writes one stack to its --output (a tree's with its chain,
+# a process's own without) and exits on SIGINT, or when its --pid is gone.
+FAKE = r"""#!/bin/sh
+if [ "$1" = --version ]; then echo 'py-spy 9.9'; exit 0; fi
+out=""; pid=""; prev=""; tree=0
+for a in "$@"; do
+  [ "$prev" = --output ] && out="$a"; [ "$prev" = --pid ] && pid="$a"; [ "$a" = --subprocesses ] && tree=1
+  prev="$a"
+done
+finish() {
+  if [ $tree = 1 ]; then echo "process $pid:\"python\";main (m.py:1) 3" > "$out"
+  else echo "child (c.py:2) 5" > "$out"; fi
+  echo "Samples: 9 Errors: 0"; exit 0
+}
+trap finish INT TERM
+while kill -0 "$pid" 2>/dev/null; do sleep 0.02; done
+finish
+"""
+
+PARENT = ("import subprocess, sys; "
+          "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(0.6)']).wait()")
+
+
+def test_a_child_of_a_python_cmd_gets_its_own_py_spy(tmp_path, monkeypatch):
+    fake = tmp_path / "bin" / "py-spy"
+    fake.parent.mkdir()
+    fake.write_text(FAKE)
+    fake.chmod(0o755)
+    monkeypatch.setenv(pyspy.PY_SPY_ENV, str(fake))
+    monkeypatch.setattr(pyspy, "ptrace_problem", lambda system=None: None)
+    cmd = subprocess.Popen([sys.executable, "-c", PARENT])
+    recorder, _ = pyspy.start(cmd.pid, tmp_path / "stacks", pyspy.StackOptions(), print)
+    deadline = time.monotonic() + 20
+    while not recorder._own and time.monotonic() < deadline:
+        time.sleep(0.02)
+    cmd.wait()
+    outcome = recorder.stop()
+    index = json.loads((tmp_path / "stacks" / layout.STACKS_INDEX).read_text())
+    (own,) = [s for s in index["segments"] if "pid" in s]
+    (tree,) = [s for s in index["segments"] if "pid" not in s]
+    assert own["rate_hz"] == 100 and outcome["busy_cpu_processes"] == 0
+    assert tree["rate_hz"] == 10 and index["tree_rate_hz"] == 10
+    assert outcome["taken"] and outcome["full_rate_processes"] == 1 and outcome["full_rate_samples"] == 9
+    text = gzip.decompress((tmp_path / "stacks" / own["file"]).read_bytes()).decode()
+    assert text.startswith(f'process {cmd.pid}:"{sys.executable} -c') and f'process {own["pid"]}:"' in text
+    assert text.endswith(";child (c.py:2) 5\n")
+
+
+def _stat(root: Path, user: int, idle: int, iowait: int) -> None:
+    (root / "proc").mkdir(parents=True, exist_ok=True)
+    (root / "proc" / "stat").write_text(f"cpu  {user} 0 10 {idle} {iowait} 0 0 0 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n")
+
+
+def test_the_free_share_of_the_cpus_from_proc_stat(tmp_path):
+    assert stackrate.parse_cpu_line("cpu  100 0 10 300 90 0 0 0 0 0\n") == (390, 500)
+    assert stackrate.parse_cpu_line("intr 1 2\n") is None and stackrate.parse_cpu_line("") is None
+    _stat(tmp_path, user=100, idle=300, iowait=90)
+    free = stackrate.FreeCpu(System(tmp_path))
+    assert free.look(0) == 1.0  # one look tells nothing yet
+    _stat(tmp_path, user=190, idle=305, iowait=95)  # 100 ticks since: 90 user, 10 free
+    assert free.look(10**6) == 1.0  # too soon: the window is 200 ms
+    assert free.look(3 * 10**8) == 0.1
+    _stat(tmp_path, user=200, idle=380, iowait=110)  # 100 ticks: 10 user, 90 free (iowait counts as free)
+    assert free.look(6 * 10**8) == 0.9
+    assert stackrate.FreeCpu(System(tmp_path / "none")).look(0) == 1.0
+
+
+def test_a_busy_rate_if_asked_while_the_cpus_are_busy():
+    assert stackrate.adapted_rate(100, 0.9, 30) == 100
+    assert stackrate.adapted_rate(100, stackrate.BUSY_BELOW, 30) == 100
+    assert stackrate.adapted_rate(100, 0.1, 30) == 30
+    assert stackrate.adapted_rate(100, 0.0, None) == 100  # not asked: the full rate always
