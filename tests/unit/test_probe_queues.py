@@ -15,18 +15,10 @@ import pytest
 
 from writerprof.probes.writerprof_probe import calls, queues
 from writerprof.probes.writerprof_probe.format import PHASES
+from probe_journal import MemoryJournal
 
 
-class Journal:
-    def __init__(self):
-        self.records = []
-
-    def record(self, values):
-        self.records.append(values)
-
-    def event(self, kind, **fields):
-        pass
-
+class Journal(MemoryJournal):
     def phases(self):
         return [r[0] for r in self.records]
 

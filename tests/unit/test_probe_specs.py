@@ -12,6 +12,7 @@ import pytest
 
 from writerprof.probes.writerprof_probe import calls, imports, osio, specs
 from writerprof.probes.writerprof_probe.format import PHASES
+from probe_journal import MemoryJournal as Journal
 
 WRITER = '''
 import os
@@ -41,17 +42,6 @@ def test_both_package_names_and_every_storage_writer_are_covered():
             assert {where + "write_chunk=write", where + "close=close"} <= set(specs.BUILT_IN)
     assert all(specs.parse(spec) for spec in specs.BUILT_IN)
     assert len(set(specs.BUILT_IN)) == len(specs.BUILT_IN)
-
-
-class Journal:
-    def __init__(self):
-        self.records, self.events = [], []
-
-    def record(self, values):
-        self.records.append(values)
-
-    def event(self, kind, **fields):
-        self.events.append((kind, fields))
 
 
 @pytest.fixture
