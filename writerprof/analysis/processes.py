@@ -161,7 +161,7 @@ def _start_methods(saves: list[dict]) -> dict[int, str]:
 def _work_nodes(run, role_of, node_of) -> list[dict[str, float]]:
     """Per process: node -> share of the time of its work calls (WORK_PHASES
     of its role), by the CPU each ended on; all processes at once."""
-    c = run.chunks
+    c = run.chunk_columns
     if not len(run.processes):
         return []
     codes = {name: code for code, name in run.phase_names.items()}

@@ -51,7 +51,7 @@ BOTTLENECK_GROUPS = {
 class _Index:
     """The run's chunks and events grouped by process, found once."""
 
-    chunks_of: np.ndarray  # rows of run.chunks in process, then time order
+    chunks_of: np.ndarray  # rows of run.chunk_columns in process, then time order
     chunk_bounds: np.ndarray  # process p's are chunks_of[bounds[p]:bounds[p + 1]]
     events: list  # per process: [(kind, data)] in time order
 
@@ -66,8 +66,9 @@ def index(run) -> _Index:
 
 
 def _make_index(run) -> _Index:
-    order = np.argsort(run.chunks["proc"], kind="stable")  # stays in time order within a process
-    bounds = np.searchsorted(run.chunks["proc"][order], np.arange(len(run.processes) + 1))
+    proc = run.chunk_columns["proc"]
+    order = np.arange(len(proc))  # chunk_columns are grouped by process, in time order within one
+    bounds = np.searchsorted(proc, np.arange(len(run.processes) + 1))
     grouped = np.argsort(run.events["proc"], kind="stable")  # stays in time order within a process
     kinds, data = run.events["kind"][grouped].tolist(), run.events["data"][grouped].tolist()
     edges = np.searchsorted(run.events["proc"][grouped], np.arange(len(run.processes) + 1)).tolist()
@@ -82,7 +83,7 @@ def find(run, idx: _Index | None = None) -> list[dict]:
     idx = idx or index(run)
     codes = {name: code for code, name in run.phase_names.items()}
     # Field by field (views): whole records are wide, and there are millions of them.
-    c = {name: run.chunks[name] for name in ("proc", "phase", "depth", "tid", "start_ns", "end_ns", "bytes")}
+    c = {name: run.chunk_columns[name] for name in ("proc", "phase", "depth", "tid", "start_ns", "end_ns", "bytes")}
     per_proc = _per_process(run, c)
     found = _starts(run, idx, codes, c)
     if not found:
@@ -168,7 +169,8 @@ def _starts(run, idx, codes, c) -> list[dict]:
     child_rows = _children_by_pid(run)
     firsts = _first_calls(run, idx, codes, c)
     # The hooked calls that span a save, grouped by process (few: one a save).
-    all_save_calls = run.chunks[np.isin(c["phase"], [codes.get(p, -1) for p in _SAVE_PHASES])]
+    all_save_calls = run.chunk_columns.to_records(  # records: they are few, and read a save at a time
+        np.flatnonzero(np.isin(c["phase"], [codes.get(p, -1) for p in _SAVE_PHASES])))
     all_save_calls = all_save_calls[np.argsort(all_save_calls["proc"], kind="stable")]
     bounds = np.searchsorted(all_save_calls["proc"], np.arange(len(run.processes) + 1))
     found = []
@@ -212,7 +214,7 @@ def _first_calls(run, idx, codes, c) -> dict[str, np.ndarray]:
         procs, first = np.unique(c["proc"][chosen], return_index=True)
         out[name] = np.full(n, -1, dtype=np.int64)
         out[name][procs] = c["start_ns"][chosen][first]
-    ends = run.chunks["end_ns"][idx.chunks_of]  # in process order: each process's calls together
+    ends = run.chunk_columns["end_ns"][idx.chunks_of]  # in process order: each process's calls together
     bounds = idx.chunk_bounds
     out["last_end"] = np.full(n, -1, dtype=np.int64)
     has = bounds[1:] > bounds[:-1]

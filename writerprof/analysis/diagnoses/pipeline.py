@@ -193,7 +193,7 @@ def _merge(spans):
 
 
 def _call_faults(run) -> dict[int, int]:
-    c = run.chunks
+    c = run.chunk_columns
     counts = np.bincount(c["proc"], weights=c["minflt"].astype(np.int64) + c["majflt"], minlength=len(run.processes))
     return {i: int(n) for i, n in enumerate(counts)}
 
