@@ -55,6 +55,15 @@ class Chunks:
             return self.to_records(np.array([key]))[0]
         return Chunks({k: v[key] for k, v in self._columns.items()}, self._dtype, self._per_proc)
 
+    def processes(self, first: int, stop: int) -> Chunks:
+        """The rows of process rows first to stop - 1 (views of the columns but
+        proc), renumbered from 0, as a run of those processes alone has them."""
+        proc = self._columns["proc"]
+        a, b = np.searchsorted(proc, [first, stop])
+        columns = {name: column[a:b] for name, column in self._columns.items()}
+        columns["proc"] = columns["proc"] - np.int32(first)
+        return Chunks(columns, self._dtype, {name: v[first:stop] for name, v in self._per_proc.items()})
+
     def to_records(self, rows=None) -> np.ndarray:
         """These rows (all: None) as a structured array of dtype self.dtype."""
         n = len(self) if rows is None else len(rows)
