@@ -93,9 +93,12 @@ def read_chunks(files: list[tuple[Path, int]], file_dtype: np.dtype, dtype: np.d
     total = sum(count for _, count in files)
     columns = {name: np.empty(total, dtype[name]) for name in dtype.names if name not in per_proc}
     dropped = np.zeros(len(files), dtype=np.int64)
-    filled = 0
+    filled, buffer = 0, None
     for batch in _batches(files, file_dtype.itemsize):
-        records, proc = _read_batch(files, batch, file_dtype)
+        size = sum(files[i][1] for i in batch) * file_dtype.itemsize
+        if buffer is None or len(buffer) < size:  # one buffer for every batch (each is copied out of it)
+            buffer = np.empty(size, dtype=np.uint8)
+        records, proc = _read_batch(files, batch, file_dtype, memoryview(buffer))
         ok = keep(records, proc)
         dropped += np.bincount(proc[~ok], minlength=len(files))
         if not ok.all():
@@ -133,10 +136,8 @@ def _batches(files: list[tuple[Path, int]], itemsize: int):
         yield batch
 
 
-def _read_batch(files, batch: list[int], file_dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
-    """The records of those files, one after another, and each one's process."""
-    buffer = bytearray(sum(files[i][1] for i in batch) * file_dtype.itemsize)
-    view = memoryview(buffer)
+def _read_batch(files, batch: list[int], file_dtype: np.dtype, view: memoryview) -> tuple[np.ndarray, np.ndarray]:
+    """The records of those files, one after another (read into view), and each one's process."""
     at, counts = 0, []
     for i in batch:
         path, count = files[i]
@@ -145,6 +146,6 @@ def _read_batch(files, batch: list[int], file_dtype: np.dtype) -> tuple[np.ndarr
         got -= got % file_dtype.itemsize  # a file cut shorter since it was counted: its whole records
         counts.append(got // file_dtype.itemsize)
         at += got
-    records = np.frombuffer(buffer, dtype=file_dtype, count=at // file_dtype.itemsize)
+    records = np.frombuffer(view, dtype=file_dtype, count=at // file_dtype.itemsize)
     proc = np.repeat(np.array(batch, dtype=np.int32), counts)
     return records, proc

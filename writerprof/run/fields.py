@@ -51,15 +51,20 @@ _INT_RANGES = {is_count: (0, MAX_TIME), is_id: (0, 1 << 31), is_int: (-MAX_TIME 
 
 
 def optional(check: Check) -> Check:
-    return lambda v: v is None or check(v)
+    return _made(lambda v: v is None or check(v), optional=check)
 
 
 def list_of(check: Check) -> Check:
-    return lambda v: isinstance(v, list) and all(check(x) for x in v)
+    return _made(lambda v: isinstance(v, list) and all(check(x) for x in v), list_of=check)
 
 
 def dict_of(check: Check) -> Check:
-    return lambda v: isinstance(v, dict) and all(check(x) for x in v.values())
+    return _made(lambda v: isinstance(v, dict) and all(check(x) for x in v.values()), dict_of=check)
+
+
+def _made(check, **how) -> Check:
+    check.made = next(iter(how.items()))  # how it was made, for _all_pass
+    return check
 
 
 def is_node_key(v) -> bool:
@@ -212,6 +217,13 @@ def _all_pass(check: Check, values: list) -> bool:
     if check in _INT_RANGES and types <= {int}:
         lo, hi = _INT_RANGES[check]
         return not values or (min(values) >= lo and max(values) < hi)
+    made, inner = getattr(check, "made", (None, None))
+    if made == "optional":
+        return _all_pass(inner, [v for v in values if v is not None])
+    if made == "list_of" and types <= {list}:
+        return _all_pass(inner, [x for v in values for x in v])
+    if made == "dict_of" and types <= {dict}:
+        return _all_pass(inner, [x for v in values for x in v.values()])
     return all(map(check, values))
 
 
