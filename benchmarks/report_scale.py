@@ -103,8 +103,9 @@ def main() -> int:
             target = targets.get(name, SHAPES.get(name))
             ok = (target is None or worst <= target) and rss <= RSS_TARGET_GIB
             failed |= not ok
+            shown = f"{target:.0f}s" if target else "-"
             print(f"{name:<12} {ranks * saves * chunks:>9} {records:>9} {size / 2**20:>6.0f}Mi {made:>5.0f}s  "
-                  f"{' '.join(f'{w:.2f}' for w in walls):<22} {worst:>5.2f}s {(f'{target:.0f}s' if target else '-'):>6} "
+                  f"{' '.join(f'{w:.2f}' for w in walls):<22} {worst:>5.2f}s {shown:>6} "
                   f"{rss:>6.2f}Gi {cpu:>6.1f} {results[0][3] / 2**20:>5.1f}Mi{'' if ok else '  MISSED'}", flush=True)
     print(f"(this machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end; "
           f"{resource.getpagesize()} B pages)")

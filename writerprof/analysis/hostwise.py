@@ -14,9 +14,9 @@ import numpy as np
 PART_RECORDS = 2_000_000
 
 
-def parts(run, part_records: int | None = None) -> list[tuple[int, object]] | None:
-    """[(first process row, the part as a Run)], consecutive hosts together;
-    None when the run is small enough whole, or one host."""
+def parts(run, part_records: int | None = None) -> list[tuple[int, int]] | None:
+    """[(first process row, the row after the last)] of parts of consecutive
+    hosts; None when the run is small enough whole, or one host."""
     part_records = part_records or PART_RECORDS
     records = len(run.chunk_columns)
     if records <= part_records or len(run.hosts) < 2 or not len(run.processes):
@@ -26,7 +26,8 @@ def parts(run, part_records: int | None = None) -> list[tuple[int, object]] | No
     edges = np.append(np.flatnonzero(np.append(True, host[1:] != host[:-1])), len(host))
     if len(edges) < 3:
         return None
-    at = np.searchsorted(run.chunk_columns["proc"], edges)
+    proc = run.chunk_columns["proc"]
+    at = np.searchsorted(proc, edges.astype(proc.dtype))  # proc's type: no copy of it
     cuts, size = [0], 0  # the first host of each part
     for i in range(len(edges) - 1):
         records = int(at[i + 1] - at[i])
@@ -35,10 +36,11 @@ def parts(run, part_records: int | None = None) -> list[tuple[int, object]] | No
             size = 0
         size += records
     cuts.append(len(edges) - 1)
-    return [(int(edges[a]), _part(run, int(edges[a]), int(edges[b]))) for a, b in zip(cuts, cuts[1:])]
+    return [(int(edges[a]), int(edges[b])) for a, b in zip(cuts, cuts[1:])]
 
 
-def _part(run, first: int, stop: int):
+def part(run, first: int, stop: int):
+    """Process rows first to stop - 1 of the run as a run of their own (rows from 0)."""
     events = run.events[(run.events["proc"] >= first) & (run.events["proc"] < stop)]
     events["proc"] -= first
     return replace(run, processes=run.processes[first:stop], chunk_columns=run.chunk_columns.processes(first, stop),

@@ -158,6 +158,9 @@ def _start_methods(saves: list[dict]) -> dict[int, str]:
     return out
 
 
+BLOCK_RECORDS = 1 << 21
+
+
 def _work_nodes(run, role_of, node_of) -> list[dict[str, float]]:
     """Per process: node -> share of the time of its work calls (WORK_PHASES
     of its role), by the CPU each ended on; all processes at once."""
@@ -166,8 +169,6 @@ def _work_nodes(run, role_of, node_of) -> list[dict[str, float]]:
         return []
     codes = {name: code for code, name in run.phase_names.items()}
     work_code = np.array([codes.get(WORK_PHASES.get(role), -1) for role in role_of] or [-1])
-    mine = c["phase"] == work_code[c["proc"]]
-    proc, cpu, ns = c["proc"][mine], c["cpu"][mine].astype(np.int64), (c["end_ns"] - c["start_ns"])[mine]
     # CPU -> node per host, as one table: a row per host, a last column for CPUs off the map.
     width = max((max(nodes) for nodes in node_of.values() if nodes), default=0) + 2
     lut = np.full((len(run.hosts), width), -1)
@@ -176,11 +177,18 @@ def _work_nodes(run, role_of, node_of) -> list[dict[str, float]]:
             lut[h, c_] = node
     number = {host: i for i, host in enumerate(run.hosts)}
     host_of = np.array([number[h] for h in run.processes["host"]] or [0])
-    node = lut[host_of[proc], np.where((cpu >= 0) & (cpu < width - 1), cpu, width - 1)]
-    known = node >= 0
     n_nodes = int(lut.max()) + 1 if lut.size else 0
-    table = np.bincount(proc[known] * max(n_nodes, 1) + node[known], weights=ns[known],
-                        minlength=len(run.processes) * max(n_nodes, 1)).reshape(len(run.processes), -1)
+    table = np.zeros(len(run.processes) * max(n_nodes, 1))
+    for at in range(0, len(c), BLOCK_RECORDS):  # a block of records at a time: small temporaries
+        b = {name: c[name][at:at + BLOCK_RECORDS] for name in ("phase", "proc", "cpu", "start_ns", "end_ns")}
+        mine = b["phase"] == work_code[b["proc"]]
+        proc, cpu, ns = b["proc"][mine], b["cpu"][mine].astype(np.int64), (b["end_ns"] - b["start_ns"])[mine]
+        node = lut[host_of[proc], np.where((cpu >= 0) & (cpu < width - 1), cpu, width - 1)]
+        known = node >= 0
+        # Whole nanoseconds summed as floats: exact in any order up to 2**53 ns (104 days).
+        table += np.bincount(proc[known] * max(n_nodes, 1) + node[known], weights=ns[known],
+                             minlength=len(table))
+    table = table.reshape(len(run.processes), -1)
     return [shares({n: float(w) for n, w in enumerate(row) if w > 0}) for row in table]
 
 

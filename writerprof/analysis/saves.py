@@ -69,7 +69,7 @@ def index(run) -> _Index:
 def _make_index(run) -> _Index:
     proc = run.chunk_columns["proc"]
     order = range(len(proc))  # chunk_columns are grouped by process, in time order within one
-    bounds = np.searchsorted(proc, np.arange(len(run.processes) + 1))
+    bounds = np.searchsorted(proc, np.arange(len(run.processes) + 1, dtype=proc.dtype))  # proc's type: no copy of it
     grouped = np.argsort(run.events["proc"], kind="stable")  # stays in time order within a process
     kinds, data = run.events["kind"][grouped].tolist(), run.events["data"][grouped].tolist()
     edges = np.searchsorted(run.events["proc"][grouped], np.arange(len(run.processes) + 1)).tolist()
@@ -83,7 +83,7 @@ def find(run, idx: _Index | None = None) -> list[dict]:
     # per-process bounds built at its top, for every save at once (vectorised).
     parts = hostwise.parts(run)
     if parts is not None:  # a big run: a few hosts at a time (their saves are theirs alone), a bounded peak
-        return hostwise.joined([(first, find(part)) for first, part in parts])
+        return hostwise.joined([(first, find(hostwise.part(run, first, stop))) for first, stop in parts])
     idx = idx or index(run)
     codes = {name: code for code, name in run.phase_names.items()}
     # Field by field (views): whole records are wide, and there are millions of them.

@@ -59,7 +59,7 @@ class Chunks:
         """The rows of process rows first to stop - 1 (views of the columns but
         proc), renumbered from 0, as a run of those processes alone has them."""
         proc = self._columns["proc"]
-        a, b = np.searchsorted(proc, [first, stop])
+        a, b = np.searchsorted(proc, np.array([first, stop], dtype=proc.dtype))  # proc's type: no copy of it
         columns = {name: column[a:b] for name, column in self._columns.items()}
         columns["proc"] = columns["proc"] - np.int32(first)
         return Chunks(columns, self._dtype, {name: v[first:stop] for name, v in self._per_proc.items()})
@@ -105,15 +105,18 @@ def read_chunks(files: list[tuple[Path, int]], file_dtype: np.dtype, dtype: np.d
             records, proc = records[ok], proc[ok]
         start = records["start_ns"]
         late = (start[1:] < start[:-1]) & (proc[1:] == proc[:-1])  # a record appended after calls inside it
-        order = np.lexsort((start, proc)) if late.any() else slice(None)
+        if late.any():  # whole records moved once (as opaque bytes), then split into the columns
+            order = np.lexsort((start, proc))
+            records = records.view(np.dtype((np.void, file_dtype.itemsize)))[order].view(file_dtype)
+            proc = proc[order]
         end = filled + len(proc)
         for name in columns:
             if name == "proc":
-                columns[name][filled:end] = proc[order]
+                columns[name][filled:end] = proc
             elif name == "phase":
-                columns[name][filled:end] = renumber(records["phase"][order], proc[order])
+                columns[name][filled:end] = renumber(records["phase"], proc)
             else:
-                columns[name][filled:end] = records[name][order]
+                columns[name][filled:end] = records[name]
         filled = end
     if filled < total:  # some dropped: let the unused tails go
         columns = {name: column[:filled].copy() for name, column in columns.items()}

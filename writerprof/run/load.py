@@ -221,7 +221,8 @@ def _topology(root: Path, file: Path, losses: list[str]) -> dict | None:
     try:
         snapshot = json.loads(file.read_bytes())
     except (OSError, ValueError) as exc:
-        losses.append(f"{times.rel(root, file)}: unreadable, topology unknown ({getattr(exc, 'strerror', None) or exc})")
+        losses.append(f"{times.rel(root, file)}: unreadable, topology unknown "
+                      f"({getattr(exc, 'strerror', None) or exc})")
         return None
     problem = fields.topology_problem(snapshot)
     if problem:
