@@ -173,9 +173,12 @@ def _start_methods(saves: list[dict]) -> dict[int, str]:
     return out
 
 
+BLOCK_RECORDS = 1 << 21
+
+
 def _work_calls(run, role_of):
-    """The chunks of each process's work calls (WORK_PHASES of its role): a mask of run.chunks."""
-    c = run.chunks
+    """The chunks of each process's work calls (WORK_PHASES of its role): a mask of run.chunk_columns."""
+    c = run.chunk_columns
     codes = {name: code for code, name in run.phase_names.items()}
     work_code = np.array([codes.get(WORK_PHASES.get(role), -1) for role in role_of] or [-1])
     return c["phase"] == work_code[c["proc"]]
@@ -183,16 +186,24 @@ def _work_calls(run, role_of):
 
 def _work_nodes(run, mine) -> list[dict[str, float]]:
     """Per process: node -> share of the time of its work calls, by the CPU
-    each ended on; all processes at once."""
-    c = run.chunks
-    proc, ns = c["proc"][mine], (c["end_ns"] - c["start_ns"])[mine]
+    each ended on; all processes at once, a block of records at a time (small
+    temporaries in a run of 10M records)."""
+    c = run.chunk_columns
     lut = node_table(run)
-    host_of = c["host_index"][mine]
-    node = lut[host_of, cpu_column(lut, c["cpu"][mine])]
-    known = node >= 0
+    number = {host: i for i, host in enumerate(run.hosts)}
+    host_of = np.array([number[h] for h in run.processes["host"]] or [0])
     n_nodes = max(int(lut.max()) + 1, 1)
-    table = np.bincount(proc[known] * n_nodes + node[known], weights=ns[known],
-                        minlength=len(run.processes) * n_nodes).reshape(len(run.processes), -1)
+    table = np.zeros(len(run.processes) * n_nodes)
+    for at in range(0, len(c), BLOCK_RECORDS):
+        block = slice(at, at + BLOCK_RECORDS)
+        m = mine[block]
+        proc = c["proc"][block][m]
+        ns = (c["end_ns"][block] - c["start_ns"][block])[m]
+        node = lut[host_of[proc], cpu_column(lut, c["cpu"][block][m])]
+        known = node >= 0
+        # Whole nanoseconds summed as floats: exact in any order up to 2**53 ns (104 days).
+        table += np.bincount(proc[known] * n_nodes + node[known], weights=ns[known], minlength=len(table))
+    table = table.reshape(len(run.processes), -1)
     return [shares({n: float(w) for n, w in enumerate(row) if w > 0}) for row in table]
 
 
@@ -202,7 +213,7 @@ def _thread_work(run, role_of) -> tuple[list[dict[str, float]], dict[int, dict]]
     if not len(run.processes):
         return [], {}
     mine = _work_calls(run, role_of)
-    c = run.chunks
+    c = run.chunk_columns
     found = threads.worked(run, c["proc"][mine], c["start_ns"][mine], c["end_ns"][mine])
     for work in found.values():
         work["nodes"] = shares(work["nodes"])

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from writerprof.analysis import nesting
+from writerprof.analysis import hostwise, nesting
 from writerprof.analysis.samples import CREATED_SLACK_NS
 
 # Start-up phases, in order: Process.start() until the child exists; the
@@ -52,7 +52,7 @@ BOTTLENECK_GROUPS = {
 class _Index:
     """The run's chunks and events grouped by process, found once."""
 
-    chunks_of: np.ndarray  # rows of run.chunks in process, then time order
+    chunks_of: range  # rows of run.chunk_columns in process, then time order (all: they are so grouped)
     chunk_bounds: np.ndarray  # process p's are chunks_of[bounds[p]:bounds[p + 1]]
     events: list  # per process: [(kind, data)] in time order
 
@@ -67,8 +67,9 @@ def index(run) -> _Index:
 
 
 def _make_index(run) -> _Index:
-    order = np.argsort(run.chunks["proc"], kind="stable")  # stays in time order within a process
-    bounds = np.searchsorted(run.chunks["proc"][order], np.arange(len(run.processes) + 1))
+    proc = run.chunk_columns["proc"]
+    order = range(len(proc))  # chunk_columns are grouped by process, in time order within one
+    bounds = np.searchsorted(proc, np.arange(len(run.processes) + 1, dtype=proc.dtype))  # proc's type: no copy of it
     grouped = np.argsort(run.events["proc"], kind="stable")  # stays in time order within a process
     kinds, data = run.events["kind"][grouped].tolist(), run.events["data"][grouped].tolist()
     edges = np.searchsorted(run.events["proc"][grouped], np.arange(len(run.processes) + 1)).tolist()
@@ -80,11 +81,14 @@ def find(run, idx: _Index | None = None) -> list[dict]:
     """Every save of the run, in the order they started."""
     # Long, and one function on purpose: each step reads the column views and
     # per-process bounds built at its top, for every save at once (vectorised).
+    parts = hostwise.parts(run)
+    if parts is not None:  # a big run: a few hosts at a time (their saves are theirs alone), a bounded peak
+        return hostwise.joined([(first, find(hostwise.part(run, first, stop))) for first, stop in parts])
     idx = idx or index(run)
     codes = {name: code for code, name in run.phase_names.items()}
     # Field by field (views): whole records are wide, and there are millions of them.
-    c = {name: run.chunks[name] for name in ("proc", "phase", "depth", "tid", "writer_seq", "start_ns", "end_ns",
-                                             "bytes")}
+    c = {name: run.chunk_columns[name] for name in ("proc", "phase", "depth", "tid", "writer_seq", "start_ns",
+                                                    "end_ns", "bytes")}
     c["own_ns"] = nesting.own_ns(c)  # a call's time less the hooked calls inside it (close less its fsync)
     per_proc = _per_process(run, c)
     found = _starts(run, idx, codes, c)
@@ -207,7 +211,8 @@ def _starts(run, idx, codes, c) -> list[dict]:
     child_rows = _children_by_pid(run)
     firsts = _first_calls(run, idx, codes, c)
     # The hooked calls that span a save, grouped by process (few: one a save).
-    all_save_calls = run.chunks[np.isin(c["phase"], [codes.get(p, -1) for p in _SAVE_PHASES])]
+    all_save_calls = run.chunk_columns.to_records(  # records: they are few, and read a save at a time
+        np.flatnonzero(np.isin(c["phase"], [codes.get(p, -1) for p in _SAVE_PHASES])))
     all_save_calls = all_save_calls[np.argsort(all_save_calls["proc"], kind="stable")]
     bounds = np.searchsorted(all_save_calls["proc"], np.arange(len(run.processes) + 1))
     found = []
@@ -251,7 +256,7 @@ def _first_calls(run, idx, codes, c) -> dict[str, np.ndarray]:
         procs, first = np.unique(c["proc"][chosen], return_index=True)
         out[name] = np.full(n, -1, dtype=np.int64)
         out[name][procs] = c["start_ns"][chosen][first]
-    ends = run.chunks["end_ns"][idx.chunks_of]  # in process order: each process's calls together
+    ends = c["end_ns"]  # in process order (chunk_columns): each process's calls together
     bounds = idx.chunk_bounds
     out["last_end"] = np.full(n, -1, dtype=np.int64)
     has = bounds[1:] > bounds[:-1]
@@ -356,14 +361,23 @@ def _startup(run, writer, events, firsts, t_start) -> tuple[dict, list]:
 
 
 def _label_at(points, starts, ends, labels) -> np.ndarray:
-    """The label of the interval (of non-overlapping ones) each point is in, or -1."""
+    """The label of the interval each point (in increasing order) is in, or
+    -1: of the intervals begun at or before the point, the latest, if the
+    point is before its end."""
     if not len(starts):
         return np.full(len(points), -1)
     order = np.argsort(starts, kind="stable")
     starts, ends, labels = starts[order], ends[order], labels[order]
-    at = np.searchsorted(starts, points, side="right") - 1
-    inside = (at >= 0) & (points < ends[np.maximum(at, 0)])
-    return np.where(inside, labels[np.maximum(at, 0)], -1)
+    # Interval i holds the points from its start until it ends or the next begins:
+    # ranges that do not overlap, found by searching the points (sorted) for their ends.
+    stop = np.minimum(ends, np.append(starts[1:], np.iinfo(np.int64).max))
+    first, last = np.searchsorted(points, starts), np.searchsorted(points, stop)
+    some = last > first
+    # Painted by a running sum: +label+1 where a range begins, -(label+1) where it ends.
+    mark = (labels[some] + 1).astype(np.float64)
+    steps = (np.bincount(first[some], weights=mark, minlength=len(points) + 1)
+             - np.bincount(last[some], weights=mark, minlength=len(points) + 1))
+    return np.cumsum(steps[:-1]).astype(np.int64) - 1
 
 
 def _loop_components(codes) -> dict[int, int]:

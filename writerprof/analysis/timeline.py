@@ -52,10 +52,12 @@ def chunk_timeline(run, idx, procs: list[dict], saves: list[dict], offsets: dict
     for s in saves:
         writers_of[s["producer"]].append(s)
     writer_rows = [s["writer"] for p in chosen for s in writers_of[p] if s["writer"] is not None]
-    # The few pairs' records only, in the run's order.
+    # The few pairs' records only, in the order they started (as run.chunks has them).
     bounds = idx.chunk_bounds
-    c = run.chunks[np.sort(np.concatenate([idx.chunks_of[bounds[p]:bounds[p + 1]] for p in chosen + writer_rows]
-                                          or [np.zeros(0, dtype=np.int64)]))]
+    rows = np.sort(np.concatenate([np.arange(bounds[p], bounds[p + 1]) for p in chosen + writer_rows]
+                                  or [np.zeros(0, dtype=np.int64)]))
+    rows = rows[np.argsort(run.chunk_columns["start_ns"][rows], kind="stable")]
+    c = run.chunk_columns[rows]
     parent = nesting.parents(c)
     started = starts.start_times(run, chosen)
     origin = run.meta.get("started_ns") or 0

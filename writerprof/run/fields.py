@@ -46,16 +46,25 @@ def is_dict(v) -> bool:
     return isinstance(v, dict)
 
 
+# The int checks' ranges (lo <= v < hi), for _all_pass.
+_INT_RANGES = {is_count: (0, MAX_TIME), is_id: (0, 1 << 31), is_int: (-MAX_TIME + 1, MAX_TIME)}
+
+
 def optional(check: Check) -> Check:
-    return lambda v: v is None or check(v)
+    return _made(lambda v: v is None or check(v), optional=check)
 
 
 def list_of(check: Check) -> Check:
-    return lambda v: isinstance(v, list) and all(check(x) for x in v)
+    return _made(lambda v: isinstance(v, list) and all(check(x) for x in v), list_of=check)
 
 
 def dict_of(check: Check) -> Check:
-    return lambda v: isinstance(v, dict) and all(check(x) for x in v.values())
+    return _made(lambda v: isinstance(v, dict) and all(check(x) for x in v.values()), dict_of=check)
+
+
+def _made(check, **how) -> Check:
+    check.made = next(iter(how.items()))  # how it was made, for _all_pass
+    return check
 
 
 def is_node_key(v) -> bool:
@@ -152,6 +161,75 @@ def clean_event(event: dict) -> tuple[bool, list[str]]:
 def clean_sampled(record: dict) -> tuple[bool, list[str]]:
     wrong = clean(record, SAMPLED_FIELDS)
     return _has(record, SAMPLED_REQUIRED), wrong
+
+
+def clean_events(files: list[list]) -> list[tuple[list[dict], list[str]]]:
+    """Per journal, its parsed lines' dicts each as clean_event leaves it:
+    (the readable ones in order, the fields left out)."""
+    return _clean_all(files, EVENT_FIELDS, KIND_FIELDS, REQUIRED, clean_event)
+
+
+def clean_sampled_records(files: list[list]) -> list[tuple[list[dict], list[str]]]:
+    """Per sampled.jsonl, its parsed lines' dicts each as clean_sampled leaves it."""
+    return _clean_all(files, SAMPLED_FIELDS, {}, SAMPLED_REQUIRED, clean_sampled)
+
+
+def _clean_all(files: list[list], checks: dict, kind_checks: dict, required: dict, clean_one):
+    """What clean_one does to each dict of each file's parsed lines, done a
+    field at a time: the records of one kind with the same fields, in all the
+    files, are checked a field over all of them at once (a pass of builtins,
+    many times faster than a check per record); a group in which any value
+    fails is cleaned by clean_one record by record, so the outcome is clean_one's."""
+    groups: dict = {}  # (kind, fields) -> [its records, "keep" | "drop" | "each" (clean_one each)]
+    records = [[r for r in parsed if isinstance(r, dict)] for parsed in files]
+    try:
+        group_of = [[groups.setdefault((r.get("kind"), tuple(r)), [[], "each"]) for r in rs] for rs in records]
+    except TypeError:  # an unhashable kind: every record on its own
+        group_of = [[[[r], "each"] for r in rs] for rs in records]
+        groups = {}
+    for rs, gs in zip(records, group_of):
+        for r, g in zip(rs, gs):
+            g[0].append(r)
+    for (kind, names), group in groups.items():
+        kind = kind if isinstance(kind, str) else None
+        if all(_all_pass(kind_checks.get((kind, name), checks.get(name, _any)), [r[name] for r in group[0]])
+               for name in names):
+            group[1] = "keep" if _has(group[0][0], required) else "drop"
+    out = []
+    for rs, gs in zip(records, group_of):
+        kept, wrong = [], []
+        for r, (_, how) in zip(rs, gs):
+            if how == "keep":
+                kept.append(r)
+            elif how == "each":
+                readable, left_out = clean_one(r)
+                wrong += left_out
+                if readable:
+                    kept.append(r)
+        out.append((kept, wrong))
+    return out
+
+
+def _all_pass(check: Check, values: list) -> bool:
+    """all(map(check, values)), for the common checks without a call per value."""
+    if check is _any:
+        return True
+    types = set(map(type, values))
+    if check in (is_str, is_dict) and types <= {str if check is is_str else dict}:
+        return True
+    if check is is_bool and types <= {bool}:
+        return True
+    if check in _INT_RANGES and types <= {int}:
+        lo, hi = _INT_RANGES[check]
+        return not values or (min(values) >= lo and max(values) < hi)
+    made, inner = getattr(check, "made", (None, None))
+    if made == "optional":
+        return _all_pass(inner, [v for v in values if v is not None])
+    if made == "list_of" and types <= {list}:
+        return _all_pass(inner, [x for v in values for x in v])
+    if made == "dict_of" and types <= {dict}:
+        return _all_pass(inner, [x for v in values for x in v.values()])
+    return all(map(check, values))
 
 
 def _has(record: dict, required: dict[str, tuple[str, ...]]) -> bool:

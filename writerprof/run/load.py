@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,8 @@ import numpy as np
 import writerprof
 from writerprof.errors import WriterprofError
 from writerprof.probes.writerprof_probe import format as journal
-from writerprof.run import fields, layout, times
+from writerprof.run import columns, fields, layout, times
+from writerprof.run.columns import Chunks
 
 # The file records as they are on disk (little-endian, packed like the structs).
 CHUNK_DTYPE = np.dtype([(name, "<" + code) for name, code in journal.CHUNK_FIELDS])
@@ -58,7 +60,7 @@ class Run:
     hosts: list[str]
     topology: dict[str, dict]
     processes: np.ndarray
-    chunks: np.ndarray
+    chunk_columns: Chunks  # the chunk records as columns, grouped by process (writerprof.run.columns)
     phase_names: dict[int, str]
     events: np.ndarray
     samples: np.ndarray
@@ -66,6 +68,13 @@ class Run:
     losses: list[str]
     # The sampler's per-thread readings (layout.THREAD_SAMPLE); empty in runs from before them.
     threads: np.ndarray = field(default_factory=lambda: np.zeros(0, THREAD_SAMPLES_DTYPE))
+
+    @cached_property
+    def chunks(self) -> np.ndarray:
+        """Every chunk record (CHUNKS_DTYPE) in the order the calls started,
+        the processes' interleaved: made from chunk_columns when first asked
+        for (a copy of every record; the analysis reads chunk_columns)."""
+        return _sorted(self.chunk_columns.to_records(), "start_ns")
 
     @property
     def complete(self) -> bool:
@@ -157,7 +166,8 @@ def load(path: Path | str) -> Run:
         snapshot = _topology(path, host_dir / layout.TOPOLOGY_FILE, losses)
         if snapshot is not None:
             topology[host] = snapshot
-        host_sampled = _read_jsonl(path, host_dir / layout.SAMPLED_FILE, "sampler", losses, fields.clean_sampled)
+        host_sampled = _read_jsonl(path, host_dir / layout.SAMPLED_FILE, "sampler", losses,
+                                   fields.clean_sampled_records)
         agent_error = host_dir / layout.AGENT_ERROR_FILE
         if agent_error.exists():
             try:
@@ -186,18 +196,20 @@ def load(path: Path | str) -> Run:
     times.execs(journals, losses)
     processes = _processes(hosts, journals)
     events = _events(hosts, journals)
-    chunks = _fill(CHUNK_DTYPE, CHUNKS_DTYPE, [
-        (j.chunks, j.count, {"host_index": j.host_index, "pid": processes["pid"][i], "proc": i})
-        for i, j in enumerate(journals)])
-    chunks = times.plausible_chunks(chunks, journals, meta, losses)
-    phase_names = _unify_phases(journals, chunks, losses)
-    chunks = _sorted(chunks, "start_ns")
+    renumber, phase_names, unnamed = _phase_codes(journals)
+    windows = times.chunk_windows(journals, meta)
+    chunk_columns, dropped = columns.read_chunks(
+        [(j.chunks, j.count) for j in journals], CHUNK_DTYPE, CHUNKS_DTYPE,
+        {"host_index": np.array([j.host_index for j in journals], dtype=np.int32), "pid": processes["pid"]},
+        lambda records, proc: times.plausible(records, proc, windows), renumber)
+    times.impossible_losses(dropped, journals, losses)
+    _unnamed_losses(journals, chunk_columns, unnamed, phase_names, losses)
     samples = _fill(SAMPLE_DTYPE, SAMPLES_DTYPE, [(f, n, {"host_index": h}) for h, f, n, _ in sample_files])
     samples = times.plausible_samples(path, samples, hosts, sample_files, losses)
     threads = _fill(THREAD_SAMPLE_DTYPE, THREAD_SAMPLES_DTYPE, [(f, n, {"host_index": h}) for h, f, n, _ in thread_files])
     threads = times.plausible_samples(path, threads, hosts, thread_files, losses)
     return Run(path=path, meta=meta, hosts=hosts, topology=topology, processes=processes,
-               chunks=chunks, phase_names=phase_names, events=events, samples=samples,
+               chunk_columns=chunk_columns, phase_names=phase_names, events=events, samples=samples,
                sampled=sampled, losses=losses, threads=threads)
 
 
@@ -218,7 +230,8 @@ def _topology(root: Path, file: Path, losses: list[str]) -> dict | None:
     try:
         snapshot = json.loads(file.read_bytes())
     except (OSError, ValueError) as exc:
-        losses.append(f"{times.rel(root, file)}: unreadable, topology unknown ({getattr(exc, 'strerror', None) or exc})")
+        losses.append(f"{times.rel(root, file)}: unreadable, topology unknown "
+                      f"({getattr(exc, 'strerror', None) or exc})")
         return None
     problem = fields.topology_problem(snapshot)
     if problem:
@@ -229,37 +242,49 @@ def _topology(root: Path, file: Path, losses: list[str]) -> dict | None:
 
 def _read_jsonl(root: Path, file: Path, writer: str, losses: list[str], clean) -> list[dict]:
     """The complete, readable records of a JSON-lines file; [] if it is
-    missing. clean(record) -> (readable, fields left out), in place."""
+    missing. clean([parsed]) -> [(the readable dicts, fields left out)], in place."""
+    (records, lost), = _read_jsonl_files(root, [file], writer, clean)
+    losses += lost
+    return records
+
+
+def _read_jsonl_files(root: Path, files: list[Path], writer: str, clean) -> list[tuple[list[dict], list[str]]]:
+    """Per file, as _read_jsonl: its records and its loss lines; cleaned all
+    at once (a field over every file's records of a kind: see fields)."""
+    parsed, lost = [], []
+    for file in files:
+        lines, losses = _jsonl_lines(root, file, writer)
+        lost.append(losses)
+        try:  # one parse for the whole file, several times faster than line by line
+            parsed.append((json.loads(b"[" + b",".join(lines) + b"]"), len(lines)))
+        except ValueError:
+            parsed.append(([_parse(line) for line in lines], len(lines)))
+    out = []
+    for file, (records, wrong), (_, count), losses in zip(files, clean([p for p, _ in parsed]), parsed, lost):
+        bad = count - len(records)
+        if bad:
+            losses.append(f"{times.rel(root, file)}: {bad} unreadable line{'s' * (bad > 1)} dropped")
+        if wrong:
+            losses.append(f"{times.rel(root, file)}: {fields.describe(wrong)} of the wrong type left out")
+        out.append((records, losses))
+    return out
+
+
+def _jsonl_lines(root: Path, file: Path, writer: str) -> tuple[list[bytes], list[str]]:
+    """A JSON-lines file's complete, non-blank lines ([] if it is missing) and the loss lines of reading it."""
     try:
         data = file.read_bytes()
     except FileNotFoundError:
-        return []
+        return [], []
     except OSError as exc:
-        losses.append(f"{times.rel(root, file)}: unreadable ({exc.strerror}): its records are lost")
-        return []
+        return [], [f"{times.rel(root, file)}: unreadable ({exc.strerror}): its records are lost"]
     lines = data.split(b"\n")
     tail = lines.pop()  # what follows the last newline: b"" unless the last write was cut
+    losses = []
     if tail:
         losses.append(f"{times.rel(root, file)}: a cut-off last line ({len(tail)} bytes) dropped "
                       f"({writer} killed mid-write?)")
-    lines = [line for line in lines if line.strip()]
-    try:  # one parse for the whole file, several times faster than line by line
-        parsed = json.loads(b"[" + b",".join(lines) + b"]")
-    except ValueError:
-        parsed = [_parse(line) for line in lines]
-    records, wrong = [], []
-    for r in parsed:
-        if isinstance(r, dict):
-            readable, left_out = clean(r)
-            wrong += left_out
-            if readable:
-                records.append(r)
-    bad = len(lines) - len(records)
-    if bad:
-        losses.append(f"{times.rel(root, file)}: {bad} unreadable line{'s' * (bad > 1)} dropped")
-    if wrong:
-        losses.append(f"{times.rel(root, file)}: {fields.describe(wrong)} of the wrong type left out")
-    return records
+    return [line for line in lines if line.strip()], losses
 
 
 def _parse(line: bytes):
@@ -291,11 +316,13 @@ def _read_journals(root: Path, host_index: int, procs: Path, losses: list[str]) 
     names = {p.name for p in procs.iterdir()}
     bases = sorted({n[: -len(s)] for n in names for s in (journal.EVENTS_SUFFIX, journal.CHUNKS_SUFFIX)
                     if n.endswith(s)})
+    read = _read_jsonl_files(root, [procs / (base + journal.EVENTS_SUFFIX) for base in bases], "target",
+                             fields.clean_events)
     found = []
-    for base in bases:
+    for base, (events, events_losses) in zip(bases, read):
         events_file = procs / (base + journal.EVENTS_SUFFIX)
         chunks_file = procs / (base + journal.CHUNKS_SUFFIX)
-        events = _read_jsonl(root, events_file, "target", losses, fields.clean_event)
+        losses += events_losses
         count = _count(root, chunks_file, CHUNK_DTYPE, "target", losses)
         rel = times.rel(root, procs / base)
         if not events or events[0]["kind"] != "process":
@@ -381,9 +408,10 @@ def _sorted(records: np.ndarray, key: str) -> np.ndarray:
     return records.view(np.dtype((np.void, records.dtype.itemsize)))[order].view(records.dtype)
 
 
-def _unify_phases(journals: list[_Journal], chunks: np.ndarray, losses: list[str]) -> dict[int, str]:
-    """Renumber each process's added phase codes (given in the order it met
-    them) to run-wide ones, in place; the run's code -> name."""
+def _phase_codes(journals: list[_Journal]):
+    """Run-wide phase codes for each process's own (its added phases' codes
+    are in the order it met them): renumber(phase, proc) -> run codes, the
+    run's code -> name, and the code of phases a process never named."""
     local = []  # per process: its code -> name
     for j in journals:
         names = {code: name for name, code in journal.PHASES.items()}
@@ -400,13 +428,19 @@ def _unify_phases(journals: list[_Journal], chunks: np.ndarray, losses: list[str
     table = np.full((len(journals), len(known) + 1), unnamed, dtype=CHUNK_DTYPE["phase"])
     for proc, names in enumerate(local):
         table[proc, np.searchsorted(known, list(names))] = [run_codes[name] for name in names.values()]
-    column = np.searchsorted(known, chunks["phase"])
-    column[known[np.minimum(column, len(known) - 1)] != chunks["phase"]] = len(known)
-    chunks["phase"] = table[chunks["proc"], column]
-    phase_names = {code: name for name, code in run_codes.items()}
+
+    def renumber(phase: np.ndarray, proc: np.ndarray) -> np.ndarray:
+        column = np.searchsorted(known, phase)
+        column[known[np.minimum(column, len(known) - 1)] != phase] = len(known)
+        return table[proc, column]
+
+    return renumber, {code: name for name, code in run_codes.items()}, unnamed
+
+
+def _unnamed_losses(journals, chunks: Chunks, unnamed: int, phase_names: dict, losses: list[str]) -> None:
+    """The records of phase codes their process never named, said per process."""
     lost = np.bincount(chunks["proc"][chunks["phase"] == unnamed], minlength=len(journals))
     for proc in np.flatnonzero(lost):
         phase_names[unnamed] = UNNAMED_PHASE
         losses.append(f"{journals[proc].chunks_rel}: {lost[proc]} chunk records of phase codes its "
                       f"journal never named, kept as phase {UNNAMED_PHASE!r}")
-    return phase_names

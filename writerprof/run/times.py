@@ -72,17 +72,22 @@ def outside(count: int, template: str, losses: list[str]) -> None:
         losses.append(template.format(count, "s" * (count != 1)))
 
 
-def plausible_chunks(chunks: np.ndarray, journals: list, meta: dict, losses: list[str]) -> np.ndarray:
-    if not len(chunks):
-        return chunks
-    windows = np.array([_window(j.identity["t_ns"], meta) for j in journals], dtype=np.int64).reshape(-1, 2)
-    lo, hi = windows[chunks["proc"], 0], windows[chunks["proc"], 1]
-    ok = (chunks["start_ns"] >= lo) & (chunks["start_ns"] <= chunks["end_ns"]) & (chunks["end_ns"] <= hi)
-    bad = np.bincount(chunks["proc"][~ok], minlength=len(journals)).tolist()
-    for proc, count in enumerate(bad):
-        outside(count, f"{journals[proc].chunks_rel}: {{}} chunk record{{}} with impossible times (outside "
-                        f"the process's life, or ending before they start) dropped", losses)
-    return chunks if ok.all() else chunks[ok]
+def chunk_windows(journals: list, meta: dict) -> np.ndarray:
+    """Per journal (a row of run.processes): the first and last time its records may have."""
+    return np.array([_window(j.identity["t_ns"], meta) for j in journals], dtype=np.int64).reshape(-1, 2)
+
+
+def plausible(records: np.ndarray, proc: np.ndarray, windows: np.ndarray) -> np.ndarray:
+    """Which chunk records (of processes `proc`) have times within their process's window, in order."""
+    lo, hi = windows[proc, 0], windows[proc, 1]
+    return (records["start_ns"] >= lo) & (records["start_ns"] <= records["end_ns"]) & (records["end_ns"] <= hi)
+
+
+def impossible_losses(dropped: np.ndarray, journals: list, losses: list[str]) -> None:
+    """The loss lines of the chunk records dropped as implausible, per process."""
+    for proc in np.flatnonzero(dropped):
+        outside(int(dropped[proc]), f"{journals[proc].chunks_rel}: {{}} chunk record{{}} with impossible times "
+                                    f"(outside the process's life, or ending before they start) dropped", losses)
 
 
 def plausible_samples(root: Path, samples: np.ndarray, hosts: list[str], files: list, losses: list[str]):

@@ -206,8 +206,14 @@ def _merge(spans):
 
 
 def _call_faults(run) -> dict[int, int]:
-    c = run.chunks
-    counts = np.bincount(c["proc"], weights=c["minflt"].astype(np.int64) + c["majflt"], minlength=len(run.processes))
+    c = run.chunk_columns
+    # Summed over each process's rows (chunk_columns are grouped by process): no temporary of every record.
+    bounds = np.searchsorted(c["proc"], np.arange(len(run.processes) + 1, dtype=c["proc"].dtype))
+    counts = np.zeros(len(run.processes), dtype=np.int64)
+    has = bounds[1:] > bounds[:-1]
+    for name in ("minflt", "majflt"):
+        if has.any():
+            counts[has] += np.add.reduceat(c[name], bounds[:-1][has], dtype=np.int64)
     return {i: int(n) for i, n in enumerate(counts)}
 
 

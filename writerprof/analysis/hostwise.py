@@ -1,0 +1,59 @@
+"""A big run's saves found a few hosts at a time. A save's producer and
+writer are processes of one host, so the saves of a run are those of its
+hosts' parts, each analysed as a run of its processes alone: the peak memory
+of the analysis is then a part's, not the whole run's (tens of millions of
+records make temporaries of gigabytes)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+# Chunk records above which a run of several hosts is taken in parts of about this many.
+PART_RECORDS = 2_000_000
+
+
+def parts(run, part_records: int | None = None) -> list[tuple[int, int]] | None:
+    """[(first process row, the row after the last)] of parts of consecutive
+    hosts; None when the run is small enough whole, or one host."""
+    part_records = part_records or PART_RECORDS
+    records = len(run.chunk_columns)
+    if records <= part_records or len(run.hosts) < 2 or not len(run.processes):
+        return None
+    host = run.processes["host"]
+    # The loader keeps a host's processes together (rows ordered by host first).
+    edges = np.append(np.flatnonzero(np.append(True, host[1:] != host[:-1])), len(host))
+    if len(edges) < 3:
+        return None
+    proc = run.chunk_columns["proc"]
+    at = np.searchsorted(proc, edges.astype(proc.dtype))  # proc's type: no copy of it
+    cuts, size = [0], 0  # the first host of each part
+    for i in range(len(edges) - 1):
+        records = int(at[i + 1] - at[i])
+        if size and size + records > part_records:
+            cuts.append(i)
+            size = 0
+        size += records
+    cuts.append(len(edges) - 1)
+    return [(int(edges[a]), int(edges[b])) for a, b in zip(cuts, cuts[1:])]
+
+
+def part(run, first: int, stop: int):
+    """Process rows first to stop - 1 of the run as a run of their own (rows from 0)."""
+    events = run.events[(run.events["proc"] >= first) & (run.events["proc"] < stop)]
+    events["proc"] -= first
+    return replace(run, processes=run.processes[first:stop], chunk_columns=run.chunk_columns.processes(first, stop),
+                   events=events, samples=run.samples[:0], sampled=[], losses=[])
+
+
+def joined(found: list[tuple[int, list[dict]]]) -> list[dict]:
+    """The parts' saves as the whole run's: process rows the run's, in the order they started."""
+    saves = []
+    for first, part in found:
+        for save in part:
+            save["producer"] += first
+            if save["writer"] is not None:
+                save["writer"] += first
+        saves += part
+    return sorted(saves, key=lambda s: s["start_ns"])

@@ -1,0 +1,154 @@
+"""A run's chunk records as columns: one contiguous array per field, read
+from the .chunks.bin files in batches, so that a run of tens of millions of
+records is read in seconds and held once, and every analysis pass over a
+field reads contiguous memory (a field of the packed on-disk records is a
+strided view, several times slower to scan).
+
+Rows are grouped by process (run.processes order), each process's in the
+order its calls started. The `pid` and `host_index` of a row are its
+process's: computed from `proc` when asked for, not stored.
+
+Chunks answers what the analysis asks of a structured array: c["start_ns"]
+(a column), c[["proc", "tid"]] and c[mask or rows] (a Chunks of those), len,
+dtype; iterating it, or np.asarray(c), makes the records (for the few
+per-record uses: exports, tests)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+# Bytes of records read per batch: big enough that numpy's per-call cost is
+# nothing, small enough that the batch is a small part of the peak.
+BATCH_BYTES = 64 << 20
+
+
+class Chunks:
+    def __init__(self, columns: dict[str, np.ndarray], dtype: np.dtype, per_proc: dict[str, np.ndarray]):
+        self._columns = columns  # field -> 1-D array, all of one length
+        self._dtype = dtype  # the fields as records (CHUNKS_DTYPE), their order
+        self._per_proc = per_proc  # a derived field -> its value per process row
+        self._len = len(next(iter(columns.values()))) if columns else 0
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._dtype
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self._dtype.names
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            if key in self._columns:
+                return self._columns[key]
+            if key in self._per_proc:
+                return self._per_proc[key][self._columns["proc"]]
+            raise ValueError(f"no field of name {key}")
+        if isinstance(key, list) and all(isinstance(k, str) for k in key):
+            return Chunks({k: self[k] for k in key}, np.dtype([(k, self._dtype[k]) for k in key]), {})
+        if isinstance(key, (int, np.integer)):
+            return self.to_records(np.array([key]))[0]
+        return Chunks({k: v[key] for k, v in self._columns.items()}, self._dtype, self._per_proc)
+
+    def processes(self, first: int, stop: int) -> Chunks:
+        """The rows of process rows first to stop - 1 (views of the columns but
+        proc), renumbered from 0, as a run of those processes alone has them."""
+        proc = self._columns["proc"]
+        a, b = np.searchsorted(proc, np.array([first, stop], dtype=proc.dtype))  # proc's type: no copy of it
+        columns = {name: column[a:b] for name, column in self._columns.items()}
+        columns["proc"] = columns["proc"] - np.int32(first)
+        return Chunks(columns, self._dtype, {name: v[first:stop] for name, v in self._per_proc.items()})
+
+    def to_records(self, rows=None) -> np.ndarray:
+        """These rows (all: None) as a structured array of dtype self.dtype."""
+        n = len(self) if rows is None else len(rows)
+        out = np.empty(n, self._dtype)
+        for name in self._dtype.names:
+            out[name] = self[name] if rows is None else self[name][rows]
+        return out
+
+    def __array__(self, dtype=None, copy=None):
+        records = self.to_records()
+        return records if dtype is None else records.astype(dtype)
+
+    def __iter__(self):
+        return iter(self.to_records())
+
+    def __repr__(self) -> str:
+        return f"Chunks({len(self)} records: {', '.join(self.names)})"
+
+
+def read_chunks(files: list[tuple[Path, int]], file_dtype: np.dtype, dtype: np.dtype,
+                per_proc: dict[str, np.ndarray], keep, renumber) -> tuple[Chunks, np.ndarray]:
+    """The records of the journals' chunk files (files[p]: process p's file
+    and its complete records) as Chunks, grouped by process and in start
+    order within one. keep(records, proc) -> the rows that are plausible;
+    renumber(phase, proc) -> run-wide phase codes. Also, per process, the
+    records keep dropped."""
+    total = sum(count for _, count in files)
+    columns = {name: np.empty(total, dtype[name]) for name in dtype.names if name not in per_proc}
+    dropped = np.zeros(len(files), dtype=np.int64)
+    filled, buffer = 0, None
+    for batch in _batches(files, file_dtype.itemsize):
+        size = sum(files[i][1] for i in batch) * file_dtype.itemsize
+        if buffer is None or len(buffer) < size:  # one buffer for every batch (each is copied out of it)
+            buffer = np.empty(size, dtype=np.uint8)
+        records, proc = _read_batch(files, batch, file_dtype, memoryview(buffer))
+        ok = keep(records, proc)
+        dropped += np.bincount(proc[~ok], minlength=len(files))
+        if not ok.all():
+            records, proc = records[ok], proc[ok]
+        start = records["start_ns"]
+        late = (start[1:] < start[:-1]) & (proc[1:] == proc[:-1])  # a record appended after calls inside it
+        if late.any():  # whole records moved once (as opaque bytes), then split into the columns
+            order = np.lexsort((start, proc))
+            records = records.view(np.dtype((np.void, file_dtype.itemsize)))[order].view(file_dtype)
+            proc = proc[order]
+        end = filled + len(proc)
+        for name in columns:
+            if name == "proc":
+                columns[name][filled:end] = proc
+            elif name == "phase":
+                columns[name][filled:end] = renumber(records["phase"], proc)
+            else:
+                columns[name][filled:end] = records[name]
+        filled = end
+    if filled < total:  # some dropped: let the unused tails go
+        columns = {name: column[:filled].copy() for name, column in columns.items()}
+    return Chunks(columns, dtype, per_proc), dropped
+
+
+def _batches(files: list[tuple[Path, int]], itemsize: int):
+    """Runs of consecutive file indices of about BATCH_BYTES of records (a
+    bigger file alone)."""
+    batch, size = [], 0
+    for i, (_, count) in enumerate(files):
+        if not count:
+            continue
+        if batch and size + count * itemsize > BATCH_BYTES:
+            yield batch
+            batch, size = [], 0
+        batch.append(i)
+        size += count * itemsize
+    if batch:
+        yield batch
+
+
+def _read_batch(files, batch: list[int], file_dtype: np.dtype, view: memoryview) -> tuple[np.ndarray, np.ndarray]:
+    """The records of those files, one after another (read into view), and each one's process."""
+    at, counts = 0, []
+    for i in batch:
+        path, count = files[i]
+        with open(path, "rb") as f:
+            got = f.readinto(view[at:at + count * file_dtype.itemsize])
+        got -= got % file_dtype.itemsize  # a file cut shorter since it was counted: its whole records
+        counts.append(got // file_dtype.itemsize)
+        at += got
+    records = np.frombuffer(view, dtype=file_dtype, count=at // file_dtype.itemsize)
+    proc = np.repeat(np.array(batch, dtype=np.int32), counts)
+    return records, proc
