@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TypedDict
 
+from writerprof.analysis.shapes.summary import Diagnosis
+
 
 class MeanSave(TypedDict):
     duration_s: float  # mean
@@ -102,7 +104,7 @@ class ContrastRun(TypedDict):
 
 
 class WhatIf(TypedDict):
-    method: str  # forkserver+preload, forkserver+pin
+    method: str  # forkserver+preload, forkserver+pin, forkserver+local, forkserver+first-touch
     ran: bool
     reason: str | None  # why it was not run
     gib_s: float | None  # its throughput, when it ran and is not the reference
@@ -118,4 +120,5 @@ class ContrastResult(TypedDict):
     runs: list[ContrastRun]  # in the order recorded
     comparisons: dict[str, Comparison]  # method -> the reference against it
     what_ifs: list[WhatIf]
+    placement_costs: list[Diagnosis]  # plain forkserver's numa-mismatch, affinity-divergence with cost_s
     verdict: str  # the first comparison's

@@ -174,7 +174,9 @@ class _Diagnosis(TypedDict):
 
 
 class Diagnosis(_Diagnosis, total=False):
-    cost_s: float  # seconds of save time on the critical path, where it has one
+    cost_s: float | None  # seconds of save time on the critical path, where it has one; None: a
+    # placement warning whose cost only contrast's what-ifs measure, not run
+    cost_from: str | None  # in contrast.json's placement_costs: the what-if that measured cost_s
 
 
 class Binding(TypedDict):
