@@ -1,8 +1,9 @@
 """Pages that move: the kernel's NUMA counters, read through
 writerprof.record.system. Host-wide from /proc/vmstat (allocations local or
 remote, automatic balancing's hint faults, pages migrated), per process from
-/proc/PID/sched where the kernel has CONFIG_NUMA_BALANCING (its main task's
-hint faults and migrated pages), and the kernel.numa_balancing setting. The
+/proc/PID/sched where the kernel has CONFIG_NUMA_BALANCING and balancing is
+on (its main task's hint faults and migrated pages), and the
+kernel.numa_balancing setting. The
 sampler reads them on a slow tick (SLOW_EVERY_NS) and records a reading when
 it changed; the analysis turns them into deltas over each save
 (writerprof.analysis.numa_activity)."""
@@ -16,8 +17,7 @@ VMSTAT_COUNTERS = ("numa_hit", "numa_miss", "numa_foreign", "numa_local", "numa_
                    "numa_hint_faults_local", "numa_pages_migrated", "pgmigrate_success", "pgmigrate_fail",
                    "numa_pte_updates")
 # /proc/PID/sched lines kept (the task's own, CONFIG_NUMA_BALANCING only), by the name recorded.
-SCHED_COUNTERS = {"numa_pages_migrated": "numa_pages_migrated", "total_numa_faults": "total_numa_faults",
-                  "mm->numa_scan_seq": "numa_scan_seq"}
+SCHED_COUNTERS = {"numa_pages_migrated": "numa_pages_migrated", "total_numa_faults": "total_numa_faults"}
 # Reading both costs ~0.1 ms a process: often enough to bracket a save, not every tick.
 SLOW_EVERY_NS = 250_000_000
 _BALANCING = "/proc/sys/kernel/numa_balancing"
@@ -66,6 +66,8 @@ class Readings:
 
     def __init__(self, system: System = HOST):
         self.system = system
+        # Without automatic balancing a process's counters stay at 0: not read at all.
+        self.per_process = bool(numa_balancing(system))
         self.read_ns: int | None = None
         self._host: dict | None = None
         self._procs: dict[int, dict] = {}
@@ -80,7 +82,7 @@ class Readings:
         if not counters or counters == self._host:
             return []
         self._host = counters
-        return [{"kind": "vmstat", "t_ns": t_ns, "counters": counters}]
+        return [{"kind": "vmstat", "t_ns": t_ns, "pid": 0, "counters": counters}]  # pid 0: the host
 
     def process(self, pid: int, t_ns: int) -> list[dict]:
         """A process's reading as a sampled.jsonl record, if it changed."""
@@ -100,6 +102,6 @@ class Readings:
         for pid in list(self._procs):
             if pid not in pids:
                 del self._procs[pid]
-        for pid in sorted(pids):
+        for pid in sorted(pids) if self.per_process else ():
             out += self.process(pid, t_ns)
         return out

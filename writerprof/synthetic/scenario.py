@@ -77,6 +77,9 @@ class Scenario:
     gen_threads: int = 0  # the producer's generator threads (started at its first fill)
     fork_threads: int | None = None
     involuntary_per_s: float = 20.0  # involuntary context switches a second, per producer and writer
+    # Pages that move: automatic NUMA balancing on (kernel.numa_balancing=1) and
+    # migrating this many of each writer's pages per save (0: balancing off).
+    pages_migrated_per_save: int = 0
     # The sampler
     interval_s: float = 0.05
     overrides: Mapping = field(default_factory=dict)

@@ -19,10 +19,11 @@ import typing
 from typing import Union
 
 from writerprof.analysis.shapes.compare import Comparison, ContrastResult, WhatIf
-from writerprof.analysis.shapes.summary import Diagnosis, Summary, Throughput
+from writerprof.analysis.shapes.summary import Diagnosis, NumaActivity, NumaSave, Summary, Throughput
 from writerprof.analysis.shapes.views import AffinityBins, AffinityProcesses
 
-__all__ = ["AffinityBins", "AffinityProcesses", "Comparison", "ContrastResult", "Diagnosis", "Summary",
+__all__ = ["AffinityBins", "AffinityProcesses", "Comparison", "ContrastResult", "Diagnosis", "NumaActivity",
+           "NumaSave", "Summary",
            "Throughput", "WhatIf", "mismatches"]
 
 

@@ -190,6 +190,22 @@ class Binding(TypedDict):
     writer_cpus: list[list[int]]  # the distinct masks its writers started with
 
 
+class NumaSave(TypedDict):
+    """One save's NUMA counter deltas (analysis.numa_activity); None: not measured."""
+    save: int
+    host: str
+    rank: int | None
+    host_counters: dict[str, int] | None  # /proc/vmstat's numa_* and pgmigrate_* over the save
+    producer_counters: dict[str, int] | None  # its /proc/PID/sched numa_pages_migrated, total_numa_faults
+    writer_counters: dict[str, int] | None  # the same, since the writer started
+
+
+class NumaActivity(TypedDict):
+    numa_balancing: dict[str, int | None]  # host -> kernel.numa_balancing (None: no such setting)
+    during_saves: dict[str, dict[str, int] | None]  # host -> its counters' deltas while any save ran
+    saves: list[NumaSave]
+
+
 class Summary(TypedDict):
     schema: str  # "writerprof.summary/1"
     run: RunInfo
@@ -210,3 +226,4 @@ class Summary(TypedDict):
     affinity: AffinityProcesses | AffinityBins | None  # None: no sampler readings
     buffer_placement: PlacementPerSave | PlacementPerNode
     chunk_timeline: ChunkTimeline
+    numa_activity: NumaActivity
