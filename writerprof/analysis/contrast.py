@@ -93,7 +93,9 @@ def result(command: list[str], methods: list[str], repeat: int, runs: list[dict]
         "comparisons": comparisons,
         "what_ifs": what_ifs,
         "placement_costs": placement_costs(plain, what_ifs) if plain is not None else [],
-        "verdict": next(iter(comparisons.values()))["verdict"],
+        # Every method but the reference not applicable (a placement what-if on one node): nothing to compare.
+        "verdict": (next(iter(comparisons.values()))["verdict"] if comparisons else
+                    "nothing to contrast: no method but the reference applies here (see what_ifs)"),
     }
 
 

@@ -127,6 +127,9 @@ def run(args: argparse.Namespace) -> int:
                 total -= args.repeat * len(skipped)
     result = contrast.result(command, methods, args.repeat, runs, skipped)
     write_text(out / "contrast.json", json.dumps(result, indent=1), "contrast result")
+    if not result["comparisons"]:  # the reasons were printed as the what-ifs were skipped
+        print(f"writerprof contrast: {result['verdict']}; {out / 'contrast.json'}")
+        return 0
     _write_html(out, result, runs)
     sys.stdout.write(terminal.contrast_text(result, out / "contrast.html"))
     for d in result["placement_costs"]:
