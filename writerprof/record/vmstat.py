@@ -17,7 +17,8 @@ VMSTAT_COUNTERS = ("numa_hit", "numa_miss", "numa_foreign", "numa_local", "numa_
                    "numa_hint_faults_local", "numa_pages_migrated", "pgmigrate_success", "pgmigrate_fail",
                    "numa_pte_updates")
 # /proc/PID/sched lines kept (the task's own, CONFIG_NUMA_BALANCING only), by the name recorded.
-SCHED_COUNTERS = {"numa_pages_migrated": "numa_pages_migrated", "total_numa_faults": "total_numa_faults"}
+# Not total_numa_faults: the kernel decays it every scan period, so its change over a save means nothing.
+SCHED_COUNTERS = {"numa_pages_migrated": "numa_pages_migrated"}
 # Reading both costs ~0.1 ms a process: often enough to bracket a save, not every tick.
 SLOW_EVERY_NS = 250_000_000
 _BALANCING = "/proc/sys/kernel/numa_balancing"

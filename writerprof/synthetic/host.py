@@ -155,8 +155,7 @@ class Host:
         for i in range(len(self.ranks)):
             t = int(v["save_end"][i]) - MS
             self.sampler.records.append((t, 0, 4, {"kind": "numa_sched", "t_ns": t, "pid": int(v["writer_pid"][i]),
-                                                   "counters": {"numa_pages_migrated": moved,
-                                                                "total_numa_faults": 2 * moved}}))
+                                                   "counters": {"numa_pages_migrated": moved}}))
 
     def _new_pids(self, v: dict):
         """Pids in order of creation: resource trackers and forkserver daemons

@@ -196,7 +196,7 @@ class NumaSave(TypedDict):
     host: str
     rank: int | None
     host_counters: dict[str, int] | None  # /proc/vmstat's numa_* and pgmigrate_* over the save
-    producer_counters: dict[str, int] | None  # its /proc/PID/sched numa_pages_migrated, total_numa_faults
+    producer_counters: dict[str, int] | None  # its /proc/PID/sched numa_pages_migrated
     writer_counters: dict[str, int] | None  # the same, since the writer started
 
 
