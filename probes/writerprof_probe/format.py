@@ -29,9 +29,13 @@ a host); spans also have "start_ns" and "end_ns". The kinds:
   target_start, target_end   the first and last line of the target
   forced_start_method        WRITERPROF_FORCE_START_METHOD acted: forced,
                 requested, via, applied (false: reason)
-  mitigation    WRITERPROF_MITIGATE acted: name ("pin" | "preload" | an unknown
-                name), applied (false: reason); pin, in the child: cpus (set
-                before the target), inherited (the affinity it had); preload:
+  mitigation    WRITERPROF_MITIGATE acted: name ("pin" | "preload" | "local" |
+                "first-touch" | an unknown name), applied (false: reason); pin
+                and local, in the child: cpus (set before the target), inherited
+                (the affinity it had), local's node; local in the parent: node,
+                by ("buffers" | "filling thread": the starting thread pinned
+                there), cpus; first-touch in the parent: node, buffer, cpus (of
+                the touching thread), or writer_cpus when not applied; preload:
                 where ("parent" | "forkserver" | "child"), in the parent method,
                 modules (the forkserver's preload list), skip_main; in the
                 forkserver daemon modules (imported); in a child, applied false
@@ -41,7 +45,7 @@ a host); spans also have "start_ns" and "end_ns". The kinds:
   shm           a SharedMemory mapped here: op ("create" | "attach" |
                 "inherited"), name, size, index, start, end (addresses)
   placement     where a buffer's pages are: name, index, when ("create" |
-                "attach" | "end"), source ("move_pages" | "numa_maps"), pages
+                "attach" | "unlink" | "end"), source ("move_pages" | "numa_maps"), pages
                 (in the range), sampled (pages asked about: every stride-th),
                 stride, nodes ({node: pages of the sample}), unfaulted (pages
                 of the sample not mapped in this process yet)

@@ -8,6 +8,19 @@ a "mitigation" event (applied true, or false with a reason):
   preload  under forkserver, the daemon imports the target's module once, not
            the main module; under forkserver and spawn, the child does not
            re-run the parent's __main__ unless unpickling needs a name from it.
+  local    the writer runs on the node holding its buffers: the one most of
+           the starting process's open buffers' pages are on, or, where none
+           is touched yet, the node of the starting thread, which is then
+           pinned to that node's CPUs (its fill, and the threads it starts
+           from then on, first-touch the buffers there). The child takes that
+           node's CPUs before its target runs.
+  first-touch  every SharedMemory a process creates is first touched (a zero
+           written to each page, which a new segment already holds) by a
+           thread pinned to the node a writer started now would run on (the
+           CPUs it would inherit: the forkserver daemon's under forkserver,
+           else the starting thread's): the kernel puts the pages there. Not
+           applied where those CPUs span nodes (the writer has no node of its
+           own) or where the machine has one node.
 
 mp.py calls in here; every failure turns the mitigation off (a "hook" event)
 and the process goes on as CPython would."""
@@ -17,8 +30,11 @@ import os
 import sys
 import types
 
-NAMES = ("pin", "preload")
+from .format import FORCE_ENV
+
+NAMES = ("pin", "preload", "local", "first-touch")
 PIN_ATTR = "_writerprof_pin"  # in the Process's __dict__: pickled with it to the child
+LOCAL_ATTR = "_writerprof_local"  # likewise: {"node", "cpus"} the child takes under local
 MAIN_KEYS = ("init_main_from_name", "init_main_from_path")
 # In the preparation data instead of MAIN_KEYS: (key, value) held back from prepare().
 HELD_MAIN_KEY = "writerprof_held_main"
@@ -71,12 +87,96 @@ def before_start(process):
             _preload(process)
         except Exception as exc:
             _failed("preload", exc)
+    if "local" in active:
+        try:
+            _local(process)
+        except Exception as exc:
+            _failed("local", exc)
 
 
 def after_start(process):
     _holding_main.discard(_thread.get_ident())
     # Pickled (or forked) by now: leave the parent's object as it was.
     process.__dict__.pop(PIN_ATTR, None)
+    process.__dict__.pop(LOCAL_ATTR, None)
+
+
+def _local(process):
+    from . import numa, shm  # here: shm imports this module; numa only where the what-if is on
+
+    nodes = numa.node_cpus()
+    if len(nodes) < 2:
+        return _note("local", False, "one NUMA node: nowhere else to run")
+    pages = shm.open_placement()
+    if pages:
+        node, by = max(pages.items(), key=lambda item: item[1])[0], "buffers"
+    else:
+        # Nothing touched yet: the buffers will be where this thread fills them.
+        cpu = numa.current_cpu()
+        node = next((n for n, cpus in nodes.items() if cpu in cpus), None)
+        if node is None:
+            return _note("local", False, "the starting thread's CPU is on no known node")
+        by = "filling thread"
+        mine = set(os.sched_getaffinity(0)) & nodes[node]
+        os.sched_setaffinity(0, mine or nodes[node])  # this thread only
+    setattr(process, LOCAL_ATTR, {"node": node, "cpus": sorted(nodes[node])})
+    _note("local", True, node=node, by=by, cpus=sorted(nodes[node]))
+
+
+def _writer_cpus():
+    """The CPUs a writer started now from this thread would inherit."""
+    method = os.environ.get(FORCE_ENV, "").strip()
+    context = sys.modules.get("multiprocessing.context")
+    if not method and context is not None:
+        method = context._default_context.get_start_method(allow_none=True) or ""
+    server = sys.modules.get("multiprocessing.forkserver")
+    pid = getattr(getattr(server, "_forkserver", None), "_forkserver_pid", None)
+    if method == "forkserver" and pid:
+        try:
+            return os.sched_getaffinity(pid)  # the daemon's, frozen when it started
+        except OSError:
+            pass
+    return os.sched_getaffinity(0)  # a forkserver started now would take this thread's too
+
+
+def first_touch(shm):
+    """Touch a just-created segment's pages from a thread on its writer's node."""
+    from . import numa  # here: only where the what-if is on
+
+    try:
+        nodes = numa.node_cpus()
+        if len(nodes) < 2:
+            return _note("first-touch", False, "one NUMA node: nowhere else to put the pages")
+        cpus = _writer_cpus()
+        on = numa.nodes_of(cpus, nodes)
+        if len(on) != 1:
+            return _note("first-touch", False, "a writer started now may run on nodes %s: it has no node "
+                         "of its own to touch the buffers on" % ", ".join(map(str, on)), writer_cpus=sorted(cpus))
+        node = on[0]
+        done, failed = _thread.allocate_lock(), []
+        done.acquire()
+
+        def touch():
+            try:
+                os.sched_setaffinity(0, nodes[node])  # this thread only
+                view = shm.buf[::numa.PAGE_SIZE]
+                try:
+                    view[:] = bytes(len(view))  # a new segment is all zeros: nothing changes but placement
+                finally:
+                    view.release()
+            except Exception as exc:
+                failed.append(exc)
+            finally:
+                done.release()
+
+        _thread.start_new_thread(touch, ())
+        done.acquire()
+        if failed:
+            raise failed[0]
+        journal.event("mitigation", name="first-touch", applied=True, where="parent", node=node,
+                      buffer=shm.name, cpus=sorted(nodes[node]))
+    except Exception as exc:
+        _failed("first-touch", exc)
 
 
 def _start_method(process):
@@ -205,20 +305,26 @@ def after_prepare(data):
 
 def at_bootstrap(process):
     """In the child, before the target runs."""
+    local = vars(process).get(LOCAL_ATTR)
+    if local is not None and "local" in active:
+        _take_cpus("local", local["cpus"], node=local["node"])
     cpus = vars(process).get(PIN_ATTR)
-    if cpus is None or "pin" not in active:
-        return
+    if cpus is not None and "pin" in active:
+        _take_cpus("pin", cpus)
+
+
+def _take_cpus(name, cpus, **fields):
     try:
         inherited = sorted(os.sched_getaffinity(0))
         try:
             os.sched_setaffinity(0, cpus)
         except OSError as exc:
-            journal.event("mitigation", name="pin", applied=False, cpus=cpus, inherited=inherited,
-                          reason="%s: %s" % (type(exc).__name__, exc))
+            journal.event("mitigation", name=name, applied=False, cpus=cpus, inherited=inherited,
+                          reason="%s: %s" % (type(exc).__name__, exc), **fields)
         else:
-            journal.event("mitigation", name="pin", applied=True, cpus=cpus, inherited=inherited)
+            journal.event("mitigation", name=name, applied=True, cpus=cpus, inherited=inherited, **fields)
     except Exception as exc:
-        _failed("pin", exc)
+        _failed(name, exc)
 
 
 def reset_after_fork():

@@ -128,3 +128,62 @@ def placement(start, end, pid="self"):
         except OSError:
             found = None
     return found
+
+
+# The machine's nodes and the CPUs of each, for the placement what-ifs (mitigate.py).
+
+_NODE_DIR = "/sys/devices/system/node"
+
+
+def parse_cpu_list(text):
+    """"0-3,8,10-11" -> {0, 1, 2, 3, 8, 10, 11} (the kernel's list format)."""
+    cpus = set()
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        low, _, high = part.partition("-")
+        cpus.update(range(int(low), int(high or low) + 1))
+    return cpus
+
+
+def node_cpus(root=_NODE_DIR):
+    """{node: set of its CPUs} of the online nodes with CPUs; {} without
+    NUMA in the kernel (one node, as far as placement goes)."""
+    try:
+        with open(root + "/online") as f:
+            nodes = parse_cpu_list(f.read())
+    except (OSError, ValueError):
+        return {}
+    out = {}
+    for node in sorted(nodes):
+        try:
+            with open("%s/node%d/cpulist" % (root, node)) as f:
+                cpus = parse_cpu_list(f.read())
+        except (OSError, ValueError):
+            continue
+        if cpus:
+            out[node] = cpus
+    return out
+
+
+def nodes_of(cpus, nodes):
+    """The nodes (of node_cpus()) that hold any of cpus, in order."""
+    return [node for node, held in sorted(nodes.items()) if held & set(cpus)]
+
+
+def current_cpu():
+    """The CPU the calling thread last ran on (/proc/thread-self/stat, field 39), or None."""
+    try:
+        with open("/proc/thread-self/stat") as f:
+            text = f.read()
+        return int(text[text.rindex(")") + 2:].split()[36])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def dominant_node(found):
+    """The node holding most of a placement's pages (move_pages or numa_maps), or None."""
+    nodes = (found or {}).get("nodes") or {}
+    if not nodes:
+        return None
+    return int(max(nodes.items(), key=lambda item: item[1])[0])

@@ -1,8 +1,11 @@
 """Shared-memory buffers: every SharedMemory create or attach, its address
-range here, and where its pages are, at attach and again at close (the end
-of a writer's loop) or exit."""
+range here, and where its pages are: at create or attach, at unlink (the
+producer's end of a save, before the segment goes), and at close (the end of
+a writer's loop) or exit. Readings of one buffer taken in one process, or
+with all its pages mapped, compare: pages that left a node between them were
+moved (automatic NUMA balancing, migrate_pages)."""
 
-from . import calls, imports, lifecycle
+from . import calls, imports, lifecycle, mitigate
 
 _numa = None
 
@@ -35,7 +38,7 @@ def _apply(module):
     if cls is None:
         _hook_status("multiprocessing.shared_memory", "unavailable", "no SharedMemory")
         return
-    init, close = cls.__init__, cls.close
+    init, close, unlink = cls.__init__, cls.close, cls.unlink
 
     def init_wrapper(self, name=None, create=False, size=0, *args, **kwargs):
         init(self, name, create, size, *args, **kwargs)
@@ -51,8 +54,15 @@ def _apply(module):
             _hook_status("multiprocessing.shared_memory", "failed", repr(exc))
         return close(self, *args, **kwargs)
 
-    init_wrapper.__wrapped__, close_wrapper.__wrapped__ = init, close
-    cls.__init__, cls.close = init_wrapper, close_wrapper
+    def unlink_wrapper(self, *args, **kwargs):
+        try:
+            _measure_unlinking(self)
+        except Exception as exc:
+            _hook_status("multiprocessing.shared_memory", "failed", repr(exc))
+        return unlink(self, *args, **kwargs)
+
+    init_wrapper.__wrapped__, close_wrapper.__wrapped__, unlink_wrapper.__wrapped__ = init, close, unlink
+    cls.__init__, cls.close, cls.unlink = init_wrapper, close_wrapper, unlink_wrapper
     _hook_status("multiprocessing.shared_memory", "applied", None)
 
 
@@ -75,6 +85,8 @@ def _opened(shm, create):
     _open[index] = shm
     calls.shm_index[id(shm._mmap)] = index
     journal.event("shm", op="create" if create else "attach", **fields)
+    if create and "first-touch" in mitigate.active:
+        mitigate.first_touch(shm)  # before anyone touches it; the reading below shows where it put the pages
     _placement(index, "create" if create else "attach")
 
 
@@ -83,6 +95,27 @@ def _placement(index, when):
     found = numa().placement(fields["start"], fields["end"])
     if found is not None:
         journal.event("placement", name=fields["name"], index=index, when=when, **found)
+    return found
+
+
+def open_placement():
+    """Pages per node of every buffer mapped here now ({node: pages}, sampled
+    pages scaled up): where a writer started now finds its buffers."""
+    total = {}
+    for index, shm in list(_open.items()):
+        if getattr(shm, "_mmap", None) is None:
+            continue
+        fields = _known[index]
+        found = numa().placement(fields["start"], fields["end"]) or {}
+        for node, count in (found.get("nodes") or {}).items():
+            total[int(node)] = total.get(int(node), 0) + count * found.get("stride", 1)
+    return total
+
+
+def _measure_unlinking(shm):
+    for index, held in list(_open.items()):
+        if held is shm and getattr(shm, "_mmap", None) is not None:
+            _placement(index, "unlink")
 
 
 def _measure_closing(shm):

@@ -148,16 +148,34 @@ def test_fsync_bound(summary_of):
     assert found(summary_of(**HEALTHY), "fsync-bound") == []
 
 
+def test_pages_migrated_when_balancing_moved_the_writers_pages(summary_of):
+    (moved,) = found(summary_of(pages_migrated_per_save=100, **HEALTHY), "pages-migrated")
+    assert moved["severity"] == "info" and moved["host"] == "host0"
+    evidence = moved["evidence"]
+    assert evidence["numa_balancing"] == 1 and evidence["own_pages_migrated"] == 6 * 100  # 6 writers
+    assert evidence["host_pages_migrated"] == 6 * 100 and evidence["saves_with_migrations"] == 6
+    assert "kernel.numa_balancing=1" in moved["message"] and "600 pages migrated" in moved["message"]
+    assert found(summary_of(**HEALTHY), "pages-migrated") == []  # balancing off: no reading, no code
+
+
+def test_placement_warnings_have_no_cost_but_say_how_to_measure_it(summary_of):
+    summary = summary_of(buffer_node=0, writer_run_node=1)
+    for d in found(summary, "numa-mismatch"):
+        assert d["cost_s"] is None
+        assert d["message"].endswith("writerprof contrast --methods forkserver,forkserver+local -- CMD")
+
+
 def test_every_check_has_a_test_here():
     tested = {"numa_mismatch", "affinity_divergence", "writer_migration", "writer_startup", "main_reimport",
-              "fork_with_threads", "pipeline_balance", "cpu_oversubscription", "page_fault_storm", "fsync_bound"}
+              "fork_with_threads", "pipeline_balance", "cpu_oversubscription", "page_fault_storm", "fsync_bound",
+              "pages_migrated"}
     assert {check.__name__ for check in diagnoses.CHECKS} == tested
 
 
 def test_every_code_has_a_test_here():
     tested = {"numa-mismatch", "affinity-divergence", "writer-migration", "writer-startup", "main-reimport",
               "fork-with-threads", "generation-bound", "writer-bound", "queue-stall", "cpu-oversubscription",
-              "page-fault-storm", "fsync-bound"}
+              "page-fault-storm", "fsync-bound", "pages-migrated"}
     assert set(diagnoses.CODES) == tested
 
 
@@ -172,7 +190,7 @@ def test_each_code_is_declared_once_with_a_one_line_meaning():
 
 
 # A run for every code: each check may report only the codes it declares.
-EVERY_CODE = (dict(buffer_node=0, writer_run_node=1, fsync_s=2.0), dict(migrate_to_node=1),
+EVERY_CODE = (dict(buffer_node=0, writer_run_node=1, fsync_s=2.0), dict(migrate_to_node=1, pages_migrated_per_save=10),
               dict(start_method="forkserver", main_rerun_s=0.8, producer_cpus=NODE0, writer_cpus_inherited="0-15"),
               dict(fork_threads=3, gen_s=0.05, write_s=0.005, **HEALTHY),
               dict(gen_s=0.005, write_s=0.05, producer_cpus="0", involuntary_per_s=1000, faults_per_chunk=30000),

@@ -5,11 +5,17 @@ of what plain forkserver lost."""
 
 from __future__ import annotations
 
-from writerprof.analysis.shapes import ContrastResult, Summary, WhatIf
+from writerprof.analysis.shapes import ContrastResult, Diagnosis, Summary, WhatIf
 
 SCHEMA = "writerprof.contrast/1"
 # A what-if: the start method it runs under, and the probe's switch (MITIGATE_ENV) it sets.
-WHAT_IFS = {"forkserver+preload": ("forkserver", "preload"), "forkserver+pin": ("forkserver", "pin")}
+WHAT_IFS = {"forkserver+preload": ("forkserver", "preload"), "forkserver+pin": ("forkserver", "pin"),
+            "forkserver+local": ("forkserver", "local"), "forkserver+first-touch": ("forkserver", "first-touch")}
+# The placement what-ifs: they need a second node to place anything on.
+PLACEMENT_WHAT_IFS = ("forkserver+local", "forkserver+first-touch")
+# A placement warning's cost: what the what-ifs removing its cause won back, the first run of these.
+COST_FROM = {"numa-mismatch": ("forkserver+local", "forkserver+first-touch"),
+             "affinity-divergence": ("forkserver+pin", "forkserver+local")}
 # The recording the what-ifs are judged on, and measured against.
 PLAIN = "forkserver"
 _MAIN_MODULES = ("__main__", "__mp_main__")
@@ -32,7 +38,33 @@ def cannot_apply(forkserver: Summary, methods: list[str]) -> dict[str, str]:
                                              f"nothing to preload away")
     if "forkserver+pin" in methods and not any(d["code"] == "affinity-divergence" for d in forkserver["diagnoses"]):
         reasons["forkserver+pin"] = "the forkserver writers already had their producer's CPUs: nothing to pin"
+    one_node = [host for host, t in forkserver["topology"].items() if len(t["nodes"]) < 2]
+    if one_node and len(one_node) == len(forkserver["topology"]):
+        for method in PLACEMENT_WHAT_IFS:
+            if method in methods:
+                reasons[method] = (f"{'this host has' if len(one_node) == 1 else 'every host has'} one NUMA node "
+                                   f"({', '.join(one_node)}): there is no other node to put a writer or its "
+                                   f"buffers on")
     return reasons
+
+
+def placement_costs(forkserver: Summary, what_ifs: list[WhatIf]) -> list[Diagnosis]:
+    """The plain forkserver recording's placement warnings with their cost_s:
+    the seconds per save won back by the first what-if run that removes the
+    cause (COST_FROM); None, and the message says how to measure it, where none ran."""
+    from writerprof.analysis.diagnoses.placement import UNMEASURED  # here: see result()
+
+    recovered = {w["method"]: w["recovered_s"] for w in what_ifs if w["ran"] and w["recovered_s"] is not None}
+    out = []
+    for d in forkserver["diagnoses"]:
+        if d["code"] not in COST_FROM:
+            continue
+        method = next((m for m in COST_FROM[d["code"]] if m in recovered), None)
+        cost = dict(d, cost_s=recovered.get(method), cost_from=method)
+        if method is not None:
+            cost["message"] = d["message"].split(UNMEASURED)[0] + f"; cost measured by {method}"
+        out.append(cost)
+    return out
 
 
 def result(command: list[str], methods: list[str], repeat: int, runs: list[dict],
@@ -49,7 +81,8 @@ def result(command: list[str], methods: list[str], repeat: int, runs: list[dict]
     lost = comparisons[PLAIN]["difference_s"] if PLAIN in comparisons else None
     what_ifs = [_what_if(method, comparisons.get(method), skipped.get(method), lost)
                 for method in WHAT_IFS if method in methods]
-    first = next(iter(comparisons.values()))
+    first = next(iter(comparisons.values()), None)
+    plain = next((r["summary"] for r in runs if r["method"] == PLAIN), None)
     return {
         "schema": SCHEMA,
         "command": list(command),
@@ -61,8 +94,11 @@ def result(command: list[str], methods: list[str], repeat: int, runs: list[dict]
         "comparisons": comparisons,
         "what_ifs": what_ifs,
         "noise": _noise(sides, comparisons),
-        "fix": _measured_fix(first["fix"], what_ifs, reference, lost),
-        "verdict": first["verdict"],
+        "fix": _measured_fix(first["fix"], what_ifs, reference, lost) if first is not None else [],
+        "placement_costs": placement_costs(plain, what_ifs) if plain is not None else [],
+        # Every method but the reference not applicable (a placement what-if on one node): nothing to compare.
+        "verdict": (first["verdict"] if first is not None else
+                    "nothing to contrast: no method but the reference applies here (see what_ifs)"),
     }
 
 

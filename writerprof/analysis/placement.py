@@ -1,6 +1,7 @@
 """Where each save's buffers are: per save, the pages of each buffer the
 writer copied from on each NUMA node (and not yet faulted in) at the end of
-the writer's loop, with the node the writer ran on. Beyond max_bars buffers
+the writer's loop, with the node the writer ran on, and the pages of each
+that moved between its readings (None: fewer than two that compare). Beyond max_bars buffers
 in all, one row per (host, node the writers ran on) with the share of their
 buffers' pages on each node, so that the result stays small."""
 
@@ -29,7 +30,8 @@ def from_shares(procs: list[dict], saves: list[dict], max_bars: int = MAX_BUFFER
         writer = procs[save["writer"]] if save["writer"] is not None else None
         share = (writer or {}).get("buffer_nodes") or procs[save["producer"]]["buffer_nodes"]
         out.append({**_who(save, writer),
-                    "buffers": [{"index": "all", "nodes": dict(share), "unfaulted": 0}] if share else []})
+                    "buffers": [{"index": "all", "nodes": dict(share), "unfaulted": 0, "moved": None}]
+                    if share else []})
     return _bounded(out, "share of pages", max_bars)
 
 
@@ -61,9 +63,11 @@ def _save(readings: buffers.Readings, procs: list[dict], save: dict) -> dict:
         for index in sorted(own & last.keys()):
             d = last[index]
             scale = d["pages"] / d["sampled"] if d.get("sampled") and d.get("pages") else 1.0
+            moved = readings.moved.get((save["host"], readings.names[proc].get(index)))
             found.append({"index": index,
-                            "nodes": {str(int(n)): c * scale for n, c in (d.get("nodes") or {}).items()},
-                            "unfaulted": (d.get("unfaulted") or 0) * scale})
+                          "nodes": {str(int(n)): c * scale for n, c in (d.get("nodes") or {}).items()},
+                          "unfaulted": (d.get("unfaulted") or 0) * scale,
+                          "moved": moved["pages"] if moved else None})
         if found:
             break
     writer = procs[save["writer"]] if save["writer"] is not None else None

@@ -86,9 +86,10 @@ def table(run, idx, saves: list[dict]) -> list[dict]:
         identity = idx.events[row][0][1] if idx.events[row] else {}
         samples = run.samples[by_proc[bounds[row + 1]:bounds[row + 2]]]
         inherited = sorted(identity.get("affinity") or [])
-        # The what-if pin sets a child's CPUs before its target runs: those are the ones it worked with.
+        # The what-ifs pin and local set a child's CPUs before its target runs: those are the ones it worked with.
         pinned = [d.get("cpus") for k, d in idx.events[row]
-                  if k == "mitigation" and d.get("name") == "pin" and d.get("applied")]
+                  if k == "mitigation" and d.get("name") in ("pin", "local") and d.get("applied")
+                  and not d.get("where")]
         allowed = sorted(pinned[-1]) if pinned else inherited
         changes = [(t, cpus) for t, cpus in affinity_log.get((host, pid), [])
                    if t >= p["created_ns"][row] and (p["exited_ns"][row] < 0 or t <= p["exited_ns"][row])]

@@ -7,7 +7,7 @@ runs of many ranks; the renderers only format it."""
 from __future__ import annotations
 
 from writerprof.analysis import affinity, binding, clocks, diagnoses, groups, placement, processes, ranks, saves
-from writerprof.analysis import starts, timeline
+from writerprof.analysis import numa_activity, starts, timeline
 from writerprof.analysis.shapes import Summary, Throughput
 from writerprof.run import topology
 
@@ -66,6 +66,7 @@ def summarize(run) -> Summary:
         "affinity": affinity.affinity(run, procs, found, offsets),
         "buffer_placement": placement.buffer_placement(run, procs, found),
         "chunk_timeline": timeline.chunk_timeline(run, idx, procs, found, offsets),
+        "numa_activity": numa_activity.numa_activity(run, procs, found),
     }
 
 

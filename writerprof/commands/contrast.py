@@ -12,14 +12,23 @@ same causes (the start-up a forkserver writer pays is per save, not per byte).
 
 Every run uses the command's own code; only the start method is switched,
 by the probe (WRITERPROF_FORCE_START_METHOD), whatever the command asks for.
-Methods: fork, forkserver, spawn, and two what-ifs on forkserver:
+Methods: fork, forkserver, spawn, and what-ifs on forkserver, each removing
+one cause and nothing else:
   forkserver+preload  the target's module preloaded in the forkserver, and the
                       parent's __main__ not re-run in the children
   forkserver+pin      each child takes the CPU affinity of the process that
                       started it, not the forkserver's
+  forkserver+local    each writer runs on the node holding its buffers (and the
+                      producer's filling thread, where the buffers are not yet
+                      touched, is pinned to the node it is on)
+  forkserver+first-touch  each buffer is first touched, at its creation, from
+                      the node its writer will run on
 The first method is the reference. A what-if that cannot apply (the target
 lives in __main__; this Python does not re-run __main__; the writers already
-had their producer's CPUs) is reported and not run.
+had their producer's CPUs; one NUMA node) is reported and not run. The plain
+forkserver recording's numa-mismatch and affinity-divergence warnings are
+listed with the seconds per save the what-if removing their cause won back
+(cost_s; placement_costs in contrast.json).
 
 Writes DIR/runs/NN-METHOD (the recordings, each with the command's output in
 output.log), DIR/contrast.json
@@ -120,8 +129,14 @@ def run(args: argparse.Namespace) -> int:
                 total -= args.repeat * len(skipped)
     result = contrast.result(command, methods, args.repeat, runs, skipped)
     write_text(out / "contrast.json", json.dumps(result, indent=1), "contrast result")
+    if not result["comparisons"]:  # the reasons were printed as the what-ifs were skipped
+        print(f"writerprof contrast: {result['verdict']}; {out / 'contrast.json'}")
+        return 0
     _write_html(out, result, runs)
     sys.stdout.write(terminal.contrast_text(result, out / "contrast.html"))
+    for d in result["placement_costs"]:
+        cost = f"{d['cost_s']:+.3f} s per save (by {d['cost_from']})" if d["cost_s"] is not None else "not measured"
+        print(f"  {d['code']}: cost {cost}: {d['message']}")
     return 0
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from writerprof.probes.writerprof_probe import format as journal
 from writerprof.probes.writerprof_probe.identity import redact_argv
-from writerprof.record import procfs
+from writerprof.record import procfs, vmstat
 from writerprof.record.system import HOST, System
 from writerprof.run import layout
 
@@ -96,6 +96,7 @@ class Sampler:
         self._thread_samples: list[bytes] = []
         self._thread_files = 0  # thread stat files held open, in all (THREAD_FILES_OPEN)
         self._records: list[dict] = []
+        self._numa_counters = vmstat.Readings(system)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="writerprof-sampler", daemon=True)
@@ -183,6 +184,7 @@ class Sampler:
             in_tree = set(tree)
             for pid in dict.fromkeys([*tree, *self._journal_pids, *self._live]):
                 self._sample(pid, pid in in_tree)
+            self._records += self._numa_counters.tick(time.monotonic_ns(), self._live)
         finally:
             self._flush()
 

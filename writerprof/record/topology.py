@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from writerprof.record import vmstat
 from writerprof.record.system import HOST, System
 from writerprof.run.topology import SCHEMA
 from writerprof.units import parse_cpu_list
@@ -42,6 +43,7 @@ def snapshot(system: System = HOST) -> dict:
         "online_cpus": online,
         "cpu_model": model.group(1).strip() if model else None,
         "smt": any(len(cpu["siblings"]) > 1 for cpu in cpus.values()),
+        "numa_balancing": vmstat.numa_balancing(system),  # pages may move under the recording
     }
 
 

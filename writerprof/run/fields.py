@@ -108,8 +108,10 @@ SAMPLED_FIELDS: dict[str, Check] = {
     "kind": is_str, "t_ns": is_count, "pid": is_id, "ppid": is_id, "created_ns": is_count,
     "cmdline": list_of(is_str), "exe": optional(is_str), "cpus": is_str, "address": is_count, "file": is_str,
     "pages": dict_of(is_count), "huge": is_bool, "error": is_str, "traceback": is_str,
+    "counters": dict_of(is_int),
 }
-SAMPLED_REQUIRED: dict[str, tuple[str, ...]] = {"seen": ("pid",), "affinity": ("pid", "cpus"), "gone": ("pid",)}
+SAMPLED_REQUIRED: dict[str, tuple[str, ...]] = {"seen": ("pid",), "affinity": ("pid", "cpus"), "gone": ("pid",),
+                                                "vmstat": ("counters",), "numa_sched": ("pid", "counters")}
 
 # run.json (its keys: writerprof.run.layout).
 META_FIELDS: dict[str, Check] = {

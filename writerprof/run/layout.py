@@ -107,7 +107,7 @@ THREAD_SAMPLE_FIELDS = (
 )
 THREAD_SAMPLE = struct.Struct("<qqiiiqq16s")
 
-# sampled.jsonl kinds, each with t_ns and pid:
+# sampled.jsonl kinds, each with t_ns and pid (0 for vmstat: the host):
 #   seen       first sight of a descendant: ppid, created_ns (its start on
 #              CLOCK_MONOTONIC, clock-tick precision: tells a reused pid apart),
 #              cmdline (list), exe
@@ -115,6 +115,9 @@ THREAD_SAMPLE = struct.Struct("<qqiiiqq16s")
 #   numa_maps  a shared-memory mapping's numa_maps line: address, file, pages
 #              (dict node -> pages), huge (bool)
 #   gone       first tick the process was no longer there
+#   vmstat     the host's /proc/vmstat NUMA counters (writerprof.record.vmstat), pid 0:
+#              counters (name -> value), on a slow tick when they changed
+#   numa_sched a process's NUMA balancing counters from /proc/PID/sched (balancing on): counters
 #   error      the first sampler tick that failed (later ones are only counted): error, traceback
 
 

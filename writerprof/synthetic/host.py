@@ -123,7 +123,8 @@ class Host:
         # The recording ends after the last process and the sampler's last look at it.
         end = max(max(rank.exit_t for rank in self.ranks), self.sampler.records.last())
         self.sampler.finish(self.dir)
-        (self.dir / layout.TOPOLOGY_FILE).write_text(json.dumps(self.machine.topology, indent=2) + "\n")
+        snapshot = dict(self.machine.topology, numa_balancing=int(self.sc.pages_migrated_per_save > 0))
+        (self.dir / layout.TOPOLOGY_FILE).write_text(json.dumps(snapshot, indent=2) + "\n")
         return end - self.base
 
     def _save(self, save: int, t_b: np.ndarray) -> np.ndarray:
@@ -136,8 +137,25 @@ class Host:
             producer.save(self, rank, v, i)
             writer.write(self, rank, v, i)
             producer.segment(self, rank, int(v["save_end"][i]) + BETWEEN_SAVES_NS, v, i)
+        if self.sc.pages_migrated_per_save:
+            self._migrations(save, v)
         self.sampler.samples.flush()
         return v["save_end"] + BETWEEN_SAVES_NS
+
+    def _migrations(self, save: int, v: dict):
+        """The sampler's vmstat readings around the save, and each writer's
+        numa_sched reading before its end, as balancing migrated its pages."""
+        moved = self.sc.pages_migrated_per_save
+        before = {"numa_hint_faults": 2 * moved * len(self.ranks) * save,
+                  "numa_pages_migrated": moved * len(self.ranks) * save}
+        after = {name: value + (2 if name == "numa_hint_faults" else 1) * moved * len(self.ranks)
+                 for name, value in before.items()}
+        for t, counters in ((int(v["t_b"].min()) - MS, before), (int(v["save_end"].max()) + MS, after)):
+            self.sampler.records.append((t, 0, 4, {"kind": "vmstat", "t_ns": t, "pid": 0, "counters": counters}))
+        for i in range(len(self.ranks)):
+            t = int(v["save_end"][i]) - MS
+            self.sampler.records.append((t, 0, 4, {"kind": "numa_sched", "t_ns": t, "pid": int(v["writer_pid"][i]),
+                                                   "counters": {"numa_pages_migrated": moved}}))
 
     def _new_pids(self, v: dict):
         """Pids in order of creation: resource trackers and forkserver daemons

@@ -30,6 +30,7 @@ def make_topology(nodes: int = 2, cpus_per_node: int = 8, smt: bool = True) -> d
         "online_cpus": online,
         "cpu_model": "Synthetic CPU (writerprof.synthetic)",
         "smt": smt,
+        "numa_balancing": 0,  # a scenario's pages_migrated_per_save turns it on
     }
 
 

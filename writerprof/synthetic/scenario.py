@@ -85,6 +85,9 @@ class Scenario:
     # producer whose fill no spec names, a queue that is not multiprocessing's);
     # their records are left out and the save reads them as not measured.
     unhooked: str = ""
+    # Pages that move: automatic NUMA balancing on (kernel.numa_balancing=1) and
+    # migrating this many of each writer's pages per save (0: balancing off).
+    pages_migrated_per_save: int = 0
     # The sampler
     interval_s: float = 0.05
     overrides: Mapping = field(default_factory=dict)

@@ -23,13 +23,14 @@ from writerprof.analysis.diagnoses.pipeline import (DEMAND_SHARE, FAULTS_FLOOR, 
                                                     IO_SHARE, PREEMPTIONS_PER_CPU_S, QUEUE_SHARE, WAIT_SHARE,
                                                     cpu_oversubscription, fsync_bound, page_fault_storm,
                                                     pipeline_balance)
+from writerprof.analysis.diagnoses.migration import pages_migrated
 from writerprof.analysis.diagnoses.placement import (MIGRATION_SHARE, NUMA_MAJORITY, affinity_divergence,
                                                      numa_mismatch, writer_migration)
 from writerprof.analysis.diagnoses.startup import (REIMPORT_SHARE, STARTUP_SHARE, fork_with_threads,
                                                    main_reimport, writer_startup)
 from writerprof.analysis.shapes import Diagnosis
 
-CHECKS = (numa_mismatch, affinity_divergence, writer_migration, writer_startup, main_reimport,
+CHECKS = (numa_mismatch, affinity_divergence, writer_migration, pages_migrated, writer_startup, main_reimport,
           fork_with_threads, pipeline_balance, cpu_oversubscription, page_fault_storm, fsync_bound)
 # Every code, in the order of its check: code -> its Code (severities, meaning).
 CODES: dict[str, Code] = {c.code: c for check in CHECKS for c in check.codes}

@@ -14,6 +14,16 @@ from writerprof.units import format_cpu_list
 NUMA_MAJORITY = 0.6
 # writer-migration: a writer's write time on nodes other than its main one.
 MIGRATION_SHARE = 0.10
+# A placement warning's cost is measured by contrast's what-ifs, not guessed:
+# without them its cost_s is None and its message ends with how to measure it.
+UNMEASURED = "; cost not measured: writerprof contrast --methods "
+MEASURE_WITH = {"numa-mismatch": "forkserver,forkserver+local", "affinity-divergence": "forkserver,forkserver+pin"}
+
+
+def unmeasured(d: dict) -> dict:
+    d["cost_s"] = None
+    d["message"] += UNMEASURED + MEASURE_WITH[d["code"]] + " -- CMD"
+    return d
 
 
 @emits(Code("numa-mismatch", (WARNING,),
@@ -32,14 +42,14 @@ def numa_mismatch(run, procs, saves):
             continue
         work = "wrote" if proc["role"] == run_roles.WRITER else "generated"
         copies = "copies from" if proc["role"] == run_roles.WRITER else "fills"
-        out.append(diagnosis(
+        out.append(unmeasured(diagnosis(
             "numa-mismatch", proc,
             f"{proc['role']} pid {proc['pid']} {work} on node {ran_node} ({ran_share:.0%} of its time) "
             f"but the buffers it {copies} are on node {buf_node} ({buf_share:.0%} of their pages): "
             f"every chunk crosses the interconnect" + _threads_text(proc),
             {"run_node": ran_node, "run_nodes": ran, "buffer_node": buf_node,
              "buffer_nodes": proc["buffer_nodes"], "allowed_cpus": proc["allowed_cpus"],
-             "from": proc["worked_nodes_from"], **_sources(proc)}))
+             "from": proc["worked_nodes_from"], **_sources(proc)})))
     return out
 
 
@@ -78,13 +88,13 @@ def affinity_divergence(run, procs, saves):
         nodes = _nodes_of(run, writer["host"], writer["allowed_cpus"])
         extra = sorted(set(nodes) - set(_nodes_of(run, producer["host"], mask)))
         via = f" (inherited from the {parent['role']}, pid {parent['pid']})" if parent and parent is not producer else ""
-        out.append(diagnosis(
+        out.append(unmeasured(diagnosis(
             "affinity-divergence", writer,
             f"writer pid {writer['pid']} (save {save['save']}) may run on CPUs {_cpus(writer['allowed_cpus'])}"
             f"{via}, its producer on {_cpus(mask)}"
             + (f": it spans node {', '.join(map(str, extra))}, which the producer is not bound to" if extra else ""),
             {"writer_cpus": writer["allowed_cpus"], "producer_cpus": mask, "start_method": save["start_method"],
-             "inherited_from": parent["role"] if parent else None, "extra_nodes": extra, "save": save["save"]}))
+             "inherited_from": parent["role"] if parent else None, "extra_nodes": extra, "save": save["save"]})))
     return out
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-from writerprof.analysis.shapes.summary import Fix
+from writerprof.analysis.shapes.summary import Diagnosis, Fix
 
 
 class MeanSave(TypedDict):
@@ -146,7 +146,7 @@ class ContrastRun(TypedDict):
 
 
 class WhatIf(TypedDict):
-    method: str  # forkserver+preload, forkserver+pin
+    method: str  # forkserver+preload, forkserver+pin, forkserver+local, forkserver+first-touch
     ran: bool
     reason: str | None  # why it was not run
     gib_s: float | None  # its throughput, when it ran and is not the reference
@@ -169,4 +169,5 @@ class ContrastResult(TypedDict):
     what_ifs: list[WhatIf]
     noise: ContrastNoise
     fix: list[CodedFix]  # the first comparison's, with recovery_s from the what-ifs that measured it
+    placement_costs: list[Diagnosis]  # plain forkserver's numa-mismatch, affinity-divergence with cost_s
     verdict: str  # the first comparison's

@@ -193,7 +193,9 @@ class Fix(TypedDict):
 
 
 class Diagnosis(_Diagnosis, total=False):
-    cost_s: float  # seconds of save time on the critical path, where it has one
+    cost_s: float | None  # seconds of save time on the critical path, where it has one; None: a
+    # placement warning whose cost only contrast's what-ifs measure, not run
+    cost_from: str | None  # in contrast.json's placement_costs: the what-if that measured cost_s
     fix: list[Fix]  # warnings with a cause: what to do about it, the likeliest first
 
 
@@ -206,6 +208,22 @@ class Binding(TypedDict):
     host_cpus: int  # CPUs of its host
     writers_inherit: bool  # every writer started with those same CPUs
     writer_cpus: list[list[int]]  # the distinct masks its writers started with
+
+
+class NumaSave(TypedDict):
+    """One save's NUMA counter deltas (analysis.numa_activity); None: not measured."""
+    save: int
+    host: str
+    rank: int | None
+    host_counters: dict[str, int] | None  # /proc/vmstat's numa_* and pgmigrate_* over the save
+    producer_counters: dict[str, int] | None  # its /proc/PID/sched numa_pages_migrated
+    writer_counters: dict[str, int] | None  # the same, since the writer started
+
+
+class NumaActivity(TypedDict):
+    numa_balancing: dict[str, int | None]  # host -> kernel.numa_balancing (None: no such setting)
+    during_saves: dict[str, dict[str, int] | None]  # host -> its counters' deltas while any save ran
+    saves: list[NumaSave]
 
 
 class Summary(TypedDict):
@@ -228,3 +246,4 @@ class Summary(TypedDict):
     affinity: AffinityProcesses | AffinityBins | None  # None: no sampler readings
     buffer_placement: PlacementPerSave | PlacementPerNode
     chunk_timeline: ChunkTimeline
+    numa_activity: NumaActivity

@@ -105,6 +105,7 @@ class BufferReading(TypedDict):
     index: int | str
     nodes: dict[str, float]  # node -> pages (scaled from the sample)
     unfaulted: float
+    moved: float | None  # pages that left a node between its readings (None: fewer than two that compare)
 
 
 class SavePlacement(TypedDict):
