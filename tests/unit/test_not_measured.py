@@ -74,3 +74,13 @@ def test_a_producer_whose_fill_is_not_hooked_is_still_judged_by_its_put(summary_
 def test_an_unknown_phase_is_refused():
     with pytest.raises(ValueError, match="unhooked"):
         Scenario(unhooked="gen,fill")
+
+
+def test_a_compare_of_runs_without_a_generation_hook_has_no_own_generation_time(summary_of):
+    from writerprof.analysis.compare import compare
+
+    a, b = summary_of(unhooked="gen", **WRITER_BOUND), summary_of(unhooked="gen", **WRITER_BOUND)
+    generation = next(c for c in compare([a], [b])["components"] if c["name"] == "generation")
+    assert generation["a_own_s"] is None and generation["b_own_s"] is None and generation["own_diff_s"] is None
+    write = next(c for c in compare([a], [b])["components"] if c["name"] == "write")
+    assert write["a_own_s"] > 0  # a hooked phase still has its own time

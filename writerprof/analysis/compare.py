@@ -92,7 +92,7 @@ def side(summaries: list[dict]) -> dict:
         "gib_s": nbytes / total_s / 2**30 if total_s else None,
         "components": mean,
         "unexplained_s": _mean([s["unexplained_s"] for s in saves]),
-        "own": {c: _mean([_own(s, c) for s in saves]) if c in OWN else None for c in COMPONENTS},
+        "own": {c: _measured_mean([_own(s, c) for s in saves]) if c in OWN else None for c in COMPONENTS},
         "startup": {p: _mean([s["startup"].get(p, 0.0) for s in saves if s["startup"]]) for p in STARTUP_PHASES},
         "per_save": _by_order(saves),
         "per_rank": _by_rank(saves),
@@ -121,7 +121,13 @@ def side(summaries: list[dict]) -> dict:
     }
 
 
-def _own(save: dict, component: str) -> float:
+def _measured_mean(values: list) -> float | None:
+    """The mean of the saves that measured it (None: a phase no hook saw), None if none did."""
+    measured = [v for v in values if v is not None]
+    return float(np.mean(measured)) if measured else None
+
+
+def _own(save: dict, component: str) -> float | None:
     key = OWN[component]
     return save["startup"].get(key, 0.0) if component.startswith("startup:") else save[key]
 
