@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -86,6 +88,50 @@ def test_the_tree_at_the_sparse_rate_is_weighted_and_a_process_own_segment_wins(
         assert stacks[pid].total == 10 * totals[pid] and stacks[pid].rate_hz == 100
 
 
+
+def test_own_segments_of_one_process_at_two_rates_are_summed_weighted(tmp_path):
+    """A writer's start-up at 100 Hz and its life after at 10 Hz: two own
+    segments of one pid, each weighted by its rate, summed; the tree's
+    samples of it still left out."""
+    run = write_meta(tmp_path / "run", stacks={**SETTINGS, "sparse_rate_hz": 10, "taken": True, "reason": None})
+    _journal(run, MAIN, 1000, 1, "main")
+    _journal(run, SERVER, 1200, MAIN, "forkserver")
+    _journal(run, CHILD1, 1300, SERVER, "forkserver_child", [{"kind": "bootstrap", "target": "target"}])
+    directory = layout.stacks_dir(run, "alpha")
+    directory.mkdir(parents=True)
+    (directory / "000.raw.gz").write_bytes(gzip.compress(FIXTURE.read_bytes()))
+    own = process_chain([(MAIN, "python main.py"), (SERVER, FORKSERVER), (CHILD1, FORKSERVER)])
+    (directory / f"{CHILD1}-000.raw.gz").write_bytes(gzip.compress(
+        own + b"<module> (w.py:1);import (numpy:1) 40\n" + own + b"run (w.py:3) 6\n"))
+    (directory / f"{CHILD1}-001.raw.gz").write_bytes(gzip.compress(own + b"run (w.py:3) 7\n"))
+    segments = [{"file": "000.raw.gz", "root_pid": MAIN, "rate_hz": 10, "samples": 430},
+                {"file": f"{CHILD1}-000.raw.gz", "root_pid": MAIN, "pid": CHILD1, "rate_hz": 100,
+                 "stage": "startup", "ended": "target_start", "samples": 46},
+                {"file": f"{CHILD1}-001.raw.gz", "root_pid": MAIN, "pid": CHILD1, "rate_hz": 10,
+                 "stage": "after_startup", "ended": "exit", "samples": 7}]
+    (directory / layout.STACKS_INDEX).write_text(json.dumps({**SETTINGS, "segments": segments}))
+    loaded = load(run)
+    stacks = {s.pid: s for s in load_stacks(loaded)}
+    assert stacks[CHILD1].samples == {("<module> (w.py:1)", "import (numpy:1)"): 40, ("run (w.py:3)",): 6 + 70}
+    assert stacks[CHILD1].rate_hz == 100 and not [x for x in loaded.losses if "stacks.json" in x]
+
+
+def test_the_start_up_ends_at_the_journal_target_start_or_the_cap(tmp_path):
+    journals = tmp_path / "procs"
+    journals.mkdir()
+    watch = stackrate.StartupEnd(journals, 42, started_ns=0, cap_s=1.0, head_s=0.5)
+    assert watch.ended(10) is None  # no journal yet
+    (journals / "42-5.events.jsonl").write_text('{"kind":"target_start","t_ns":1}\n')  # an earlier pid 42
+    events = journals / "42-900.events.jsonl"
+    events.write_text('{"kind":"process","pid":42}\n{"kind":"bootstrap","target":"target_start_x"}\n{"kind":"tar')
+    assert watch.ended(20) is None  # the newest journal, whole lines only
+    with open(events, "a") as more:
+        more.write('get_start","t_ns":900000000}\n')
+    assert watch.ended(1_200_000_000) is None and watch.target_ns == 900_000_000  # its head; the cap no more
+    assert watch.ended(1_400_000_000) == "target_start"
+    assert stackrate.StartupEnd(None, 42, started_ns=0, cap_s=1.0).ended(999_999_999) is None
+    assert stackrate.StartupEnd(None, 42, started_ns=0, cap_s=1.0).ended(1_000_000_000) == "startup_cap"
+
 # A fake py-spy: writes one stack to its --output (a tree's with its chain,
 # a process's own without) and exits on SIGINT, or when its --pid is gone.
 FAKE = r"""#!/bin/sh
@@ -134,6 +180,41 @@ def test_a_child_of_a_python_cmd_gets_its_own_py_spy(tmp_path, monkeypatch):
     assert text.endswith(";child (c.py:2) 5\n")
 
 
+
+def test_a_writer_full_rate_py_spy_gives_way_to_a_sparse_one_at_its_target_start(tmp_path, monkeypatch):
+    fake = tmp_path / "bin" / "py-spy"
+    fake.parent.mkdir()
+    fake.write_text(FAKE)
+    fake.chmod(0o755)
+    journals = tmp_path / "procs"
+    journals.mkdir()
+    monkeypatch.setenv(pyspy.PY_SPY_ENV, str(fake))
+    monkeypatch.setattr(pyspy, "ptrace_problem", lambda system=None: None)
+    cmd = subprocess.Popen([sys.executable, "-c", PARENT.replace("0.6", "30")])
+    try:
+        recorder, _ = pyspy.start(cmd.pid, tmp_path / "stacks", pyspy.StackOptions(), print, journals=journals)
+        deadline = time.monotonic() + 20
+        while not recorder._own and time.monotonic() < deadline:
+            time.sleep(0.02)
+        ((child, full),) = recorder._own.items()
+        (journals / f"{child}-1.events.jsonl").write_text('{"kind":"target_start","t_ns":1}\n')
+        while recorder._own[child] is full and time.monotonic() < deadline:  # the sparse one started
+            time.sleep(0.02)
+        assert full.poll() is not None  # the full-rate one stopped (and wrote its file)
+    finally:
+        for pid in recorder._own:  # the writer (by its pid), then CMD
+            os.kill(pid, signal.SIGKILL)
+        cmd.kill()
+        cmd.wait()
+    outcome = recorder.stop()
+    index = json.loads((tmp_path / "stacks" / layout.STACKS_INDEX).read_text())
+    startup, after = sorted((s for s in index["segments"] if s.get("pid") == child), key=lambda s: s["started_ns"])
+    assert (startup["rate_hz"], startup["stage"], startup["ended"]) == (100, "startup", "target_start")
+    assert (after["rate_hz"], after["stage"]) == (10, "after_startup") and after["ended"] in ("exit", "record_stop")
+    assert startup["file"] != after["file"] and startup["ended_ns"] <= after["started_ns"]
+    assert outcome["full_rate_processes"] == 1 and outcome["after_startup_processes"] == 1
+    assert outcome["full_rate_samples"] == 9
+
 def _stat(root: Path, user: int, idle: int, iowait: int) -> None:
     (root / "proc").mkdir(parents=True, exist_ok=True)
     (root / "proc" / "stat").write_text(f"cpu  {user} 0 10 {idle} {iowait} 0 0 0 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n")
@@ -158,3 +239,22 @@ def test_a_busy_rate_if_asked_while_the_cpus_are_busy():
     assert stackrate.adapted_rate(100, stackrate.BUSY_BELOW, 30) == 100
     assert stackrate.adapted_rate(100, 0.1, 30) == 30
     assert stackrate.adapted_rate(100, 0.0, None) == 100  # not asked: the full rate always
+
+
+def test_a_child_that_execs_a_daemon_ends_its_start_up():
+    """Seen between its fork and its exec, a daemon-to-be had its parent's
+    command line (the full rate); its exec into the resource tracker ends
+    that. The forkserver's writers, which keep the daemon's, do not."""
+    daemon = subprocess.Popen([sys.executable, "-c",
+                               "from multiprocessing.resource_tracker import main; import time; time.sleep(30)"])
+    try:
+        deadline = time.monotonic() + 10
+        while "resource_tracker" not in open(f"/proc/{daemon.pid}/cmdline").read() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        now = " ".join(open(f"/proc/{daemon.pid}/cmdline").read().rstrip("\0").split("\0"))
+        assert pyspy._exec_into_daemon(daemon.pid, "python train.py")
+        assert not pyspy._exec_into_daemon(daemon.pid, now)  # a forkserver's writer: the same command line
+        assert not pyspy._exec_into_daemon(os.getpid(), "python train.py")
+    finally:
+        daemon.kill()
+        daemon.wait()

@@ -12,7 +12,10 @@ writerprof.record.stackrate):
   full rate (StackOptions.rate_hz, 100 Hz; StackOptions.busy_rate_hz, if
   given, for those that start while the CPUs have under a quarter of their
   time free), from the moment record's watch of the tree
-  (every 50 ms, the kernel's children files) sees it. Its file gets the
+  (every 50 ms, the kernel's children files) sees it, for its start-up
+  (stackrate.StartupEnd: to half a second into its target, per its
+  journal); then that py-spy is stopped (it writes its file) and a second
+  one of its own samples it at the sparse rate to its end. Its files get the
   process chain py-spy --subprocesses would have written put at the root of
   every line, and its stacks replace the tree py-spy's sparse ones of that
   process (writerprof.run.stacks).
@@ -107,7 +110,7 @@ from writerprof.probes.writerprof_probe import format as journal
 from writerprof.record import procfs
 from writerprof.record.ptrace import FIX, PY_SPY_ENV, find_py_spy, ptrace_problem, py_spy_version, read_problem
 from writerprof.record.rawstacks import compress, keep_whole_lines, process_chain
-from writerprof.record.stackrate import FreeCpu, adapted_rate, full_rate
+from writerprof.record.stackrate import FreeCpu, StartupEnd, adapted_rate, full_rate, is_daemon
 from writerprof.record.system import HOST
 
 RATE_HZ = 100  # the writers' (processes started by a Python process of the tree)
@@ -166,6 +169,7 @@ class StackRecorder:
         self._own_threads: list[threading.Thread] = []
         self._watch: threading.Thread | None = None
         self._tree_segments = 0
+        self._own_segments = 0  # the own segments' files are numbered in one sequence
         self.segments: list[dict] = []
         self.reason: str | None = None  # why there are no stacks, once known
         self.write_error: str | None = None  # what could not be written (a full run directory)
@@ -226,28 +230,52 @@ class StackRecorder:
         with self._lock:
             if self._done.is_set():
                 return
-            name = f"{pid}-{len(self._own_threads):03d}.raw"
-            thread = threading.Thread(target=self._follow_own, args=(pid, name, chain, rate_hz),
+            thread = threading.Thread(target=self._follow_own, args=(pid, chain, rate_hz),
                                       name=f"writerprof-py-spy-{pid}", daemon=True)
             self._own_threads.append(thread)
         thread.start()
 
-    def _follow_own(self, pid: int, name: str, chain: list[tuple[int, str]], rate_hz: int) -> None:
-        """One process's py-spy at rate_hz, until it ends (or stop()).
-        Its failures are quiet (the process gone before py-spy attached, or
-        not Python after all): the tree's py-spy says what matters."""
+    def _own_name(self, pid: int) -> str:
+        with self._lock:
+            self._own_segments += 1
+            return f"{pid}-{self._own_segments - 1:03d}.raw"
+
+    def _follow_own(self, pid: int, chain: list[tuple[int, str]], rate_hz: int) -> None:
+        """One process's py-spys, until it ends (or stop()): at rate_hz for
+        its start-up (stackrate.StartupEnd), then, stopped (it writes its
+        file), a second one at the sparse rate. Their failures are quiet (the
+        process gone before py-spy attached, or not Python after all): the
+        tree's py-spy says what matters."""
+        startup = StartupEnd(self._journals, pid, time.monotonic_ns())
+        sparse = self.options.sparse_rate_hz < rate_hz
+        if self._own_segment(pid, chain, rate_hz, "startup", startup if sparse else None) and sparse:
+            self._own_segment(pid, chain, self.options.sparse_rate_hz, "after_startup", None)
+
+    def _own_segment(self, pid: int, chain: list[tuple[int, str]], rate_hz: int, stage: str,
+                     startup: StartupEnd | None) -> bool:
+        """One py-spy of process pid at rate_hz, until the process ends, stop(),
+        or (startup given) its start-up ends; whether it ended for that last."""
+        name = self._own_name(pid)
         argv = self.command(Path(name), pid=pid, rate_hz=rate_hz)
         started = time.monotonic_ns()
         try:
             with self._lock:
                 if self._done.is_set():
-                    return
+                    return False
                 spy = self._own[pid] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                                         stderr=subprocess.STDOUT, start_new_session=True,
                                                         cwd=self.dir)
-            with spy.stdout:
-                said = spy.stdout.read().decode("utf-8", "replace")
-            status = spy.wait()
+            ended = None
+            while True:
+                try:  # (its words read as they come: a full pipe would stop py-spy)
+                    said = spy.communicate(timeout=_CHILDREN_S if startup and not ended else None)[0]
+                    break
+                except subprocess.TimeoutExpired:
+                    ended = "daemon" if _exec_into_daemon(pid, chain[-1][1]) else startup.ended(time.monotonic_ns())
+                    if ended:  # py-spy writes what it has on SIGINT
+                        _signal(spy, signal.SIGINT)
+            said = said.decode("utf-8", "replace")
+            status = spy.returncode
             self._log(argv, said)
             file = self.dir / name
             if status != 0 and file.exists():
@@ -256,12 +284,14 @@ class StackRecorder:
             if file.exists():
                 self._add_segment(said, {
                     "file": compress(file, process_chain(chain)), "root_pid": self.pid, "pid": pid,
-                    "rate_hz": rate_hz, "started_ns": started, "ended_ns": time.monotonic_ns(),
-                    "exit_status": status})
+                    "rate_hz": rate_hz, "stage": stage, "started_ns": started, "ended_ns": time.monotonic_ns(),
+                    "ended": ended or ("exit" if not _alive(pid) else "record_stop"), "exit_status": status})
             elif not full and any(p in said for p in _PERMISSION):
                 self._log(argv, "(no stacks of its own: no ptrace permission)\n")
+            return ended is not None and not full and not self._done.is_set() and _alive(pid)
         except OSError as exc:
             self._cannot_write(exc)
+            return False
 
     def _add_segment(self, said: str, segment: dict) -> None:
         counts = re.search(r"Samples: (\d+) Errors: (\d+)", said)
@@ -397,7 +427,7 @@ class StackRecorder:
 
     def outcome(self) -> dict:
         taken = bool(self.segments)
-        own = [s for s in self.segments if "pid" in s]
+        own = [s for s in self.segments if "pid" in s and s.get("stage") != "after_startup"]
         return {**self.options.settings(), "taken": taken,
                 "reason": None if taken else (self.reason or "py-spy wrote no stacks"),
                 "py_spy": self.version, "segments": len(self.segments),
@@ -405,7 +435,8 @@ class StackRecorder:
                 "tree_rate_hz": self.options.tree_rate_hz,
                 "full_rate_processes": len({s["pid"] for s in own}),
                 "full_rate_samples": sum(s["samples"] or 0 for s in own),
-                "busy_cpu_processes": len({s["pid"] for s in own if s["rate_hz"] != self.options.rate_hz})}
+                "busy_cpu_processes": len({s["pid"] for s in own if s["rate_hz"] != self.options.rate_hz}),
+                "after_startup_processes": len({s["pid"] for s in self.segments if s.get("stage") == "after_startup"})}
 
     def _write_index(self) -> None:
         index = {"py_spy": self.version, "executable": self.executable,
@@ -428,6 +459,14 @@ class StackRecorder:
 def _is_python(pid: int) -> bool:
     exe = procfs.read_exe(HOST, pid)
     return exe is not None and os.path.basename(exe).startswith(("python", "pypy"))
+
+
+def _exec_into_daemon(pid: int, seen_cmdline: str) -> bool:
+    """Whether process pid has exec'd one of multiprocessing's daemons since
+    the watch saw it (a forkserver's writers keep the daemon's command line:
+    only a change counts)."""
+    now = " ".join(procfs.read_cmdline(HOST, pid))
+    return bool(now) and now != seen_cmdline and is_daemon(now)
 
 
 def _alive(pid: int) -> bool:

@@ -388,7 +388,8 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
     taken = recorded.meta.get("stacks") or {}
     if taken.get("taken"):
         own = taken.get("full_rate_processes") or 0
-        where = (f"{own} process{'es' * (own != 1)} started by Python at {taken.get('rate_hz')} Hz, the rest at "
+        where = (f"{own} process{'es' * (own != 1)} started by Python at {taken.get('rate_hz')} Hz in start-up, "
+                 f"the rest at "
                  f"{taken.get('tree_rate_hz')} Hz" if taken.get("tree_rate_hz", taken.get("rate_hz")) !=
                  taken.get("rate_hz") else f"at {taken.get('rate_hz')} Hz")
         lines.append(f"  stacks           {taken.get('samples', 0)} samples, {where} "

@@ -11,10 +11,24 @@ where the CPUs are busy that time is taken from the run. Not by default: the
 CPUs of a shared machine are busy with others' work too, and a writer's
 target can be short (84 ms for a 64 MiB save here: at 50 Hz, none of its
 samples fell in it one time in four on a loaded machine), while its start-up
-is what the stacks are for."""
+is what the stacks are for.
+
+A writer's full rate lasts for its start-up (StartupEnd): until its
+journal says its target began (`target_start`) and TARGET_HEAD_S more, or,
+for a process that journals none (not a multiprocessing child, or not
+probed), STARTUP_CAP_S. Then it is sampled at the sparse rate by a second
+py-spy of its own: the start-up diagnosis needs the __main__ re-run and the
+imports at the full rate; the head of the target keeps a short save's
+stacks (84 ms for 64 MiB here) beside the start-up's, and a long-lived
+writer's time after is in its journal already."""
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
+
+from writerprof.probes.writerprof_probe import format as journal
 from writerprof.record.system import HOST, System
 
 # The command lines of multiprocessing's daemons (started by a Python process,
@@ -23,6 +37,12 @@ DAEMONS = ("from multiprocessing.forkserver import main", "from multiprocessing.
            "from multiprocessing.semaphore_tracker import main")
 BUSY_BELOW = 0.25  # free share of the CPUs (idle + iowait) under which the CPUs are busy
 _WINDOW_NS = 200_000_000  # the free share is measured over at least this long
+# The full rate's end for a process that journals no target start: longer
+# than a writer's start-up on a loaded machine here (0.4-1.5 s), short beside
+# a run's life.
+STARTUP_CAP_S = 3.0
+TARGET_START = "target_start"  # the journal's event: the first line of the target
+TARGET_HEAD_S = 0.5  # of the target kept at the full rate (its first save's calls)
 
 
 def full_rate(pid: int, root: int, cmdline: str, parent: tuple[bool, str] | None) -> bool:
@@ -33,7 +53,15 @@ def full_rate(pid: int, root: int, cmdline: str, parent: tuple[bool, str] | None
     its command line: they are its writers)."""
     if pid == root or parent is None or not parent[0]:
         return False
-    return not (cmdline != parent[1] and any(daemon in cmdline for daemon in DAEMONS))
+    return not (cmdline != parent[1] and is_daemon(cmdline))
+
+
+def is_daemon(cmdline: str) -> bool:
+    """Whether a command line is one of multiprocessing's daemons'. A child
+    seen between its fork and its exec still has its parent's: the watch
+    may give a daemon-to-be the full rate, and its start-up then ends at the
+    exec (the command line asked again while it is at the full rate)."""
+    return any(daemon in cmdline for daemon in DAEMONS)
 
 
 def parse_cpu_line(text: str) -> tuple[int, int] | None:
@@ -70,3 +98,60 @@ def adapted_rate(rate_hz: int, free_share: float, busy_rate_hz: int | None) -> i
     """The full rate for a process starting now: busy_rate_hz (if given)
     while the CPUs' free share is under BUSY_BELOW, else rate_hz."""
     return busy_rate_hz if busy_rate_hz is not None and free_share < BUSY_BELOW else rate_hz
+
+
+class StartupEnd:
+    """When process pid's start-up ends, from its journal in journals (the
+    newest PID-CREATED_NS events file of that pid: a pid reused in one run
+    is rare, and then the newest is this process's). Cheap enough to ask
+    every 50 ms: one listdir until the journal is there, then a stat, and
+    a read of what was appended since."""
+
+    def __init__(self, journals: Path | None, pid: int, started_ns: int, cap_s: float = STARTUP_CAP_S,
+                 head_s: float = TARGET_HEAD_S):
+        self.journals, self.pid = journals, pid
+        self.deadline_ns = started_ns + int(cap_s * 1e9)
+        self.head_ns = int(head_s * 1e9)
+        self.target_ns: int | None = None  # the target_start event's t_ns (CLOCK_MONOTONIC), once read
+        self._file: Path | None = None
+        self._read = 0  # bytes of the journal looked at (whole lines)
+
+    def ended(self, now_ns: int) -> str | None:
+        """Why the start-up is over ("target_start": head_s after it;
+        "startup_cap": no target_start within cap_s), or None."""
+        if self.target_ns is None:
+            self.target_ns = self._target_start()
+        if self.target_ns is not None:
+            return TARGET_START if now_ns >= self.target_ns + self.head_ns else None
+        return "startup_cap" if now_ns >= self.deadline_ns else None
+
+    def _target_start(self) -> int | None:
+        """The t_ns of the journal's target_start event, if there yet."""
+        if self.journals is None:
+            return None
+        try:
+            if self._file is None:
+                prefix = f"{self.pid}-"
+                mine = [n for n in os.listdir(self.journals)
+                        if n.startswith(prefix) and n.endswith(journal.EVENTS_SUFFIX)]
+                if not mine:
+                    return None
+                self._file = self.journals / max(mine, key=lambda n: int(n[len(prefix):].split(".", 1)[0] or 0))
+            if self._file.stat().st_size <= self._read:
+                return None
+            with open(self._file, "rb") as events:
+                events.seek(self._read)
+                text = events.read()
+        except (OSError, ValueError):
+            return None
+        whole = text[:text.rfind(b"\n") + 1]  # a line being written is read again next time
+        self._read += len(whole)
+        for line in whole.splitlines():
+            if TARGET_START.encode() in line:
+                try:
+                    event = json.loads(line)
+                    if event.get("kind") == TARGET_START:
+                        return int(event["t_ns"])
+                except (ValueError, AttributeError, KeyError, TypeError):
+                    continue
+        return None

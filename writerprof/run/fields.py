@@ -128,6 +128,7 @@ STACKS_META_FIELDS: dict[str, Check] = {
     "sparse_rate_hz": lambda v: is_number(v) and v > 0, "tree_rate_hz": lambda v: is_number(v) and v > 0,
     "full_rate_processes": optional(is_count), "full_rate_samples": optional(is_count),
     "busy_cpu_processes": optional(is_count), "busy_rate_hz": optional(lambda v: is_number(v) and v > 0),
+    "after_startup_processes": optional(is_count),
 }
 
 # stacks.json, the stack sampler's index.
@@ -141,6 +142,7 @@ SEGMENT_FIELDS: dict[str, Check] = {
     "file": is_str, "root_pid": optional(is_count), "started_ns": optional(is_count),
     "ended_ns": optional(is_count), "exit_status": optional(is_int), "samples": optional(is_count),
     "errors": optional(is_count), "pid": optional(is_count), "rate_hz": lambda v: is_number(v) and v > 0,
+    "stage": optional(is_str), "ended": optional(is_str),
 }
 
 

@@ -40,7 +40,9 @@ a Python process started), sparse_rate_hz, tree_rate_hz (the tree py-spy's:
 sparse_rate_hz, or rate_hz when there are no py-spys of their own), native,
 idle (blocked threads sampled: the counts are wall-clock time), nonblocking,
 segments: [{file, root_pid, pid (a process's own segment only), rate_hz (the
-segment's: the tree's, the full rate, or the busy rate), started_ns,
+segment's: the tree's, the full rate, or the busy rate), stage and ended (a
+process's own segment only: startup | after_startup; target_start |
+startup_cap | daemon | exit | record_stop), started_ns,
 ended_ns (CLOCK_MONOTONIC, of the py-spy run), exit_status, samples, errors
 (py-spy's count of failed reads)}]. Rewritten whole as segments end; a
 segment file missing from it (record killed) is still read. The loader
@@ -80,7 +82,8 @@ STACKS_SUFFIX = ".raw"  # py-spy's own file; STACKS_SUFFIX + ".gz" once record h
 # settings: enabled, rate_hz, native, idle, nonblocking, sparse_rate_hz; and
 # once recorded: taken (bool), reason (why none were taken, else null), py_spy
 # (version), segments, samples, tree_rate_hz, full_rate_processes,
-# full_rate_samples, busy_cpu_processes; busy_rate_hz among the settings).
+# full_rate_samples (their start-up segments), busy_cpu_processes,
+# after_startup_processes; busy_rate_hz among the settings).
 
 # One record per process per sampler tick (CLOCK_MONOTONIC t_ns). Counters are
 # the kernel's for the whole process; write_bytes and wchar (/proc/PID/io) also
