@@ -23,9 +23,9 @@ SVG = "{http://www.w3.org/2000/svg}"
 REPRO = ["repro", "--json", "--saves", "2", "--size", "64MiB", "--main-imports", "numpy,matplotlib.pyplot"]
 
 
-def _record(path, method, *options):
+def _record(path, method, *options, size=None):
     done = run_writerprof("record", "-o", path, *options, "--", *writerprof_command(), *REPRO,
-                          "--start-method", method)
+                          "--start-method", method, *(["--size", size] if size else []))
     saves = [json.loads(line) for line in done.stdout.splitlines()]
     return done, [s for s in saves if s["record"] == "save"]
 
@@ -40,7 +40,9 @@ def forkserver(tmp_path_factory):
 @pytest.fixture(scope="module")
 def fork(tmp_path_factory):
     path = tmp_path_factory.mktemp("stacks") / "fork"
-    _, saves = _record(path, "fork")
+    # Bigger saves than forkserver's: a fork writer of a 64 MiB save lives ~0.1 s, a
+    # handful of samples once its own py-spy attaches; too few for a share to compare.
+    _, saves = _record(path, "fork", size="256MiB")
     return path, saves
 
 
