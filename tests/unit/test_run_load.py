@@ -345,6 +345,15 @@ def test_run_json_fields_of_the_wrong_type_are_left_out_and_said(tmp_path):
     assert summary["run"]["command"] is None
 
 
+def test_what_the_recording_says_it_missed_of_the_wrong_type_is_left_out(tmp_path):
+    run_dir = write_meta(tmp_path / "run", incomplete=2**63 - 1, outlived_cmd=[1], sampler_ticks=[])
+    write_journal(run_dir, "alpha", 100, 1000, chunks=[chunk(4, 1100)])
+    run, summary = _summary_and_exports(run_dir)
+    assert run.losses[0] == ("run.json: 3 fields (incomplete, outlived_cmd, sampler_ticks) of the wrong type "
+                             "left out")
+    assert summary["run"]["incomplete"] == [] and summary["run"]["outlived_cmd"] == []
+
+
 def test_journal_fields_of_the_wrong_type_are_left_out_and_said(tmp_path):
     run_dir = write_meta(tmp_path / "run")
     write_journal(run_dir, "alpha", 100, 1000, events=[
