@@ -5,6 +5,7 @@ and chunks, each reported by a fresh `writerprof report --json` process.
     python benchmarks/report_scale.py                 # the three shapes below
     python benchmarks/report_scale.py --quick         # small shapes: does it run, in seconds
     python benchmarks/report_scale.py --shape 8x10x100 --repeat 3
+    python benchmarks/report_scale.py --shape 1024x10x100 --html   # report --html instead
 
 Targets (checked on the worst of the repeats, not the best): 64 ranks x 10
 saves x 400 chunks (256k chunks) in 3 s or less; 1024 x 10 x 100 (1M chunks)
@@ -16,7 +17,9 @@ Printed per shape: every report's wall seconds, the worst, the target, the
 peak RSS (the child's ru_maxrss, from wait4) and its user + system CPU
 seconds (steadier than wall time on a shared machine). --keep DIR keeps the
 run directories there and reuses them in the next run (making the 10M one
-takes about a minute and 2 GiB of disk).
+takes about a minute and 2 GiB of disk). --html times `report --html FILE`
+(the summary, the plots and the page) instead of --json; its target is a
+minute on every shape, the plots drawn per (host, role) group at scale.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from writerprof.run.load import CHUNK_DTYPE
 from writerprof.synthetic import Scenario, write_run
 
 SHAPES = {"64x10x400": 3.0, "1024x10x100": 5.0, "1024x20x470": 30.0}  # shape -> worst wall seconds
+HTML_TARGET_S = 60.0  # report --html, any shape
 QUICK = {"8x4x50": None, "16x4x100": None}
 RSS_TARGET_GIB = 4.0
 RANKS_PER_HOST = 8  # an 8-rank client, as the benchmark runs
@@ -49,17 +53,23 @@ def shape(text: str) -> tuple[int, int, int]:
     return ranks, saves, chunks
 
 
-def report_once(run: Path) -> tuple[float, float, float, int]:
-    """Wall seconds, peak RSS in GiB, CPU seconds and output bytes of one `report --json`."""
-    with tempfile.TemporaryFile() as out:
+def report_once(run: Path, html: bool = False) -> tuple[float, float, float, int]:
+    """Wall seconds, peak RSS in GiB, CPU seconds and output bytes (the JSON,
+    or the HTML file) of one `report --json` (or `report --html FILE`)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.TemporaryDirectory(prefix="writerprof-html-") as tmp:
+        page = Path(tmp) / "report.html"
         t0 = time.perf_counter()
-        child = subprocess.Popen(writerprof() + ["report", "--json", str(run)], stdout=out)
+        child = subprocess.Popen(writerprof() + ["report", *(["--html", str(page)] if html else ["--json"]),
+                                                 str(run)], stdout=out, stderr=err)
         _, status, usage = os.wait4(child.pid, 0)
         wall = time.perf_counter() - t0
         child.returncode = os.waitstatus_to_exitcode(status)
         if child.returncode:
-            raise SystemExit(f"writerprof report exited {child.returncode}")
-        return wall, usage.ru_maxrss / 2**20, usage.ru_utime + usage.ru_stime, out.tell()
+            err.seek(0)
+            raise SystemExit(f"writerprof report exited {child.returncode}: {err.read().decode(errors='replace')}")
+        size = page.stat().st_size if html else out.tell()
+        return wall, usage.ru_maxrss / 2**20, usage.ru_utime + usage.ru_stime, size
 
 
 def make_run(run: Path, ranks: int, saves: int, chunks: int) -> float:
@@ -81,13 +91,15 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="small shapes only (no targets): a check that it runs")
     parser.add_argument("--repeat", type=int, default=3, help="reports per shape (default: 3)")
     parser.add_argument("--keep", type=Path, metavar="DIR", help="keep the run directories in DIR (and reuse them)")
+    parser.add_argument("--html", action="store_true",
+                        help=f"time report --html FILE instead of --json (target {HTML_TARGET_S:.0f} s a shape)")
     args = parser.parse_args()
     targets = QUICK if args.quick else SHAPES
     shapes = args.shape or list(targets)
-    print(f"writerprof report --json on synthetic runs ({RANKS_PER_HOST} ranks a host; every one of "
+    print(f"writerprof report {'--html' if args.html else '--json'} on synthetic runs ({RANKS_PER_HOST} ranks a host; every one of "
           f"{args.repeat} reports, the worst checked); peak RSS target {RSS_TARGET_GIB} GiB")
     print(f"{'shape':<12} {'chunks':>9} {'records':>9} {'run dir':>8} {'write':>6}  {'reports (wall s)':<22} "
-          f"{'worst':>6} {'target':>6} {'peak RSS':>8} {'CPU s':>6} {'json':>7}")
+          f"{'worst':>6} {'target':>6} {'peak RSS':>8} {'CPU s':>6} {'html' if args.html else 'json':>7}")
     failed = False
     with tempfile.TemporaryDirectory(prefix="writerprof-scale-") as tmp:
         root = args.keep or Path(tmp)
@@ -97,10 +109,10 @@ def main() -> int:
             made = make_run(run, ranks, saves, chunks)
             size = sum(f.stat().st_size for f in run.rglob("*") if f.is_file())
             records = sum(f.stat().st_size for f in run.rglob("*.chunks.bin")) // CHUNK_DTYPE.itemsize
-            results = [report_once(run) for _ in range(args.repeat)]
+            results = [report_once(run, args.html) for _ in range(args.repeat)]
             walls = [r[0] for r in results]
             worst, rss, cpu = max(walls), max(r[1] for r in results), max(r[2] for r in results)
-            target = targets.get(name, SHAPES.get(name))
+            target = HTML_TARGET_S if args.html else targets.get(name, SHAPES.get(name))
             ok = (target is None or worst <= target) and rss <= RSS_TARGET_GIB
             failed |= not ok
             shown = f"{target:.0f}s" if target else "-"

@@ -3,6 +3,7 @@ difference, and the text reports say so within 100 columns: on synthetic runs.""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from writerprof.analysis import compare, saves
@@ -131,3 +132,24 @@ def test_rank_tables_in_the_report(two_hosts):
     assert "Ranks (8" in text and "Aggregate, as the benchmark reports it" in text
     assert "save 2   rank 5 on host1" in text and "Placement: the same on every rank" in text
     assert max(map(len, text.splitlines())) <= terminal.WIDTH
+
+
+def test_interval_labels_are_those_of_the_latest_interval_begun_and_not_ended():
+    """saves._label_at, which paints the critical path's segments, against
+    its definition point by point: of the intervals begun at or before a
+    point the latest (the later given of equal starts), if the point is
+    before its end; else -1."""
+    from writerprof.analysis.saves import _label_at
+
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        points = np.sort(rng.integers(0, 100, rng.integers(0, 50)))
+        starts = rng.integers(0, 100, rng.integers(0, 12))
+        ends = starts + rng.integers(-3, 40, len(starts))
+        labels = rng.integers(0, 9, len(starts))
+        want = []
+        for p in points.tolist():
+            begun = [i for i in range(len(starts)) if starts[i] <= p]
+            latest = max(begun, key=lambda i: (starts[i], i), default=None)
+            want.append(int(labels[latest]) if latest is not None and p < ends[latest] else -1)
+        assert _label_at(points, starts, ends, labels).tolist() == want

@@ -113,6 +113,28 @@ def test_affinity_timeline_at_scale_is_one_row_per_host_and_role(tmp_path_factor
     assert "by host and role" in titles(fig)
 
 
+def test_affinity_timeline_of_hundreds_of_groups_draws_the_capped_few_most_spread(tmp_path_factory):
+    """A 1024-rank run has hundreds of (host, role) groups: at most
+    MAX_PLOTTED_GROUPS are drawn, those whose readings are most spread over
+    nodes, and the title says how many of how many."""
+    from writerprof.render.plots.affinity import MAX_PLOTTED_GROUPS
+
+    run, summary = scale_run(tmp_path_factory)
+    found = summary["affinity"]
+    lanes, bins = len(found["nodes"]) + 1, len(found["centres"])
+    one_node = [[5] * bins] + [[] for _ in range(lanes - 1)]
+    groups = [{**found["groups"][0], "host": f"h{i:03d}", "counts": one_node} for i in range(100)]
+    # Two groups read half off their main node: drawn, however late in the order.
+    for i in (57, 93):
+        groups[i] = {**groups[i], "counts": [[5] * bins, [5] * bins] + [[] for _ in range(lanes - 2)]}
+    fig = plots.affinity_timeline({**summary, "affinity": {**found, "groups": groups}})
+    rows = [label for label in ylabels(fig) if " on h" in label]
+    assert len(rows) == MAX_PLOTTED_GROUPS < len(groups)
+    assert any(" on h057\n" in r for r in rows) and any(" on h093\n" in r for r in rows)
+    assert rows[0].split("\n")[0].endswith("on h000")  # the rest in the summary's order
+    assert f"100 groups; the {MAX_PLOTTED_GROUPS} most spread over nodes shown" in titles(fig)
+
+
 def test_affinity_timeline_puts_every_host_on_the_recording_clock(tmp_path_factory):
     """host1's CLOCK_MONOTONIC is an hour off host0's: the plot aligns them."""
     run, summary = scale_run(tmp_path_factory)

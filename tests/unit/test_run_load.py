@@ -435,3 +435,29 @@ def test_a_reused_pid_after_a_kill_is_still_a_loss(tmp_path):
     run = load(run_dir)
     assert len(run.losses) == 1 and "100-1000: process 100 (main) left no exit record" in run.losses[0]
     assert not any("exec_of" in run.identity("alpha", 100, c) for c in (1000, 5 * 10**9))
+
+
+def test_events_outside_their_process_life_are_dropped_and_the_rest_kept_in_order():
+    """times.in_recording: every event inside (the one-pass common case)
+    kept whole; an event's t_ns, start_ns or end_ns outside the process's
+    life drops that event alone, said in a loss line."""
+    from types import SimpleNamespace
+
+    from writerprof.run import times
+
+    B = 10**12  # the recording's start: more than times.SLACK_NS after 0
+    meta = {"started_ns": B, "ended_ns": B + 10**9, "host": "alpha"}
+    identity = {"kind": "process", "t_ns": B + 5}
+    inside = [{"kind": "phase", "t_ns": B + 10}, {"kind": "process_start", "t_ns": B + 20,
+                                                       "start_ns": B + 15, "end_ns": B + 20}]
+    late = {"kind": "process_start", "t_ns": B + 30, "start_ns": B + 25, "end_ns": 10**18}
+    early = {"kind": "exit", "t_ns": 1}
+    whole = SimpleNamespace(identity=identity, events=[identity, *inside], rel="procs/1-1", count=0)
+    damaged = SimpleNamespace(identity=identity, events=[identity, inside[0], late, inside[1], early],
+                              rel="procs/2-2", count=0)
+    losses: list[str] = []
+    kept = times.in_recording(None, meta, "alpha", [whole, damaged], losses)
+    assert kept == [whole, damaged]
+    assert whole.events == [identity, *inside]
+    assert damaged.events == [identity, *inside]
+    assert losses == ["procs/2-2: 2 events with times outside the process's life dropped"]

@@ -76,15 +76,21 @@ def table(run, idx, saves: list[dict]) -> list[dict]:
     work_nodes, thread_work = _thread_work(run, role_of)
     found = buffers.readings(run)
     mapped, last_nodes = found.mapped, found.last_nodes
+    # The columns as lists, and the samples' CPUs and threads in process order once: a field
+    # or a fancy index per row costs more than the row's work at 10k processes.
+    hosts, pids, ppids = list(p["host"]), p["pid"].tolist(), p["ppid"].tolist()
+    created, exited, rank = p["created_ns"].tolist(), p["exited_ns"].tolist(), p["rank"].tolist()
+    sample_cpus, sample_threads = run.samples["cpu"][by_proc], run.samples["threads"][by_proc]
     rows_of_pid: dict = {}
-    for row, (h, pid) in enumerate(zip(p["host"], p["pid"].tolist())):
+    for row, (h, pid) in enumerate(zip(hosts, pids)):
         rows_of_pid.setdefault((h, pid), []).append(row)
     out = []
     for row in range(len(p)):
-        host, pid = p["host"][row], int(p["pid"][row])
+        host, pid = hosts[row], pids[row]
         nodes = node_of.get(host, {})
         identity = idx.events[row][0][1] if idx.events[row] else {}
-        samples = run.samples[by_proc[bounds[row + 1]:bounds[row + 2]]]
+        first, end = bounds[row + 1], bounds[row + 2]
+        cpus = sample_cpus[first:end]
         inherited = sorted(identity.get("affinity") or [])
         # The what-ifs pin and local set a child's CPUs before its target runs: those are the ones it worked with.
         pinned = [d.get("cpus") for k, d in idx.events[row]
@@ -92,29 +98,29 @@ def table(run, idx, saves: list[dict]) -> list[dict]:
                   and not d.get("where")]
         allowed = sorted(pinned[-1]) if pinned else inherited
         changes = [(t, cpus) for t, cpus in affinity_log.get((host, pid), [])
-                   if t >= p["created_ns"][row] and (p["exited_ns"][row] < 0 or t <= p["exited_ns"][row])]
+                   if t >= created[row] and (exited[row] < 0 or t <= exited[row])]
         usage = next((d.get("rusage") for k, d in reversed(idx.events[row]) if k == "exit"), None) or {}
-        last = samples[-1] if len(samples) else None
-        sampled_nodes = shares(Counter(nodes[c] for c in samples["cpu"].tolist() if c in nodes))
+        last = run.samples[by_proc[end - 1]] if end > first else None
+        sampled_nodes = shares(Counter(nodes[c] for c in cpus.tolist() if c in nodes))
         by_threads = thread_work.get(row, {})
         worked, worked_from = _worked(by_threads.get("nodes"), work_nodes[row], sampled_nodes)
         out.append({
             "id": row,
             "host": host,
-            "rank": int(p["rank"][row]),
+            "rank": rank[row],
             "pid": pid,
-            "ppid": int(p["ppid"][row]),
-            "parent": _parent(run, row, rows_of_pid),
+            "ppid": ppids[row],
+            "parent": _parent(row, hosts, ppids, created, rows_of_pid),
             "role": str(role_of[row]),
             "start_method": methods.get(row),
             "python": identity.get("python"),
-            "created_s": (int(p["created_ns"][row]) - origin) / 1e9,
-            "exited_s": (int(p["exited_ns"][row]) - origin) / 1e9 if p["exited_ns"][row] >= 0 else None,
+            "created_s": (created[row] - origin) / 1e9,
+            "exited_s": (exited[row] - origin) / 1e9 if exited[row] >= 0 else None,
             "allowed_cpus": allowed,
             "inherited_cpus": inherited,
             "allowed_nodes": sorted({nodes[c] for c in allowed if c in nodes}),
             "affinity_changes": [{"t_s": (t - origin) / 1e9, "cpus": cpus} for t, cpus in changes],
-            "samples": int(len(samples)),
+            "samples": int(end - first),
             "cpu_nodes": sampled_nodes,
             "work_nodes": work_nodes[row],
             "thread_nodes": by_threads.get("nodes", {}),
@@ -129,18 +135,16 @@ def table(run, idx, saves: list[dict]) -> list[dict]:
             "voluntary_switches": _counter(usage, "nvcsw", last, "voluntary_ctxt"),
             "cpu_s": (usage["utime_s"] + usage["stime_s"]) if "utime_s" in usage else (
                 (int(last["utime_ns"]) + int(last["stime_ns"])) / 1e9 if last is not None else None),
-            "threads_max": int(samples["threads"].max()) if len(samples) else None,
+            "threads_max": int(sample_threads[first:end].max()) if end > first else None,
         })
     return out
 
 
-def _parent(run, row, rows_of_pid) -> int | None:
+def _parent(row, hosts, ppids, created, rows_of_pid) -> int | None:
     """The row of the probed process that started this one: its ppid, the
-    newest by that pid created before it."""
-    p = run.processes
-    rows = [r for r in rows_of_pid.get((p["host"][row], int(p["ppid"][row])), [])
-            if p["created_ns"][r] <= p["created_ns"][row]]
-    return max(rows, key=lambda r: p["created_ns"][r]) if rows else None
+    newest by that pid created before it (hosts, ppids, created: run.processes' columns as lists)."""
+    rows = [r for r in rows_of_pid.get((hosts[row], ppids[row]), []) if created[r] <= created[row]]
+    return max(rows, key=lambda r: created[r]) if rows else None
 
 
 def _counter(usage: dict, key: str, sample, field: str) -> int | None:

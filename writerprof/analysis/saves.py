@@ -373,11 +373,14 @@ def _label_at(points, starts, ends, labels) -> np.ndarray:
     stop = np.minimum(ends, np.append(starts[1:], np.iinfo(np.int64).max))
     first, last = np.searchsorted(points, starts), np.searchsorted(points, stop)
     some = last > first
-    # Painted by a running sum: +label+1 where a range begins, -(label+1) where it ends.
-    mark = (labels[some] + 1).astype(np.float64)
-    steps = (np.bincount(first[some], weights=mark, minlength=len(points) + 1)
-             - np.bincount(last[some], weights=mark, minlength=len(points) + 1))
-    return np.cumsum(steps[:-1]).astype(np.int64) - 1
+    first, last, labels = first[some], last[some], labels[some]
+    # The ranges are in order and apart (each stops by the next's start): the
+    # labels painted as one run-length repeat, -1 in the gaps between them.
+    gaps = first - np.append(0, last[:-1])
+    values = np.stack([np.full(len(labels), -1, dtype=np.int64), labels.astype(np.int64)], axis=1).ravel()
+    lengths = np.stack([gaps, last - first], axis=1).ravel()
+    tail = len(points) - (int(last[-1]) if len(last) else 0)
+    return np.repeat(np.append(values, -1), np.append(lengths, tail))
 
 
 def _loop_components(codes) -> dict[int, int]:

@@ -41,7 +41,8 @@ figcaption { color: #555; font-size: 0.9em; }
 # What each plot shows, under it.
 CAPTIONS = {
     "affinity_timeline": "Where each process ran over time (sampled CPU, coloured by NUMA node), against the CPUs "
-                         "it was allowed; at scale the share of samples per node by host and role.",
+                         "it was allowed; at scale the share of samples per node by host and role (at most 12 "
+                         "groups: the most spread over nodes).",
     "buffer_placement": "Pages of each shared-memory buffer per NUMA node at the end of the writer's loop, and the "
                         "node the writer ran on.",
     "chunk_timeline": "Each producer/writer pair on one time axis: gen, put-wait, the writer's start-up phases, "

@@ -14,6 +14,7 @@ and the earlier one ends (exited_ns) when the later one began."""
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -313,20 +314,20 @@ def _count(root: Path, file: Path, dtype: np.dtype, writer: str, losses: list[st
 def _read_journals(root: Path, host_index: int, procs: Path, losses: list[str]) -> list[_Journal]:
     if not procs.is_dir():
         return []
-    names = {p.name for p in procs.iterdir()}
+    names = set(os.listdir(procs))
     bases = sorted({n[: -len(s)] for n in names for s in (journal.EVENTS_SUFFIX, journal.CHUNKS_SUFFIX)
                     if n.endswith(s)})
     read = _read_jsonl_files(root, [procs / (base + journal.EVENTS_SUFFIX) for base in bases], "target",
                              fields.clean_events)
     found = []
+    procs_rel = times.rel(root, procs)  # once a host: Path.relative_to a journal costs more than reading it
     for base, (events, events_losses) in zip(bases, read):
-        events_file = procs / (base + journal.EVENTS_SUFFIX)
         chunks_file = procs / (base + journal.CHUNKS_SUFFIX)
         losses += events_losses
         count = _count(root, chunks_file, CHUNK_DTYPE, "target", losses)
-        rel = times.rel(root, procs / base)
+        rel = f"{procs_rel}/{base}"
         if not events or events[0]["kind"] != "process":
-            missing = "no events file" if not events_file.exists() else "no identity line"
+            missing = "no events file" if base + journal.EVENTS_SUFFIX not in names else "no identity line"
             losses.append(f"{rel}: {missing}, journal skipped ({count} chunk records)")
             continue
         schema = events[0].get("schema")
@@ -340,7 +341,7 @@ def _read_journals(root: Path, host_index: int, procs: Path, losses: list[str]) 
         stopped = next((e for e in events if e["kind"] == "journal_stopped"), None)
         if stopped is not None:
             losses.append(
-                f"{times.rel(root, procs / base)}: process {events[0].get('pid')} ({events[0].get('role')}) "
+                f"{rel}: process {events[0].get('pid')} ({events[0].get('role')}) "
                 f"stopped journaling ({stopped.get('reason')}): {stopped.get('events_dropped')} events and "
                 f"{stopped.get('records_dropped')} chunk records after that are missing")
         unexited = None
@@ -349,7 +350,7 @@ def _read_journals(root: Path, host_index: int, procs: Path, losses: list[str]) 
                         f"left no exit record (killed by SIGKILL, or alive when the recording ended): chunk "
                         f"records after its last flushed batch, {journal.FLUSH_RECORDS} at most, are missing")
             losses.append(unexited)
-        found.append(_Journal(host_index, events[0], events, chunks_file, times.rel(root, chunks_file), count, rel,
+        found.append(_Journal(host_index, events[0], events, chunks_file, rel + journal.CHUNKS_SUFFIX, count, rel,
                               unexited_loss=unexited))
     return found
 

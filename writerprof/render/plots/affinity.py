@@ -10,6 +10,10 @@ from writerprof.analysis.affinity import bin_shares
 from writerprof.render.plots.style import NO_NODE, empty, figure, node_colour, node_legend, title, who
 from writerprof.units import format_cpu_list
 
+# At most this many (host, role) groups drawn: each is two axes, and
+# matplotlib's cost is per axes (a 1024-rank run has hundreds of groups).
+MAX_PLOTTED_GROUPS = 12
+
 
 def affinity_timeline(summary: dict) -> Figure:
     """Where each process ran: the CPU of every sampler tick, coloured by its
@@ -74,8 +78,27 @@ def _per_process(summary: dict, found: dict) -> Figure:
     return fig
 
 
+def spread(group: dict) -> float:
+    """The share of a group's sampler readings off the node lane it was read
+    on most (0: all on one node; a group without readings 0 as well)."""
+    per_lane = [sum(lane) for lane in group["counts"]]
+    total = sum(per_lane)
+    return 1 - max(per_lane) / total if total else 0.0
+
+
+def plotted_groups(groups: list[dict], cap: int = MAX_PLOTTED_GROUPS) -> list[dict]:
+    """Up to cap groups, the most spread over nodes first (spread), else in
+    the summary's order (host, role); drawn in the summary's order."""
+    if len(groups) <= cap:
+        return groups
+    order = sorted(range(len(groups)), key=lambda i: (-spread(groups[i]), i))
+    return [groups[i] for i in sorted(order[:cap])]
+
+
 def _per_group(summary: dict, found: dict) -> Figure:
-    groups, centres, all_nodes = found["groups"], found["centres"], found["nodes"]
+    centres, all_nodes = found["centres"], found["nodes"]
+    groups = plotted_groups(found["groups"])
+    capped = len(groups) < len(found["groups"])
     fig = figure(12, 1.4 + 1.0 * len(groups))
     axes = fig.subplots(len(groups), 1, sharex=True, squeeze=False)[:, 0]
     for ax, g in zip(axes, groups):
@@ -97,8 +120,9 @@ def _per_group(summary: dict, found: dict) -> Figure:
                       + (f"; {g['spanning']} span >1 node" if g["spanning"] and len(allowed_nodes) > 1 else ""),
                       rotation=0, ha="right", va="center", fontsize=8)
     axes[-1].set_xlabel("seconds since the recording started")
-    title(axes[0], f"Where the processes ran, by host and role ({found['processes']} processes in {len(groups)} "
-                   f"groups): share of sampler ticks on each NUMA node over time (left axis); "
+    shown = (f"{len(found['groups'])} groups; the {len(groups)} most spread over nodes shown" if capped
+             else f"{len(groups)} groups")
+    title(axes[0], f"Where the processes ran, by host and role ({found['processes']} processes in {shown}): share of sampler ticks on each NUMA node over time (left axis); "
                    f"black line = processes alive (right axis)")
     handles = node_legend(all_nodes, summary["topology"])
     handles.append(Patch(facecolor=NO_NODE, label="no known node"))
