@@ -5,22 +5,20 @@ is found on those threads, not on the main thread that made the call."""
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
 from writerprof.analysis.processes import WORKED_FROM_THREADS
 from writerprof.analysis.summary import summarize
 from writerprof.run import load
 
-from helpers import run_writerprof
+from helpers import run_writerprof, writerprof_command
 
 pytest.importorskip("dgen_py", reason="dgen-py is not installed (pip install 'writerprof[dgen]')")
 
 
 def test_dgen_fill_is_seen_on_its_own_threads(tmp_path):
     run_writerprof("record", "-o", tmp_path / "run", "--interval", "10ms", "--no-stacks", "--",
-                   sys.executable, "-m", "writerprof", "repro", "--generator", "dgen", "--gen-threads", "4",
+                   *writerprof_command(), "repro", "--generator", "dgen", "--gen-threads", "4",
                    "--saves", "1", "--size", "256MiB", "--dir", tmp_path / "out", timeout=600)
     summary = summarize(load(tmp_path / "run"))
     (producer,) = [p for p in summary["processes"] if p["role"] == "producer"]
