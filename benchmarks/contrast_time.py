@@ -16,24 +16,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from common import children_cpu_s, writerprof
+
 TARGET_S = 40.0
-
-
-def writerprof() -> list[str]:
-    script = os.path.join(os.path.dirname(sys.executable), "writerprof")
-    return [script] if os.path.exists(script) else [sys.executable, "-m", "writerprof"]
-
-
-def _children_cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def recordings_s(out: Path) -> tuple[int, float]:
@@ -47,10 +38,10 @@ def recordings_s(out: Path) -> tuple[int, float]:
 
 def one(command: list[str], scratch: str, index: int) -> float:
     out = Path(scratch) / f"contrast-{index}"
-    cpu, t0 = _children_cpu_s(), time.perf_counter()
+    cpu, t0 = children_cpu_s(), time.perf_counter()
     done = subprocess.run(writerprof() + ["contrast", "-o", str(out), *(["--", *command] if command else [])],
                           capture_output=True, text=True)
-    wall, cpu = time.perf_counter() - t0, _children_cpu_s() - cpu
+    wall, cpu = time.perf_counter() - t0, children_cpu_s() - cpu
     if done.returncode != 0:
         sys.exit(f"writerprof contrast failed ({done.returncode}):\n{done.stderr[-2000:]}")
     count, recorded = recordings_s(out)

@@ -26,22 +26,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-
-def writerprof() -> list[str]:
-    script = os.path.join(os.path.dirname(sys.executable), "writerprof")
-    return [script] if os.path.exists(script) else [sys.executable, "-m", "writerprof"]
-
-
-def _cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+from common import children_cpu_s, writerprof
 
 
 def throughput(recorded: bool, args, scratch: str) -> tuple[float, float]:
@@ -53,9 +44,9 @@ def throughput(recorded: bool, args, scratch: str) -> tuple[float, float]:
     if recorded:
         run = tempfile.mkdtemp(prefix="run-", dir=scratch)
         command = writerprof() + ["record", "-o", run, "--"] + command
-    cpu = _cpu_s()
+    cpu = children_cpu_s()
     done = subprocess.run(command, capture_output=True, text=True, check=True)
-    cpu = _cpu_s() - cpu
+    cpu = children_cpu_s() - cpu
     records = [json.loads(line) for line in done.stdout.splitlines()]
     return next(r for r in records if r["record"] == "summary")["mean_throughput_gib_s"], cpu
 

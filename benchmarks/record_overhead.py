@@ -53,13 +53,14 @@ import ctypes
 import importlib.util
 import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+from common import children_cpu_s, writerprof
 
 REPRO = ["repro", "--json", "--saves", "4", "--size", "512MiB", "--start-method", "forkserver",
          "--main-imports", "numpy,matplotlib.pyplot"]
@@ -68,11 +69,6 @@ VARIANTS = ("plain", "default", "one-rate", "no-stacks", "no-sampler", "py-spy",
 QUICK = ("plain", "default", "no-stacks")
 _PR_SET_CHILD_SUBREAPER = 36
 METER = False  # --meter-py-spy
-
-
-def writerprof() -> list[str]:
-    script = os.path.join(os.path.dirname(sys.executable), "writerprof")
-    return [script] if os.path.exists(script) else [sys.executable, "-m", "writerprof"]
 
 
 def py_spy() -> str | None:
@@ -152,11 +148,6 @@ def _spy_cpu_s(log: str) -> float:
         return 0.0
 
 
-def _children_cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def _reap_orphans(deadline_s: float = 30.0) -> None:
     """Wait for the processes of the run reparented to us (we are the subreaper)."""
     end = time.monotonic() + deadline_s
@@ -177,11 +168,11 @@ def run_once(variant: str, workload: str, scratch: str) -> tuple[float, float, f
     if meter and variant in ("default", "one-rate", "no-sampler"):
         env["WRITERPROF_PY_SPY"] = meter
     spy_before = _spy_cpu_s(log)
-    before = _children_cpu_s()
+    before = children_cpu_s()
     child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     out, _ = child.communicate()
     _reap_orphans()
-    cpu = _children_cpu_s() - before
+    cpu = children_cpu_s() - before
     if child.returncode != 0:
         raise RuntimeError(f"{variant} {workload}: exit status {child.returncode}: {' '.join(argv)}")
     summary = next(json.loads(line) for line in out.splitlines()

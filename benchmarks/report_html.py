@@ -15,23 +15,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import subprocess
-import sys
 import tempfile
 import time
 
+from common import children_cpu_s, writerprof
+
 TARGET_S = 1.0
-
-
-def writerprof() -> list[str]:
-    script = os.path.join(os.path.dirname(sys.executable), "writerprof")
-    return [script] if os.path.exists(script) else [sys.executable, "-m", "writerprof"]
-
-
-def _children_cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def record(run: str, size: str) -> None:
@@ -41,10 +31,10 @@ def record(run: str, size: str) -> None:
 
 
 def timed_report(run: str, page: str) -> tuple[float, float]:
-    cpu, t0 = _children_cpu_s(), time.perf_counter()
+    cpu, t0 = children_cpu_s(), time.perf_counter()
     subprocess.run(writerprof() + ["report", run, "--html", page], check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - t0, _children_cpu_s() - cpu
+    return time.perf_counter() - t0, children_cpu_s() - cpu
 
 
 def main() -> None:

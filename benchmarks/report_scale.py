@@ -36,16 +36,13 @@ from pathlib import Path
 from writerprof.run.load import CHUNK_DTYPE
 from writerprof.synthetic import Scenario, write_run
 
+from common import writerprof
+
 SHAPES = {"64x10x400": 3.0, "1024x10x100": 5.0, "1024x20x470": 30.0}  # shape -> worst wall seconds
 HTML_TARGET_S = 60.0  # report --html, any shape
 QUICK = {"8x4x50": None, "16x4x100": None}
 RSS_TARGET_GIB = 4.0
 RANKS_PER_HOST = 8  # an 8-rank client, as the benchmark runs
-
-
-def writerprof() -> list[str]:
-    script = Path(sys.executable).with_name("writerprof")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "writerprof"]
 
 
 def shape(text: str) -> tuple[int, int, int]:

@@ -12,16 +12,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 
+from common import writerprof
+
 HEAVY = "numpy,matplotlib.pyplot"
-
-
-def writerprof() -> list[str]:
-    script = os.path.join(os.path.dirname(sys.executable), "writerprof")
-    return [script] if os.path.exists(script) else [sys.executable, "-m", "writerprof"]
 
 
 def summary(method: str, main_imports: str, saves: int, size: str, extra: list[str]) -> dict:

@@ -1,0 +1,21 @@
+"""What every benchmark here needs: the writerprof to run, and the CPU
+seconds its children used. The scripts run as `python benchmarks/NAME.py`,
+so this directory is on their path."""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+
+
+def writerprof() -> list[str]:
+    """The console script beside this interpreter, else `python -m writerprof`."""
+    script = os.path.join(os.path.dirname(sys.executable), "writerprof")
+    return [script] if os.path.exists(script) else [sys.executable, "-m", "writerprof"]
+
+
+def children_cpu_s() -> float:
+    """User + system seconds of the children waited for so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
