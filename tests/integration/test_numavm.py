@@ -6,11 +6,7 @@ pinned to cpu 1. Facts only: the guest is emulated, its timings mean nothing."""
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -18,10 +14,10 @@ from writerprof.analysis.summary import summarize
 from writerprof.run import load, topology
 
 from helpers import attached_placements
+from numavm_guest import guest_python, run_steps
 
 pytestmark = pytest.mark.numavm
 
-HARNESS = Path(__file__).resolve().parents[3] / "shared" / "numavm" / "run-in-numa-vm.sh"
 # (name, --touch-cpus): the node that touches the pages first gets them.
 RECORDINGS = (("touch0", "0"), ("touch1", "1"))
 # A 32 MiB buffer whose pages alternate between the nodes, measured as the probe does.
@@ -39,17 +35,10 @@ finally:
 """
 
 
-def _guest_path(path: str) -> str:
-    """The guest has a fresh /tmp; the host's is read-only at /host-tmp."""
-    return "/host-tmp" + path[len("/tmp"):] if path == "/tmp" or path.startswith("/tmp/") else path
-
 
 @pytest.fixture(scope="module")
 def guest_runs(tmp_path_factory):
-    if not HARNESS.exists():
-        pytest.skip(f"numavm harness not found at {HARNESS} (present in this repository's CI only)")
-    xfer = tmp_path_factory.mktemp("numavm")
-    python = _guest_path(sys.executable)
+    python = guest_python()
     steps = []
     for name, touch in RECORDINGS:
         record = [python, "-m", "writerprof", "record", "-o", f"/xfer/{name}", "--interval", "20ms", "--",
@@ -57,15 +46,8 @@ def guest_runs(tmp_path_factory):
                   "--touch-cpus", touch, "--writer-cpus", "1"]
         steps.append(shlex.join(record))
     steps.append(shlex.join(["numactl", "--interleave=0,1", python, "-c", INTERLEAVED]) + " > /xfer/interleaved.json")
-    env = dict(os.environ, NUMAVM_XFER=str(xfer), NUMAVM_QUIET="1", NUMAVM_TIMEOUT="600",
-               # No automatic NUMA balancing: the pages stay where first touch put them.
-               NUMAVM_APPEND="numa_balancing=disable")
-    # From /xfer: a checkout in the working directory would shadow the installed package.
-    done = subprocess.run(["bash", str(HARNESS), "set -e; cd /xfer; " + "; ".join(steps)], env=env,
-                          capture_output=True, text=True, timeout=900)
-    if done.returncode == 125:
-        pytest.skip(f"the numavm guest could not start: {done.stderr.strip().splitlines()[-1:]}")
-    assert done.returncode == 0, f"guest exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+    # No automatic NUMA balancing: the pages stay where first touch put them.
+    xfer = run_steps(tmp_path_factory, "numavm", steps, balancing=False)
     runs = {name: load(xfer / name) for name, _ in RECORDINGS}
     runs["interleaved"] = json.loads((xfer / "interleaved.json").read_text())
     return runs

@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -20,7 +17,7 @@ from writerprof.analysis.summary import summarize
 from writerprof.run import load
 
 from helpers import TARGETS
-from test_numavm import HARNESS, _guest_path
+from numavm_guest import guest_python, run_steps
 
 pytestmark = pytest.mark.numavm
 
@@ -36,20 +33,12 @@ RECORDINGS = (
 
 @pytest.fixture(scope="module")
 def summaries(tmp_path_factory):
-    if not HARNESS.exists():
-        pytest.skip(f"numavm harness not found at {HARNESS} (present in this repository's CI only)")
-    xfer = tmp_path_factory.mktemp("numavm_threads")
-    python = _guest_path(sys.executable)
+    python = guest_python()
     steps = [shlex.join([python, "-m", "writerprof", "record", "-o", f"/xfer/{name}", "--interval", "20ms",
                          "--no-stacks", "--probe", "pool_fill:fill=gen", "--", python, TARGET, *args])
              for name, args in RECORDINGS]
-    env = dict(os.environ, NUMAVM_XFER=str(xfer), NUMAVM_QUIET="1", NUMAVM_TIMEOUT="600",
-               NUMAVM_APPEND="numa_balancing=disable")  # the pages stay where first touch put them
-    done = subprocess.run(["bash", str(HARNESS), "set -e; cd /xfer; " + "; ".join(steps)], env=env,
-                          capture_output=True, text=True, timeout=900)
-    if done.returncode == 125:
-        pytest.skip(f"the numavm guest could not start: {done.stderr.strip().splitlines()[-1:]}")
-    assert done.returncode == 0, f"guest exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+    # No balancing: the pages stay where first touch put them.
+    xfer = run_steps(tmp_path_factory, "numavm_threads", steps, balancing=False)
     out = {}
     for name, _ in RECORDINGS:
         run = load(xfer / name)

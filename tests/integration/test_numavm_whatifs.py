@@ -9,11 +9,7 @@ timings (the guest is emulated)."""
 
 from __future__ import annotations
 
-import os
 import shlex
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -21,24 +17,17 @@ from writerprof.analysis.summary import summarize
 from writerprof.run import load, topology
 
 from helpers import attached_placements
+from numavm_guest import guest_python, run_steps
 
 pytestmark = pytest.mark.numavm
 
-HARNESS = Path(__file__).resolve().parents[3] / "shared" / "numavm" / "run-in-numa-vm.sh"
 WHAT_IFS = ("local", "first-touch")
 
-
-def _guest_path(path: str) -> str:
-    """The guest has a fresh /tmp; the host's is read-only at /host-tmp."""
-    return "/host-tmp" + path[len("/tmp"):] if path == "/tmp" or path.startswith("/tmp/") else path
 
 
 @pytest.fixture(scope="module")
 def guest_runs(tmp_path_factory):
-    if not HARNESS.exists():
-        pytest.skip(f"numavm harness not found at {HARNESS} (present in this repository's CI only)")
-    xfer = tmp_path_factory.mktemp("numavm")
-    python = _guest_path(sys.executable)
+    python = guest_python()
     steps = ["cat /proc/sys/kernel/numa_balancing > /xfer/numa_balancing"]
     for what_if in WHAT_IFS:
         record = ["env", "WRITERPROF_FORCE_START_METHOD=forkserver", f"WRITERPROF_MITIGATE={what_if}",
@@ -46,13 +35,7 @@ def guest_runs(tmp_path_factory):
                   "--interval", "20ms", "--", python, "-m", "writerprof", "repro", "--saves", "1",
                   "--size", "64MiB", "--pin-parent", "1", "--touch-cpus", "0"]
         steps.append(shlex.join(record))
-    env = dict(os.environ, NUMAVM_XFER=str(xfer), NUMAVM_QUIET="1", NUMAVM_TIMEOUT="600")
-    env.pop("NUMAVM_APPEND", None)  # balancing on, as the guest boots
-    done = subprocess.run(["bash", str(HARNESS), "set -e; cd /xfer; " + "; ".join(steps)], env=env,
-                          capture_output=True, text=True, timeout=900)
-    if done.returncode == 125:
-        pytest.skip(f"the numavm guest could not start: {done.stderr.strip().splitlines()[-1:]}")
-    assert done.returncode == 0, f"guest exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+    xfer = run_steps(tmp_path_factory, "numavm_whatifs", steps, balancing=True)  # as the guest boots
     runs = {name: load(xfer / name) for name in WHAT_IFS}
     runs["numa_balancing"] = (xfer / "numa_balancing").read_text().strip()
     return runs

@@ -1,0 +1,43 @@
+"""Commands on the two-node guest (../shared/numavm), for the numavm tests:
+the harness found or the test skipped, the guest's view of this interpreter,
+and one run of shell steps whose files come back through /xfer."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HARNESS = Path(__file__).resolve().parents[3] / "shared" / "numavm" / "run-in-numa-vm.sh"
+
+
+def guest_path(path: str) -> str:
+    """The guest has a fresh /tmp; the host's is read-only at /host-tmp."""
+    return "/host-tmp" + path[len("/tmp"):] if path == "/tmp" or path.startswith("/tmp/") else path
+
+
+def guest_python() -> str:
+    return guest_path(sys.executable)
+
+
+def run_steps(tmp_path_factory, name: str, steps: list[str], balancing: bool) -> Path:
+    """Run the shell steps in one guest, from /xfer (a checkout in the working
+    directory would shadow the installed package); the host side of /xfer.
+    balancing: automatic NUMA balancing on (the guest's default), or off so
+    that pages stay where first touch put them."""
+    if not HARNESS.exists():
+        pytest.skip(f"numavm harness not found at {HARNESS} (present in this repository's CI only)")
+    xfer = tmp_path_factory.mktemp(name)
+    env = dict(os.environ, NUMAVM_XFER=str(xfer), NUMAVM_QUIET="1", NUMAVM_TIMEOUT="600")
+    env.pop("NUMAVM_APPEND", None)
+    if not balancing:
+        env["NUMAVM_APPEND"] = "numa_balancing=disable"
+    done = subprocess.run(["bash", str(HARNESS), "set -e; cd /xfer; " + "; ".join(steps)], env=env,
+                          capture_output=True, text=True, timeout=900)
+    if done.returncode == 125:
+        pytest.skip(f"the numavm guest could not start: {done.stderr.strip().splitlines()[-1:]}")
+    assert done.returncode == 0, f"guest exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+    return xfer
