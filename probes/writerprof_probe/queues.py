@@ -26,11 +26,18 @@ _PROBE = __name__.rpartition(".")[0]
 _PLUMBING = ("multiprocessing", "concurrent.futures")
 
 
-def _within(module, packages):
-    for package in packages:
-        if module == package or module.startswith(package + "."):
-            return True
-    return False
+def _package(names):
+    """(the names, their dotted prefixes): what `_within` tests a module against."""
+    return frozenset(names), tuple(name + "." for name in names)
+
+
+_PLUMBING_IN, _PROBE_IN = _package(_PLUMBING), _package((_PROBE,))
+
+
+def _within(module, package):
+    """Whether module is one of the packages, or inside one (hot path: no allocation)."""
+    names, dotted = package
+    return module in names or module.startswith(dotted)
 
 
 def caller_module(frame):
@@ -38,7 +45,7 @@ def caller_module(frame):
     probe's own (its wrappers sit between the caller and the hooked call)."""
     while frame is not None:
         module = frame.f_globals.get("__name__") or ""
-        if not _within(module, (_PROBE,)):
+        if not _within(module, _PROBE_IN):
             return module
         frame = frame.f_back
     return ""
@@ -46,7 +53,7 @@ def caller_module(frame):
 
 def from_target(args):
     """A hook's `accept`: true when the call was made by the target's code."""
-    return not _within(caller_module(sys._getframe(1)), _PLUMBING)
+    return not _within(caller_module(sys._getframe(1)), _PLUMBING_IN)
 
 
 def _describe_none(args, result):
