@@ -23,7 +23,8 @@ from writerprof.record.topology import snapshot
 from writerprof.run import load
 from writerprof.synthetic import Scenario, write_run
 
-NUMA2 = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "numa2"
+from test_procfs import NUMA2, SAMPLE_PID, needs_numa2
+
 PLACEMENT = ["forkserver", "forkserver+local", "forkserver+first-touch"]
 VMSTAT = "numa_hit 10\nnuma_miss 2\nnr_free_pages 7\nnuma_pages_migrated 5\npgmigrate_success 5\n"
 
@@ -35,8 +36,9 @@ def _root(tmp_path: Path, files: dict[str, str]) -> System:
     return System(tmp_path)
 
 
+@needs_numa2
 def test_the_numa_counters_of_the_host_and_of_a_process(tmp_path):
-    sched = (NUMA2 / "proc" / "self-sample" / "sched").read_text()
+    sched = (NUMA2 / "proc" / SAMPLE_PID / "sched").read_text()
     system = _root(tmp_path, {"/proc/vmstat": VMSTAT, "/proc/sys/kernel/numa_balancing": "1\n",
                               "/proc/42/sched": sched})
     assert vmstat.numa_balancing(system) == 1
@@ -63,6 +65,7 @@ def test_readings_are_recorded_on_a_slow_tick_and_only_when_they_changed(tmp_pat
     assert [r["kind"] for r in vmstat.Readings(system).tick(0, [42])] == ["vmstat"]
 
 
+@needs_numa2
 def test_the_snapshot_records_numa_balancing(tmp_path):
     assert snapshot(System(NUMA2))["numa_balancing"] is None  # the fixture has no /proc/sys
     assert snapshot(_root(tmp_path, {"/proc/sys/kernel/numa_balancing": "1\n"}))["numa_balancing"] == 1
