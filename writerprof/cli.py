@@ -1,11 +1,12 @@
 """The `writerprof` command: one module per subcommand behind a small interface.
 
 Each module in `writerprof.commands` named in COMMANDS provides:
-  HELP                      one line for `writerprof --help`
   add_arguments(parser)     its options
   run(args) -> int          the job; raises WriterprofError for a readable failure
-Subcommand modules import their heavy dependencies inside `run`, so that the
-CLI starts fast.
+and its docstring is its `writerprof NAME --help` description; COMMANDS holds
+its line in `writerprof --help`. Only the subcommand that runs is imported
+(`writerprof --help` and `--version` import none), and subcommand modules
+import their heavy dependencies inside `run`, so that the CLI starts fast.
 """
 
 from __future__ import annotations
@@ -24,7 +25,18 @@ from writerprof.errors import Interrupted, UsageError, WriterprofError
 INTERNAL_ERROR = "internal error"
 DEBUG_ENV = "WRITERPROF_DEBUG"
 
-COMMANDS = ("record", "report", "compare", "contrast", "plot", "flame", "export", "merge", "repro")
+# Each subcommand and its line in `writerprof --help`.
+COMMANDS = {
+    "record": "record a command's writer subprocesses into a run directory",
+    "report": "explain a run: processes, saves, diagnoses (text, --json, --html, --plots)",
+    "compare": "explain why run B is slower (or faster) than run A, in seconds per save by cause",
+    "contrast": "record CMD (default: the built-in reproducer) under fork and forkserver, and explain the difference",
+    "plot": "draw a run's plots (PNG and SVG): affinity, placement, chunks, save decomposition",
+    "flame": "draw flamegraphs (SVG and PNG) of a run's Python stacks, or of two runs' difference",
+    "export": "write a run in another tool's format (Perfetto / Chrome trace, speedscope)",
+    "merge": "merge the per-host parts of a recording made without a shared run directory",
+    "repro": "run the built-in streaming-checkpoint reproducer",
+}
 
 
 class Parser(argparse.ArgumentParser):
@@ -38,31 +50,37 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see '{self.prog} --help')", prog=self.prog)
 
 
-def build_parser() -> Parser:
+def build_parser(command: str | None = None) -> Parser:
+    """The parser of every subcommand; given a command, only that one's
+    options (its module imported), the others listed by name and help line."""
     parser = Parser(
         prog="writerprof",
         description="Profile and diagnose the writer subprocesses of checkpoint benchmarks.",
     )
     parser.add_argument("--version", action="version", version=f"writerprof {__version__}")
     subcommands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMANDS:
-        module = importlib.import_module(f"writerprof.commands.{name}")
-        sub = subcommands.add_parser(
-            name,
-            help=module.HELP,
-            description=module.__doc__,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
-        module.add_arguments(sub)
-        sub.set_defaults(run=module.run, parser=sub)
+    for name, help_line in COMMANDS.items():
+        sub = subcommands.add_parser(name, help=help_line, formatter_class=argparse.RawDescriptionHelpFormatter)
+        if command in (None, name):
+            module = importlib.import_module(f"writerprof.commands.{name}")
+            sub.description = module.__doc__
+            module.add_arguments(sub)
+            sub.set_defaults(run=module.run, parser=sub)
     return parser
+
+
+def _command(argv: list[str]) -> str:
+    """The subcommand named in argv: its first word that is no option
+    (writerprof's own options take no value); "" if there is none."""
+    return next((word for word in argv if not word.startswith("-")), "")
 
 
 def main(argv: list[str] | None = None) -> int:
     prog = "writerprof"
     _bytes_out(sys.stdout)
     try:
-        args, extra = build_parser().parse_known_args(argv)
+        argv = sys.argv[1:] if argv is None else argv
+        args, extra = build_parser(_command(argv)).parse_known_args(argv)
         prog = f"writerprof {args.command}"
         if extra:  # name the subcommand whose options were wrong, not writerprof's
             args.parser.error(f"unrecognized arguments: {' '.join(extra)}")

@@ -16,8 +16,6 @@ from pathlib import Path
 
 from writerprof.errors import WriterprofError
 
-HELP = "explain why run B is slower (or faster) than run A, in seconds per save by cause"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_a", type=Path, metavar="A", help="the reference run directory")

@@ -54,8 +54,6 @@ from writerprof.commands.common import new_directory, write_text
 from writerprof.errors import Interrupted, UsageError, WriterprofError
 from writerprof.probes.writerprof_probe.format import FORCE_ENV, MITIGATE_ENV, START_METHODS
 
-HELP = "record CMD (default: the built-in reproducer) under fork and forkserver, and explain the difference"
-
 WHAT_IFS = contrast.WHAT_IFS
 _INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
 REPRO_ARGS = ["repro", "--saves", "4", "--size", "512MiB", "--main-imports", "numpy,matplotlib.pyplot"]

@@ -24,8 +24,6 @@ from pathlib import Path
 from writerprof.commands.common import write_json
 from writerprof.errors import UsageError, WriterprofError
 
-HELP = "write a run in another tool's format (Perfetto / Chrome trace, speedscope)"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", type=Path, metavar="RUN", help="run directory made by writerprof record")

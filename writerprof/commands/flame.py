@@ -35,7 +35,6 @@ from pathlib import Path
 from writerprof.commands.common import shown_bytes, write_bytes, write_markup
 from writerprof.errors import UsageError, WriterprofError
 
-HELP = "draw flamegraphs (SVG and PNG) of a run's Python stacks, or of two runs' difference"
 ROLES = ("writer", "producer", "forkserver", "resource_tracker", "other", "all")
 
 

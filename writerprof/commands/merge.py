@@ -13,8 +13,6 @@ import argparse
 import sys
 from pathlib import Path
 
-HELP = "merge the per-host parts of a recording made without a shared run directory"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("parts", nargs="+", type=Path, metavar="RUN",

@@ -12,8 +12,6 @@ import argparse
 import sys
 from pathlib import Path
 
-HELP = "draw a run's plots (PNG and SVG): affinity, placement, chunks, save decomposition"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", type=Path, metavar="RUN", help="run directory made by writerprof record")

@@ -28,8 +28,6 @@ from writerprof.record import pyspy, session
 from writerprof.record.pyspy import StackOptions
 from writerprof.units import parse_duration
 
-HELP = "record a command's writer subprocesses into a run directory"
-
 
 def _duration(text):
     try:

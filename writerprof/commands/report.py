@@ -17,8 +17,6 @@ from pathlib import Path
 
 from writerprof.commands.common import output_directory, write_markup
 
-HELP = "explain a run: processes, saves, diagnoses (text, --json, --html, --plots)"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", type=Path, metavar="RUN", help="run directory made by writerprof record")

@@ -40,8 +40,6 @@ from writerprof.repro.generators import GENERATORS, check_available
 from writerprof.repro.ranks import MPI_MODES, Ranks, connect, mpi4py_importable, resolve
 from writerprof.units import format_cpu_list, format_size, parse_cpu_list, parse_size
 
-HELP = "run the built-in streaming-checkpoint reproducer"
-
 
 
 def _typed(parse, what):
