@@ -282,12 +282,24 @@ def test_a_run_without_samples_or_saves_still_gives_figures(tmp_path_factory):
 def test_plots_leave_pyplot_alone(tmp_path):
     """Importing and drawing never loads pyplot: a caller's figures and backend are untouched."""
     code = ("import sys; from writerprof.render import plots; from matplotlib.figure import Figure; "
-            "plots._empty('t', 'w').savefig(__import__('io').BytesIO(), format='png'); "
+            "plots.empty('t', 'w').savefig(__import__('io').BytesIO(), format='png'); "
             "print('matplotlib.pyplot' in sys.modules)")
     # Not from the checkout: `-c` puts the working directory first on sys.path.
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                           cwd=tmp_path)
     assert done.stdout.strip() == "False", done.stderr
+
+
+def test_what_a_report_runs_in_its_own_process_does_not_import_matplotlib(tmp_path):
+    """The report's process reaches the plots, the workers and the page without
+    matplotlib (its workers import it while it loads the run); the first
+    plot asked for imports it."""
+    code = ("import sys; from writerprof.render import html, plots; from writerprof.render.plots import parallel; "
+            "from writerprof.commands import report; names = list(plots.REPORT_FIGURES); plots.FILE_DPI; "
+            "print('matplotlib' in sys.modules, end=' '); plots.chunk_timeline; print('matplotlib' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path)
+    assert done.stdout.strip() == "False True", done.stderr
 
 
 def _rgb(colour: str) -> tuple:

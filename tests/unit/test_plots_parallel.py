@@ -1,5 +1,6 @@
-"""Figures made and rendered in forked workers: the same bytes as here, and
-here after all where a worker fails."""
+"""Figures made and rendered in forked workers, started before their summary
+is sent: the same bytes as here, here after all where a worker fails, and
+no worker left behind by a caller that failed."""
 
 import io
 import os
@@ -23,6 +24,13 @@ def _line(summary):
 def _bars(summary):
     fig = Figure(figsize=(2, 1))
     fig.add_subplot().bar(range(len(summary["y"])), summary["y"])
+    return fig
+
+
+def _made_in(summary):
+    """A figure whose title is the pid that made it."""
+    fig = _line(summary)
+    fig.suptitle(f"pid {os.getpid()}")
     return fig
 
 
@@ -60,21 +68,47 @@ def test_a_figure_whose_worker_fails_is_rendered_here():
     assert set(rendered["bars"].images) == set(FORMATS)
 
 
-def test_figures_are_dealt_to_the_free_cpus_and_the_last_group_made_here(monkeypatch):
+def test_figures_are_dealt_to_the_free_cpus_and_none_made_here():
     made_in = {}
 
     def where(name):
         def make(summary):
-            made_in[name] = os.getpid() == PARENT
+            made_in[name] = os.getpid()
             return _line(summary)
         return make
 
     makers = {name: where(name) for name in "abcde"}
-    rendered = parallel.render(makers, {"y": [1]}, FORMATS, cpus=3)
-    # Groups a,d | b,e | c: the first two in workers (their record stays there), c here.
-    assert made_in == {"c": True} and set(rendered) == set("abcde")
-    made_in.clear()
-    parallel.render(makers, {"y": [1]}, FORMATS, cpus=1)  # a busy machine: all here
-    assert made_in == dict.fromkeys("abcde", True)
+    with parallel.start(makers, FORMATS, cpus=3) as pending:
+        assert os.waitpid(pending.worker[0], os.WNOHANG) == (0, 0)  # under way before the summary exists
+        pending.send({"y": [1]})
+        rendered = pending.collect()
+    assert made_in == {} and set(rendered) == set("abcde")  # made in the workers: their record stays there
+
+
+def test_the_groups_are_made_in_one_worker_each():
+    for cpus, groups in ((3, ["ad", "be", "c"]), (0, ["abcde"])):  # 0: a busy machine, still one worker
+        rendered = parallel.render(dict.fromkeys("abcde", _made_in), {"y": [1]}, [("svg", 40)], cpus=cpus)
+        made_by = {name: _title(r.images[("svg", 40)]) for name, r in rendered.items()}
+        assert str(PARENT) not in made_by.values()
+        assert sorted("".join(sorted(n for n in made_by if made_by[n] == pid)) for pid in set(made_by.values())) == (
+            groups)
+
+
+def _title(svg: bytes) -> str:
+    import re
+
+    return re.search(rb"<!-- pid (\d+) -->", svg).group(1).decode()
+
+
+def test_a_caller_that_fails_leaves_no_worker():
+    pending = parallel.start({"line": _line, "bars": _bars}, FORMATS, cpus=2)
+    pid = pending.worker[0]
+    with pytest.raises(RuntimeError), pending:
+        raise RuntimeError("the run could not be loaded")
+    with pytest.raises(ChildProcessError):  # reaped, not a zombie
+        os.waitpid(pid, os.WNOHANG)
+
+
+def test_free_cpus_is_what_the_load_leaves(monkeypatch):
     monkeypatch.setattr(os, "getloadavg", lambda: (len(os.sched_getaffinity(0)) + 1.0, 0.0, 0.0))
     assert parallel.free_cpus() == 0

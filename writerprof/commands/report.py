@@ -26,6 +26,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not (args.html or args.plots):
+        _report(args, None)
+        return 0
+    from writerprof.render import plots
+    from writerprof.render.markup import HTML_DPI
+    from writerprof.render.plots import parallel
+
+    # Each figure made and rendered once, in every format asked for, in workers
+    # started now: they import matplotlib while this process loads the run.
+    formats = ([("png", HTML_DPI)] if args.html else []) + (
+        [("png", plots.FILE_DPI), ("svg", plots.FILE_DPI)] if args.plots else [])
+    with parallel.start(plots.REPORT_FIGURES, formats) as pending:
+        _report(args, pending)
+    return 0
+
+
+def _report(args: argparse.Namespace, pending) -> None:
+    """The text or JSON summary, then the files asked for, their figures from `pending`."""
     from writerprof.analysis import collector_paused
     from writerprof.analysis.summary import summarize
     from writerprof.render import terminal
@@ -34,32 +52,28 @@ def run(args: argparse.Namespace) -> int:
     with collector_paused():
         recorded = load(args.run_dir)
         summary = summarize(recorded)
+    if pending:
+        pending.send(summary)
     if args.json:
         # dumps, not dump, and no indent: only then does json use its C encoder (5x faster).
         sys.stdout.write(json.dumps(summary, separators=(",", ":")) + "\n")
     else:
         sys.stdout.write(terminal.report_text(summary))
-    if args.html or args.plots:
-        from writerprof.render import html, plots
-        from writerprof.render.markup import HTML_DPI
-        from writerprof.render.plots import parallel
+    if not pending:
+        return
+    if args.html:  # the flamegraphs, while the workers draw
+        from writerprof.render import flame
+        from writerprof.run.stacks import load_stacks
 
-        # Each figure made and rendered once, in every format asked for, in parallel
-        # workers, while this process builds the flamegraphs.
-        formats = ([("png", HTML_DPI)] if args.html else []) + (
-            [("png", plots.FILE_DPI), ("svg", plots.FILE_DPI)] if args.plots else [])
-        pending = parallel.start(plots.REPORT_FIGURES, summary, formats)
-        if args.html:
-            from writerprof.render import flame
-            from writerprof.run.stacks import load_stacks
+        flames = flame.role_graphs(load_stacks(recorded), Path(recorded.path).resolve().name)
+    figures = pending.collect()
+    if args.plots:
+        from writerprof.render import plots
 
-            flames = flame.role_graphs(load_stacks(recorded), Path(recorded.path).resolve().name)
-        figures = pending.collect()
-        if args.plots:
-            written = plots.save_figures(figures, output_directory(args.plots, "plots directory"))
-            print(f"writerprof report: {len(written)} plot files in {args.plots}", file=sys.stderr)
-        if args.html:
-            write_markup(args.html, html.report_html(summary, figures, flames=flames), "HTML report")
-            print(f"writerprof report: {args.html}", file=sys.stderr)
-    return 0
+        written = plots.save_figures(figures, output_directory(args.plots, "plots directory"))
+        print(f"writerprof report: {len(written)} plot files in {args.plots}", file=sys.stderr)
+    if args.html:
+        from writerprof.render import html
 
+        write_markup(args.html, html.report_html(summary, figures, flames=flames), "HTML report")
+        print(f"writerprof report: {args.html}", file=sys.stderr)

@@ -11,41 +11,54 @@ One colour per critical-path component or hooked phase (COLOURS) in every
 plot, and one per NUMA node (node_colour). With many processes or saves
 (MPI runs) each plot aggregates, per (host, role), per save index, or to a
 few representative ranks, and says so in its title.
+
+Importing this package does not import matplotlib: each plot's module is
+imported when the plot is first asked for, so that a report's parent process,
+whose figures its workers draw (plots.parallel), never pays for matplotlib.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from matplotlib.figure import Figure
-
-from writerprof.render.plots.affinity import affinity_timeline
-from writerprof.render.plots.chunks import chunk_timeline
-from writerprof.render.plots.placement import buffer_placement
-from writerprof.render.plots.saves import compare_waterfall, save_decomposition
-from writerprof.render.plots.style import COLOURS, NAMES, NO_NODE, NODE_COLOURS, colour, empty, node_colour
-
-_empty = empty  # the name the tests of pyplot's absence use
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["COLOURS", "NAMES", "NODE_COLOURS", "NO_NODE", "affinity_timeline", "buffer_placement", "chunk_timeline",
-           "colour", "compare_waterfall", "node_colour", "FILE_DPI", "REPORT_FIGURES", "report_figures", "save_decomposition", "save_figures"]
-
+           "colour", "compare_waterfall", "node_colour", "FILE_DPI", "REPORT_FIGURES", "report_figures",
+           "save_decomposition", "save_figures"]
 
 FILE_DPI = 110  # the plots saved as files (save_figures)
 
+# The module of this package that holds each name, imported on first use (PEP 562).
+_MODULES = {
+    "affinity_timeline": "affinity", "buffer_placement": "placement", "chunk_timeline": "chunks",
+    "compare_waterfall": "saves", "save_decomposition": "saves",
+    **dict.fromkeys(("COLOURS", "NAMES", "NO_NODE", "NODE_COLOURS", "colour", "empty", "node_colour"), "style"),
+}
 
-def _run_save_decomposition(summary: dict) -> Figure:
-    label = "/".join(summary["run"]["start_methods"]) or Path(summary["run"]["path"]).name
-    return save_decomposition({label: [summary]})
+
+def __getattr__(name: str):
+    if name not in _MODULES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_MODULES[name]}"), name)
+
+
+def report_figure(name: str, summary: dict) -> Figure:
+    """One plot of a run, by its file name (a key of REPORT_FIGURES)."""
+    make = __getattr__(name)
+    if name == "save_decomposition":  # one side: the run, under its start method(s)
+        label = "/".join(summary["run"]["start_methods"]) or Path(summary["run"]["path"]).name
+        return make({label: [summary]})
+    return make(summary)
 
 
 # The plots of one run, by file name: name -> make(summary) -> Figure.
-REPORT_FIGURES = {
-    "affinity_timeline": affinity_timeline,
-    "buffer_placement": buffer_placement,
-    "chunk_timeline": chunk_timeline,
-    "save_decomposition": _run_save_decomposition,
-}
+REPORT_FIGURES = {name: functools.partial(report_figure, name)
+                  for name in ("affinity_timeline", "buffer_placement", "chunk_timeline", "save_decomposition")}
 
 
 def report_figures(summary: dict) -> dict[str, Figure]:

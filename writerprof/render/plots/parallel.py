@@ -1,25 +1,29 @@
-"""Making and rendering a report's figures on the CPUs that are free:
-matplotlib's cost is per figure (layout, ticks, text, Agg), in Python, so
-the figures are dealt round-robin into one group per free CPU (CPUs this
-process may use, less the load average), each group but the last made in a
-worker forked after matplotlib is imported, the last here. On a busy machine
-(one free CPU or none) everything is made here: a fork then only costs.
+"""Making and rendering a report's figures in forked workers, started before
+the summary they draw exists: the first worker imports matplotlib (a third
+of a second or more) while the caller loads and analyses the run, then
+draws from the summary it is sent (send). matplotlib's cost is per figure
+(layout, ticks, text, Agg), in Python, so the figures are dealt round-robin
+into one group per free CPU (CPUs this process may use, less the load
+average), at least one: the first worker forks one more per further group
+once it has the summary, and the caller, which only waits, never imports
+matplotlib.
 
 A worker sends its figures' images (one per requested format and dpi) back
-over a pipe; the figures of a worker that fails, or of one that could not
-be forked, are made and rendered here instead. The images are the bytes the
-same figure would save in this process: a Rendered stands in for the Figure
-where it is saved (markup.figure_data_uri, plots.save_figures)."""
+over a pipe; a figure that fails in a worker, or those of a worker that
+failed or could not be forked, are made and rendered in the caller instead.
+The images are the bytes the same figure would save in this process: a
+Rendered stands in for the Figure where it is saved
+(markup.figure_data_uri, plots.save_figures)."""
 
 from __future__ import annotations
 
+import gc
 import io
 import os
 import pickle
+import signal
 import sys
-
-# Fewer figures than this: not worth a fork.
-MIN_PARALLEL = 2
+import threading
 
 
 def free_cpus() -> int:
@@ -61,18 +65,40 @@ def _images(make, summary, formats) -> dict[tuple[str, int], bytes]:
     return out
 
 
-def _warm_fonts() -> None:
-    """Load the default font once, before forking: else every worker reads it."""
+def _warm() -> None:
+    """What every figure needs, loaded once before the summary comes (and
+    before the other workers fork): matplotlib, the Agg canvas, the default font."""
     from matplotlib import font_manager
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: F401
+    from matplotlib.figure import Figure  # noqa: F401
 
     font_manager.get_font(font_manager.findfont(font_manager.FontProperties()))
 
 
-def _group_images(group, summary, formats) -> dict[str, dict[tuple[str, int], bytes]]:
-    return {name: _images(make, summary, formats) for name, make in group}
+def _read_all(fd: int) -> bytes:
+    with os.fdopen(fd, "rb") as source:
+        return source.read()
 
 
-def _fork(group, summary, formats) -> tuple[int, int] | None:
+def _write_all(fd: int, data: bytes) -> None:
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+
+
+def _group_images(makers: dict, group: list[str], summary, formats) -> dict[str, dict[tuple[str, int], bytes]]:
+    done = {}
+    for name in group:
+        try:
+            done[name] = _images(makers[name], summary, formats)
+        except Exception:  # noqa: BLE001 (the caller makes it again, and says why if it fails there too)
+            pass
+    return done
+
+
+def _fork(child) -> tuple[int, int] | None:
+    """(pid, read end) of a process that runs child() -> bytes, writes them
+    to the pipe and leaves without the parent's exit handlers; None if it
+    could not be forked."""
     read_end, write_end = os.pipe()
     try:
         pid = os.fork()
@@ -80,15 +106,13 @@ def _fork(group, summary, formats) -> tuple[int, int] | None:
         os.close(read_end)
         os.close(write_end)
         return None
-    if pid == 0:  # the worker: its images or nothing, then out without the parent's exit handlers
+    if pid == 0:
         status = 1
         try:
             os.close(read_end)
-            data = pickle.dumps(_group_images(group, summary, formats), protocol=pickle.HIGHEST_PROTOCOL)
-            with os.fdopen(write_end, "wb") as out:
-                out.write(data)
+            _write_all(write_end, child())
             status = 0
-        except BaseException:  # noqa: BLE001 (the parent renders them instead)
+        except BaseException:  # noqa: BLE001 (the caller renders them instead)
             pass
         finally:
             os._exit(status)
@@ -97,8 +121,7 @@ def _fork(group, summary, formats) -> tuple[int, int] | None:
 
 
 def _collect(pid: int, read_end: int) -> dict:
-    with os.fdopen(read_end, "rb") as source:
-        data = source.read()
+    data = _read_all(read_end)
     _, status = os.waitpid(pid, 0)
     if status != 0 or not data:
         return {}
@@ -108,43 +131,96 @@ def _collect(pid: int, read_end: int) -> dict:
         return {}
 
 
-class Pending:
-    """Figures under way in their workers; collect() makes the rest here and
-    waits for the workers."""
+def _first_worker(makers: dict, groups: list[list[str]], formats, summary_fd: int, callers_end: int) -> bytes:
+    """The first worker: matplotlib imported while the summary is read, one
+    more worker forked per further group, their images and its own."""
+    os.close(callers_end)  # else the summary's pipe never ends
+    gc.disable()  # a short life: no collection passes over matplotlib's objects
+    received = {}
+    reader = threading.Thread(target=lambda: received.update(data=_read_all(summary_fd)))
+    reader.start()  # drained at once, so that the caller's send never waits for the import
+    _warm()
+    reader.join()
+    summary = pickle.loads(received["data"])
+    others = [(group, _fork(lambda group=group: _dumps(_group_images(makers, group, summary, formats))))
+              for group in groups[1:]]
+    done = _group_images(makers, groups[0], summary, formats)
+    for group, worker in others:
+        if worker is not None:
+            done.update({name: images for name, images in _collect(*worker).items() if name in group})
+    return _dumps(done)
 
-    def __init__(self, makers: dict, summary, formats, workers: list):
-        self.makers, self.summary, self.formats, self.workers = makers, summary, formats, workers
+
+def _dumps(value) -> bytes:
+    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+class Pending:
+    """Figures whose workers are started: send(summary) hands them what to
+    draw; collect() waits for them and makes here whatever they did not.
+    As a context manager it ends the workers of a caller that failed."""
+
+    def __init__(self, makers: dict, formats, worker: tuple[int, int] | None, summary_fd: int | None):
+        self.makers, self.formats, self.worker, self.summary_fd = makers, formats, worker, summary_fd
+        self.summary = None
+
+    def send(self, summary) -> None:
+        self.summary = summary
+        if self.summary_fd is not None:
+            fd, self.summary_fd = self.summary_fd, None
+            try:
+                _write_all(fd, _dumps(summary))
+            except OSError:  # the worker died: collect() makes its figures here
+                pass
 
     def collect(self) -> dict[str, Rendered]:
-        done = {}
-        for name, make in self.makers.items():  # this process's group first, while the workers run
-            if not any(name in names for names, _ in self.workers):
-                done[name] = _images(make, self.summary, self.formats)
-        for names, worker in self.workers:
-            done.update({name: images for name, images in _collect(*worker).items() if name in names})
+        done = _collect(*self.worker) if self.worker else {}
+        self.worker = None
         return {name: Rendered(done[name] if name in done else _images(make, self.summary, self.formats))
                 for name, make in self.makers.items()}
 
+    def close(self) -> None:
+        """End a worker that will not be collected (the caller failed)."""
+        if self.summary_fd is not None:
+            os.close(self.summary_fd)
+            self.summary_fd = None
+        if self.worker:
+            pid, read_end = self.worker
+            self.worker = None
+            os.kill(pid, signal.SIGKILL)
+            os.close(read_end)
+            os.waitpid(pid, 0)
 
-def start(makers: dict, summary, formats: list[tuple[str, int]], cpus: int | None = None) -> Pending:
-    """Start making {name: make(summary) -> Figure}, each rendered in every
-    (format, dpi) of `formats`, on `cpus` CPUs (default: free_cpus());
-    `summary` is whatever the makers take (a run's summary, a contrast's
-    sides). The caller may do other work before collecting."""
+    def __enter__(self) -> Pending:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def start(makers: dict, formats: list[tuple[str, int]], cpus: int | None = None) -> Pending:
+    """Start the workers that will make {name: make(summary) -> Figure}, each
+    rendered in every (format, dpi) of `formats`, on `cpus` CPUs (default:
+    free_cpus(); at least one worker); `summary` is whatever the makers take
+    (a run's summary, a contrast's sides), sent later with Pending.send."""
     cpus = free_cpus() if cpus is None else cpus
-    groups = [list(makers.items())[i::cpus] for i in range(cpus)] if cpus > 1 else []
-    workers = []
-    if len(makers) >= MIN_PARALLEL and len(groups) > 1 and hasattr(os, "fork"):
-        _warm_fonts()
-        sys.stdout.flush()  # nothing buffered twice
-        sys.stderr.flush()
-        for group in groups[:-1]:  # the last one is this process's
-            started = _fork(group, summary, formats) if group else None
-            if started is not None:
-                workers.append(({name for name, _ in group}, started))
-    return Pending(makers, summary, formats, workers)
+    names = list(makers)
+    groups = [names[i::max(1, cpus)] for i in range(min(len(names), max(1, cpus)))]
+    if not groups or not hasattr(os, "fork"):
+        return Pending(makers, formats, None, None)
+    summary_read, summary_write = os.pipe()
+    sys.stdout.flush()  # nothing buffered twice
+    sys.stderr.flush()
+    worker = _fork(lambda: _first_worker(makers, groups, formats, summary_read, summary_write))
+    os.close(summary_read)
+    if worker is None:
+        os.close(summary_write)
+        return Pending(makers, formats, None, None)
+    return Pending(makers, formats, worker, summary_write)
 
 
 def render(makers: dict, summary, formats: list[tuple[str, int]], cpus: int | None = None) -> dict[str, Rendered]:
-    """{name: Rendered}: start(...).collect()."""
-    return start(makers, summary, formats, cpus).collect()
+    """{name: Rendered}: start(...), send(summary), collect()."""
+    with start(makers, formats, cpus) as pending:
+        pending.send(summary)
+        return pending.collect()
