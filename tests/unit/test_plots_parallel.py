@@ -85,13 +85,12 @@ def test_figures_are_dealt_to_the_free_cpus_and_none_made_here():
     assert made_in == {} and set(rendered) == set("abcde")  # made in the workers: their record stays there
 
 
-def test_the_groups_are_made_in_one_worker_each():
-    for cpus, groups in ((3, ["ad", "be", "c"]), (0, ["abcde"])):  # 0: a busy machine, still one worker
+def test_each_figure_is_made_once_by_one_of_at_most_one_worker_per_cpu():
+    for cpus, most in ((3, 3), (0, 1)):  # 0: a busy machine, still one worker
         rendered = parallel.render(dict.fromkeys("abcde", _made_in), {"y": [1]}, [("svg", 40)], cpus=cpus)
         made_by = {name: _title(r.images[("svg", 40)]) for name, r in rendered.items()}
-        assert str(PARENT) not in made_by.values()
-        assert sorted("".join(sorted(n for n in made_by if made_by[n] == pid)) for pid in set(made_by.values())) == (
-            groups)
+        assert set(made_by) == set("abcde") and str(PARENT) not in made_by.values()
+        assert 1 <= len(set(made_by.values())) <= most
 
 
 def _title(svg: bytes) -> str:

@@ -1,12 +1,13 @@
 """Making and rendering a report's figures in forked workers, started before
-the summary they draw exists: the first worker imports matplotlib (a third
-of a second or more) while the caller loads and analyses the run, then
-draws from the summary it is sent (send). matplotlib's cost is per figure
-(layout, ticks, text, Agg), in Python, so the figures are dealt round-robin
-into one group per free CPU (CPUs this process may use, less the load
-average), at least one: the first worker forks one more per further group
-once it has the summary, and the caller, which only waits, never imports
-matplotlib.
+the summary they draw exists: the first worker imports matplotlib and the
+plot modules (half a second) while the caller loads and analyses the run,
+then draws from the summary it is sent (send). matplotlib's cost is per
+figure (layout, ticks, text, Agg), in Python, so there is one worker per free
+CPU (CPUs this process may use, less the load average), at least one: the
+first forks the others once it has the summary, and each takes the next
+figure off a shared queue when it is free (the costliest figure, first in
+the report, does not hold the others up). The caller only waits: it never
+imports matplotlib.
 
 A worker sends its figures' images (one per requested format and dpi) back
 over a pipe; a figure that fails in a worker, or those of a worker that
@@ -17,7 +18,6 @@ Rendered stands in for the Figure where it is saved
 
 from __future__ import annotations
 
-import gc
 import io
 import os
 import pickle
@@ -66,11 +66,13 @@ def _images(make, summary, formats) -> dict[tuple[str, int], bytes]:
 
 
 def _warm() -> None:
-    """What every figure needs, loaded once before the summary comes (and
-    before the other workers fork): matplotlib, the Agg canvas, the default font."""
+    """What the figures need, loaded once before the summary comes (and
+    before the other workers fork): matplotlib, the Agg canvas, the plot
+    modules, the default font."""
     from matplotlib import font_manager
     from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: F401
-    from matplotlib.figure import Figure  # noqa: F401
+
+    from writerprof.render.plots import affinity, chunks, placement, saves  # noqa: F401
 
     font_manager.get_font(font_manager.findfont(font_manager.FontProperties()))
 
@@ -85,11 +87,13 @@ def _write_all(fd: int, data: bytes) -> None:
         out.write(data)
 
 
-def _group_images(makers: dict, group: list[str], summary, formats) -> dict[str, dict[tuple[str, int], bytes]]:
-    done = {}
-    for name in group:
+def _draw_queued(makers: dict, queue: int, summary, formats) -> dict[str, dict[tuple[str, int], bytes]]:
+    """The figures this worker takes off the queue (one byte per figure: its
+    index in makers), one at a time until it is empty."""
+    names, done = list(makers), {}
+    while index := os.read(queue, 1):
         try:
-            done[name] = _images(makers[name], summary, formats)
+            done[names[index[0]]] = _images(makers[names[index[0]]], summary, formats)
         except Exception:  # noqa: BLE001 (the caller makes it again, and says why if it fails there too)
             pass
     return done
@@ -131,23 +135,24 @@ def _collect(pid: int, read_end: int) -> dict:
         return {}
 
 
-def _first_worker(makers: dict, groups: list[list[str]], formats, summary_fd: int, callers_end: int) -> bytes:
-    """The first worker: matplotlib imported while the summary is read, one
-    more worker forked per further group, their images and its own."""
+def _first_worker(makers: dict, workers: int, formats, summary_fd: int, callers_end: int) -> bytes:
+    """The first worker: matplotlib imported while the summary is read, the
+    other workers forked, their images and its own."""
     os.close(callers_end)  # else the summary's pipe never ends
-    gc.disable()  # a short life: no collection passes over matplotlib's objects
     received = {}
     reader = threading.Thread(target=lambda: received.update(data=_read_all(summary_fd)))
     reader.start()  # drained at once, so that the caller's send never waits for the import
     _warm()
     reader.join()
     summary = pickle.loads(received["data"])
-    others = [(group, _fork(lambda group=group: _dumps(_group_images(makers, group, summary, formats))))
-              for group in groups[1:]]
-    done = _group_images(makers, groups[0], summary, formats)
-    for group, worker in others:
+    queue, queued = os.pipe()
+    os.write(queued, bytes(range(len(makers))))
+    os.close(queued)
+    others = [_fork(lambda: _dumps(_draw_queued(makers, queue, summary, formats))) for _ in range(workers - 1)]
+    done = _draw_queued(makers, queue, summary, formats)
+    for worker in others:
         if worker is not None:
-            done.update({name: images for name, images in _collect(*worker).items() if name in group})
+            done.update(_collect(*worker))
     return _dumps(done)
 
 
@@ -199,19 +204,18 @@ class Pending:
 
 
 def start(makers: dict, formats: list[tuple[str, int]], cpus: int | None = None) -> Pending:
-    """Start the workers that will make {name: make(summary) -> Figure}, each
-    rendered in every (format, dpi) of `formats`, on `cpus` CPUs (default:
-    free_cpus(); at least one worker); `summary` is whatever the makers take
-    (a run's summary, a contrast's sides), sent later with Pending.send."""
-    cpus = free_cpus() if cpus is None else cpus
-    names = list(makers)
-    groups = [names[i::max(1, cpus)] for i in range(min(len(names), max(1, cpus)))]
-    if not groups or not hasattr(os, "fork"):
+    """Start the workers that will make {name: make(summary) -> Figure} (at
+    most 255 figures), each rendered in every (format, dpi) of `formats`, on
+    `cpus` CPUs (default: free_cpus(); at least one worker); `summary` is
+    whatever the makers take (a run's summary, a contrast's sides), sent
+    later with Pending.send."""
+    workers = min(len(makers), max(1, free_cpus() if cpus is None else cpus))
+    if not workers or not hasattr(os, "fork"):
         return Pending(makers, formats, None, None)
     summary_read, summary_write = os.pipe()
     sys.stdout.flush()  # nothing buffered twice
     sys.stderr.flush()
-    worker = _fork(lambda: _first_worker(makers, groups, formats, summary_read, summary_write))
+    worker = _fork(lambda: _first_worker(makers, workers, formats, summary_read, summary_write))
     os.close(summary_read)
     if worker is None:
         os.close(summary_write)
