@@ -11,11 +11,10 @@ plots as PNG and SVG.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
-
-from writerprof.commands.common import output_directory, write_markup
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,47 +25,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not (args.html or args.plots):
-        _report(args, None)
-        return 0
-    from writerprof.render import plots
-    from writerprof.render.markup import HTML_DPI
-    from writerprof.render.plots import parallel
-
-    # Each figure made and rendered once, in every format asked for, in workers
-    # started now: they import matplotlib while this process loads the run.
-    formats = ([("png", HTML_DPI)] if args.html else []) + (
-        [("png", plots.FILE_DPI), ("svg", plots.FILE_DPI)] if args.plots else [])
-    with parallel.start(plots.REPORT_FIGURES, formats) as pending:
-        _report(args, pending)
-    return 0
-
-
-def _report(args: argparse.Namespace, pending) -> None:
-    """The text or JSON summary, then the files asked for, their figures from `pending`."""
+    # Imported before the plot workers fork, which then share them (numpy, the analysis).
     from writerprof.analysis import collector_paused
     from writerprof.analysis.summary import summarize
+    from writerprof.commands.common import output_directory, write_markup
     from writerprof.render import terminal
     from writerprof.run import load
 
-    with collector_paused():
-        recorded = load(args.run_dir)
-        summary = summarize(recorded)
-    if pending:
-        pending.send(summary)
-    if args.json:
-        # dumps, not dump, and no indent: only then does json use its C encoder (5x faster).
-        sys.stdout.write(json.dumps(summary, separators=(",", ":")) + "\n")
-    else:
-        sys.stdout.write(terminal.report_text(summary))
-    if not pending:
-        return
-    if args.html:  # the flamegraphs, while the workers draw
-        from writerprof.render import flame
-        from writerprof.run.stacks import load_stacks
+    with _plot_workers(args) as pending:
+        with collector_paused():
+            recorded = load(args.run_dir)
+            summary = summarize(recorded)
+        if pending:
+            pending.send(summary)
+        if args.json:
+            # dumps, not dump, and no indent: only then does json use its C encoder (5x faster).
+            sys.stdout.write(json.dumps(summary, separators=(",", ":")) + "\n")
+        else:
+            sys.stdout.write(terminal.report_text(summary))
+        if not pending:
+            return 0
+        if args.html:  # the flamegraphs, while the workers draw
+            from writerprof.render import flame
+            from writerprof.run.stacks import load_stacks
 
-        flames = flame.role_graphs(load_stacks(recorded), Path(recorded.path).resolve().name)
-    figures = pending.collect()
+            flames = flame.role_graphs(load_stacks(recorded), Path(recorded.path).resolve().name)
+        figures = pending.collect()
     if args.plots:
         from writerprof.render import plots
 
@@ -77,3 +61,19 @@ def _report(args: argparse.Namespace, pending) -> None:
 
         write_markup(args.html, html.report_html(summary, figures, flames=flames), "HTML report")
         print(f"writerprof report: {args.html}", file=sys.stderr)
+    return 0
+
+
+def _plot_workers(args: argparse.Namespace):
+    """The workers that make and render each figure once, in every format
+    asked for, started before the run is loaded: they import matplotlib
+    meanwhile. Nothing for a text or JSON report."""
+    if not (args.html or args.plots):
+        return contextlib.nullcontext()
+    from writerprof.render import plots
+    from writerprof.render.markup import HTML_DPI
+    from writerprof.render.plots import parallel
+
+    formats = ([("png", HTML_DPI)] if args.html else []) + (
+        [("png", plots.FILE_DPI), ("svg", plots.FILE_DPI)] if args.plots else [])
+    return parallel.start(plots.REPORT_FIGURES, formats)
