@@ -3,7 +3,7 @@ the summary they draw exists: the first worker imports matplotlib and the
 plot modules (half a second) while the caller loads and analyses the run,
 then draws from the summary it is sent (send). matplotlib's cost is per
 figure (layout, ticks, text, Agg), in Python, so there is one worker per free
-CPU (CPUs this process may use, less the load average), at least one: the
+CPU (CPUs this process may use, less the other tasks runnable), at least one: the
 first forks the others once it has the summary, and each takes the next
 figure off a shared queue when it is free (the costliest figure, first in
 the report, does not hold the others up). The caller only waits: it never
@@ -26,9 +26,23 @@ import sys
 import threading
 
 
+LOADAVG = "/proc/loadavg"  # its 4th field: the tasks runnable now / all tasks
+
+
 def free_cpus() -> int:
-    """CPUs of this process's affinity that the load average leaves free."""
-    return max(0, round(len(os.sched_getaffinity(0)) - os.getloadavg()[0]))
+    """CPUs of this process's affinity that no other task wants now."""
+    return max(0, round(len(os.sched_getaffinity(0)) - _others_runnable()))
+
+
+def _others_runnable() -> float:
+    """The other tasks runnable at this instant; where that is not known, the
+    load average. Not the load average first: it lags a minute, so a report
+    run just after another would count the one before as load."""
+    try:
+        with open(LOADAVG) as source:
+            return int(source.read().split()[3].split("/")[0]) - 1  # this process is one of them
+    except (OSError, ValueError, IndexError):
+        return os.getloadavg()[0]
 
 
 class Rendered:
