@@ -193,6 +193,7 @@ class Pending:
                 pass
 
     def collect(self) -> dict[str, Rendered]:
+        self._unsent()
         done = _collect(*self.worker) if self.worker else {}
         self.worker = None
         return {name: Rendered(done[name] if name in done else _images(make, self.summary, self.formats))
@@ -200,15 +201,19 @@ class Pending:
 
     def close(self) -> None:
         """End a worker that will not be collected (the caller failed)."""
-        if self.summary_fd is not None:
-            os.close(self.summary_fd)
-            self.summary_fd = None
+        self._unsent()
         if self.worker:
             pid, read_end = self.worker
             self.worker = None
             os.kill(pid, signal.SIGKILL)
             os.close(read_end)
             os.waitpid(pid, 0)
+
+    def _unsent(self) -> None:
+        """No summary will come: the worker reads the end of its pipe, not a wait for ever."""
+        if self.summary_fd is not None:
+            os.close(self.summary_fd)
+            self.summary_fd = None
 
     def __enter__(self) -> Pending:
         return self
