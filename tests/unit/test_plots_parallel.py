@@ -119,3 +119,19 @@ def test_free_cpus_are_those_the_other_runnable_tasks_leave(monkeypatch, tmp_pat
     assert parallel.free_cpus() == 0
     loadavg.unlink()  # not Linux: the load average
     assert parallel.free_cpus() == 0
+
+
+def test_a_caller_interrupted_while_it_collects_leaves_no_worker(monkeypatch):
+    pending = parallel.start({"line": _line, "bars": _bars}, FORMATS, cpus=2)
+    pid = pending.worker[0]
+    pending.send({"y": [1, 2]})
+
+    def interrupted(fd):
+        os.close(fd)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(parallel, "_read_all", interrupted)  # here only: the worker forked before
+    with pytest.raises(KeyboardInterrupt), pending:
+        pending.collect()
+    with pytest.raises(ChildProcessError):  # killed and reaped
+        os.waitpid(pid, os.WNOHANG)

@@ -139,7 +139,13 @@ def _fork(child) -> tuple[int, int] | None:
 
 
 def _collect(pid: int, read_end: int) -> dict:
-    data = _read_all(read_end)
+    """A worker's images, its pipe closed and the worker reaped (killed first
+    if this process is interrupted while it waits)."""
+    try:
+        data = _read_all(read_end)
+    except BaseException:
+        _end(pid)
+        raise
     _, status = os.waitpid(pid, 0)
     if status != 0 or not data:
         return {}
@@ -147,6 +153,11 @@ def _collect(pid: int, read_end: int) -> dict:
         return pickle.loads(data)
     except Exception:  # noqa: BLE001 (cut short: rendered here instead)
         return {}
+
+
+def _end(pid: int) -> None:
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
 
 
 def _first_worker(makers: dict, workers: int, formats, summary_fd: int, callers_end: int) -> bytes:
@@ -194,8 +205,8 @@ class Pending:
 
     def collect(self) -> dict[str, Rendered]:
         self._unsent()
-        done = _collect(*self.worker) if self.worker else {}
-        self.worker = None
+        worker, self.worker = self.worker, None
+        done = _collect(*worker) if worker else {}
         return {name: Rendered(done[name] if name in done else _images(make, self.summary, self.formats))
                 for name, make in self.makers.items()}
 
@@ -203,11 +214,9 @@ class Pending:
         """End a worker that will not be collected (the caller failed)."""
         self._unsent()
         if self.worker:
-            pid, read_end = self.worker
-            self.worker = None
-            os.kill(pid, signal.SIGKILL)
+            (pid, read_end), self.worker = self.worker, None
             os.close(read_end)
-            os.waitpid(pid, 0)
+            _end(pid)
 
     def _unsent(self) -> None:
         """No summary will come: the worker reads the end of its pipe, not a wait for ever."""
