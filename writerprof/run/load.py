@@ -13,6 +13,7 @@ and the earlier one ends (exited_ns) when the later one began."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 from dataclasses import dataclass, field
@@ -152,7 +153,19 @@ class _Journal:
 
 
 def load(path: Path | str) -> Run:
-    path = Path(path)
+    # The loader makes a few objects per journal line, hundreds of thousands
+    # in a big run, and none in a reference cycle: the cyclic collector's
+    # passes over them while they are made would cost a third of the load.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _load(Path(path))
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _load(path: Path) -> Run:
     meta = read_meta(path)
     losses: list[str] = []
     _clean_meta(meta, losses)
@@ -202,7 +215,7 @@ def load(path: Path | str) -> Run:
     chunk_columns, dropped = columns.read_chunks(
         [(j.chunks, j.count) for j in journals], CHUNK_DTYPE, CHUNKS_DTYPE,
         {"host_index": np.array([j.host_index for j in journals], dtype=np.int32), "pid": processes["pid"]},
-        lambda records, proc: times.plausible(records, proc, windows), renumber)
+        lambda records, procs, counts: times.implausible(records, procs, counts, windows), renumber)
     times.impossible_losses(dropped, journals, losses)
     _unnamed_losses(journals, chunk_columns, unnamed, phase_names, losses)
     samples = _fill(SAMPLE_DTYPE, SAMPLES_DTYPE, [(f, n, {"host_index": h}) for h, f, n, _ in sample_files])
@@ -425,15 +438,22 @@ def _phase_codes(journals: list[_Journal]):
     unnamed = journal.FIRST_ADDED_PHASE + len(added)
     # A (process, local code) -> run code table, a column per local code named
     # anywhere and a last one for codes never named.
-    known = np.unique([code for names in local for code in names])
+    known = np.unique(np.array([code for names in local for code in names], dtype=np.int64))
     table = np.full((len(journals), len(known) + 1), unnamed, dtype=CHUNK_DTYPE["phase"])
     for proc, names in enumerate(local):
         table[proc, np.searchsorted(known, list(names))] = [run_codes[name] for name in names.values()]
 
-    def renumber(phase: np.ndarray, proc: np.ndarray) -> np.ndarray:
-        column = np.searchsorted(known, phase)
-        column[known[np.minimum(column, len(known) - 1)] != phase] = len(known)
-        return table[proc, column]
+    # A chunk's phase (a u2) -> its table column, in one look-up.
+    column_of = np.full(1 << 16, len(known), dtype=np.intp)
+    column_of[known[known < 1 << 16]] = np.flatnonzero(known < 1 << 16)
+
+    def renumber(phase: np.ndarray, procs: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """The run codes of chunks' phases, counts[i] of them of process procs[i], one after another."""
+        column = column_of[phase]
+        rows = table[procs[counts > 0]]
+        if len(rows) and (rows == rows[0]).all():  # the common case: the processes named the same codes
+            return rows[0][column]
+        return table[np.repeat(procs, counts), column]
 
     return renumber, {code: name for name, code in run_codes.items()}, unnamed
 

@@ -88,10 +88,19 @@ def chunk_windows(journals: list, meta: dict) -> np.ndarray:
     return np.array([_window(j.identity["t_ns"], meta) for j in journals], dtype=np.int64).reshape(-1, 2)
 
 
-def plausible(records: np.ndarray, proc: np.ndarray, windows: np.ndarray) -> np.ndarray:
-    """Which chunk records (of processes `proc`) have times within their process's window, in order."""
-    lo, hi = windows[proc, 0], windows[proc, 1]
-    return (records["start_ns"] >= lo) & (records["start_ns"] <= records["end_ns"]) & (records["end_ns"] <= hi)
+def implausible(records: np.ndarray, procs: np.ndarray, counts: np.ndarray, windows: np.ndarray):
+    """Which chunk records (counts[i] of process procs[i], one after another)
+    have times outside their process's window, or end before they start;
+    None if none has (the common case, found by a min and a max per process)."""
+    start, end = records["start_ns"], records["end_ns"]
+    has = counts > 0
+    firsts = (np.cumsum(counts) - counts)[has]
+    if not len(firsts) or ((np.minimum.reduceat(start, firsts) >= windows[procs[has], 0]).all()
+                           and (np.maximum.reduceat(end, firsts) <= windows[procs[has], 1]).all()
+                           and (start <= end).all()):
+        return None
+    lo, hi = np.repeat(windows[procs, 0], counts), np.repeat(windows[procs, 1], counts)
+    return ~((start >= lo) & (start <= end) & (end <= hi))
 
 
 def impossible_losses(dropped: np.ndarray, journals: list, losses: list[str]) -> None:
