@@ -15,6 +15,7 @@ per-record uses: exports, tests)."""
 
 from __future__ import annotations
 
+import mmap
 from pathlib import Path
 
 import numpy as np
@@ -95,7 +96,7 @@ def read_chunks(files: list[tuple[str | Path, int]], file_dtype: np.dtype, dtype
     procs, counts) -> run-wide phase codes. Also, per process, the records
     implausible dropped."""
     total = sum(count for _, count in files)
-    columns = {name: np.empty(total, dtype[name]) for name in dtype.names if name not in per_proc}
+    columns = {name: _empty(total, dtype[name]) for name in dtype.names if name not in per_proc}
     dropped = np.zeros(len(files), dtype=np.int64)
     filled = 0
     # One buffer for every batch (each is copied out of it), the size of the biggest.
@@ -123,6 +124,18 @@ def read_chunks(files: list[tuple[str | Path, int]], file_dtype: np.dtype, dtype
     if filled < total:  # some dropped: let the unused tails go
         columns = {name: column[:filled].copy() for name, column in columns.items()}
     return Chunks(columns, dtype, per_proc), dropped
+
+
+def _empty(n: int, dtype: np.dtype) -> np.ndarray:
+    """A column to fill, in plain pages: numpy asks for transparent huge
+    pages for a big array, and on the 2-CPU VM the benchmarks run on their
+    first touch cost 2-3x the kernel time of 4 KiB pages (loading the
+    10M-chunk run, 2 GiB of columns: 5-8 s of system time with them, 3 s
+    without)."""
+    size = n * dtype.itemsize
+    if size < 1 << 22:  # numpy's threshold for huge pages
+        return np.empty(n, dtype)
+    return np.frombuffer(mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS), dtype=dtype)
 
 
 def _in_start_order(records: np.ndarray, counts: np.ndarray, file_dtype: np.dtype) -> np.ndarray:
