@@ -110,6 +110,9 @@ def test_fieldwise_cleaning_is_recordwise_cleaning():
         {"kind": "phase", "t_ns": 3, "code": -2, "name": "compress"},  # a phase code must be a count
         {"kind": "phase", "t_ns": 3, "code": 40, "name": "compress"},
         {"kind": "process_start", "t_ns": 4, "start_ns": 1},  # no end_ns: unreadable
+        {"kind": "process_start", "t_ns": 4, "start_ns": 1, "end_ns": 2},  # beside it: a kind of several shapes
+        {"kind": "process_start", "t_ns": 4, "start_ns": 1, "method": "spawn"},  # as many fields, others
+        {"kind": "exit", "t_ns": 9, "via": "atexit"},
         {"kind": "fork", "t_ns": 6, "threads": ["a", 3], "native_threads": True},
         {"kind": "fork", "t_ns": 6, "threads": ["a", "b"], "native_threads": 2},
         {"kind": ["not", "hashable"], "t_ns": 1},

@@ -234,6 +234,19 @@ def test_unreadable_event_lines_are_dropped_and_said(tmp_path):
     assert run.losses == ["hosts/alpha/procs/100-1000.events.jsonl: 2 unreadable lines dropped"]
 
 
+def test_blank_lines_are_no_loss_and_a_blank_journal_has_no_identity(tmp_path):
+    run_dir = write_meta(tmp_path / "run")
+    base = write_journal(run_dir, "alpha", 100, 1000, events=[{"kind": "exit", "t_ns": 7, "code": 0}])
+    events_file = base.parent / (base.name + journal.EVENTS_SUFFIX)
+    lines = events_file.read_text().splitlines(keepends=True)
+    events_file.write_text("\n" + lines[0] + " \t\n\n" + lines[1] + "\r\n")
+    blank = write_journal(run_dir, "alpha", 200, 1100, chunks=[chunk(4, 1200)])
+    (blank.parent / (blank.name + journal.EVENTS_SUFFIX)).write_text("  \n")
+    run = load(run_dir)
+    assert run.processes["pid"].tolist() == [100] and run.processes["exited_ns"].tolist() == [7]
+    assert run.losses == ["hosts/alpha/procs/200-1100: no identity line, journal skipped (1 chunk records)"]
+
+
 def test_unfinished_run_loads_with_a_loss(tmp_path):
     run_dir = write_meta(tmp_path / "run", ended_ns=None, exit_status=None, ended_by=None)
     write_journal(run_dir, "alpha", 100, 1000, chunks=[chunk(4, 1)])
@@ -320,6 +333,21 @@ def test_chunk_times_past_the_recording_are_dropped(tmp_path):
     run = load(run_dir)
     assert run.chunks["start_ns"].tolist() == [1100]
     assert run.losses == ["hosts/alpha/procs/100-1000.chunks.bin: 2 chunk records with impossible times "
+                          "(outside the process's life, or ending before they start) dropped"]
+
+
+def test_impossible_chunks_of_one_process_leave_its_neighbours_whole(tmp_path):
+    """Processes read in one batch, the middle one's records partly impossible."""
+    run_dir = write_meta(tmp_path / "run", started_ns=1, ended_ns=10**9)
+    write_journal(run_dir, "alpha", 100, 1000, chunks=[chunk(4, 1100), chunk(3, 1050)])
+    write_journal(run_dir, "alpha", 200, 1100, chunks=[chunk(4, 1300), chunk(4, 2**62), chunk(4, 1250),
+                                                       chunk(4, 5000, end_ns=4000)])
+    write_journal(run_dir, "alpha", 300, 1200, chunks=[chunk(4, 1400, tid=9)])
+    run = load(run_dir)
+    c = run.chunk_columns
+    assert c["proc"].tolist() == [0, 0, 1, 1, 2] and c["start_ns"].tolist() == [1050, 1100, 1250, 1300, 1400]
+    assert c["pid"].tolist() == [100, 100, 200, 200, 300] and c["tid"].tolist() == [7, 7, 7, 7, 9]
+    assert run.losses == ["hosts/alpha/procs/200-1100.chunks.bin: 2 chunk records with impossible times "
                           "(outside the process's life, or ending before they start) dropped"]
 
 

@@ -15,13 +15,16 @@ per-record uses: exports, tests)."""
 
 from __future__ import annotations
 
+import mmap
 from pathlib import Path
 
 import numpy as np
 
-# Bytes of records read per batch: big enough that numpy's per-call cost is
-# nothing, small enough that the batch is a small part of the peak.
-BATCH_BYTES = 64 << 20
+# Bytes of records read per batch: small enough that the batch stays in the
+# CPU's cache while its fields are copied out one by one (a batch of tens of
+# MiB is read from memory once per field, three times slower), big enough
+# that numpy's per-call cost is nothing.
+BATCH_BYTES = 4 << 20
 
 
 class Chunks:
@@ -83,38 +86,38 @@ class Chunks:
         return f"Chunks({len(self)} records: {', '.join(self.names)})"
 
 
-def read_chunks(files: list[tuple[Path, int]], file_dtype: np.dtype, dtype: np.dtype,
-                per_proc: dict[str, np.ndarray], keep, renumber) -> tuple[Chunks, np.ndarray]:
+def read_chunks(files: list[tuple[str | Path, int]], file_dtype: np.dtype, dtype: np.dtype,
+                per_proc: dict[str, np.ndarray], implausible, renumber) -> tuple[Chunks, np.ndarray]:
     """The records of the journals' chunk files (files[p]: process p's file
     and its complete records) as Chunks, grouped by process and in start
-    order within one. keep(records, proc) -> the rows that are plausible;
-    renumber(phase, proc) -> run-wide phase codes. Also, per process, the
-    records keep dropped."""
+    order within one. implausible(records, procs, counts) -> None if every
+    record of a batch (counts[i] records of process procs[i], one after
+    another) is plausible, else the rows that are not; renumber(phase,
+    procs, counts) -> run-wide phase codes. Also, per process, the records
+    implausible dropped."""
     total = sum(count for _, count in files)
-    columns = {name: np.empty(total, dtype[name]) for name in dtype.names if name not in per_proc}
+    columns = {name: _empty(total, dtype[name]) for name in dtype.names if name not in per_proc}
     dropped = np.zeros(len(files), dtype=np.int64)
-    filled, buffer = 0, None
-    for batch in _batches(files, file_dtype.itemsize):
-        size = sum(files[i][1] for i in batch) * file_dtype.itemsize
-        if buffer is None or len(buffer) < size:  # one buffer for every batch (each is copied out of it)
-            buffer = np.empty(size, dtype=np.uint8)
-        records, proc = _read_batch(files, batch, file_dtype, memoryview(buffer))
-        ok = keep(records, proc)
-        dropped += np.bincount(proc[~ok], minlength=len(files))
-        if not ok.all():
-            records, proc = records[ok], proc[ok]
-        start = records["start_ns"]
-        late = (start[1:] < start[:-1]) & (proc[1:] == proc[:-1])  # a record appended after calls inside it
-        if late.any():  # whole records moved once (as opaque bytes), then split into the columns
-            order = np.lexsort((start, proc))
-            records = records.view(np.dtype((np.void, file_dtype.itemsize)))[order].view(file_dtype)
-            proc = proc[order]
-        end = filled + len(proc)
+    filled = 0
+    # One buffer for every batch (each is copied out of it), the size of the biggest.
+    buffer = memoryview(np.empty(max(_batch_bytes(files, batch, file_dtype) for batch in _batches(files, file_dtype))
+                                 if total else 0, dtype=np.uint8))
+    for batch in _batches(files, file_dtype):
+        records, counts = _read_batch(files, batch, file_dtype, buffer)
+        procs = np.array(batch, dtype=np.int32)
+        bad = implausible(records, procs, counts)
+        if bad is not None:
+            lost = np.bincount(np.repeat(np.arange(len(batch)), counts)[bad], minlength=len(batch))
+            dropped[procs] += lost
+            counts = counts - lost
+            records = records[~bad]
+        records = _in_start_order(records, counts, file_dtype)
+        end = filled + len(records)
         for name in columns:
             if name == "proc":
-                columns[name][filled:end] = proc
+                columns[name][filled:end] = np.repeat(procs, counts)
             elif name == "phase":
-                columns[name][filled:end] = renumber(records["phase"], proc)
+                columns[name][filled:end] = renumber(records["phase"], procs, counts)
             else:
                 columns[name][filled:end] = records[name]
         filled = end
@@ -123,32 +126,72 @@ def read_chunks(files: list[tuple[Path, int]], file_dtype: np.dtype, dtype: np.d
     return Chunks(columns, dtype, per_proc), dropped
 
 
-def _batches(files: list[tuple[Path, int]], itemsize: int):
+def _empty(n: int, dtype: np.dtype) -> np.ndarray:
+    """A column to fill, in plain pages: numpy asks for transparent huge
+    pages for a big array, and on the 2-CPU VM the benchmarks run on their
+    first touch cost 2-3x the kernel time of 4 KiB pages (loading the
+    10M-chunk run, 2 GiB of columns: 5-8 s of system time with them, 3 s
+    without)."""
+    size = n * dtype.itemsize
+    if size < 1 << 22:  # numpy's threshold for huge pages
+        return np.empty(n, dtype)
+    return np.frombuffer(mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS), dtype=dtype)
+
+
+def _in_start_order(records: np.ndarray, counts: np.ndarray, file_dtype: np.dtype) -> np.ndarray:
+    """The batch's records with each process's in start order: a file is in
+    the order the calls ended, so a call that holds others (a save) comes
+    after them. Only the files out of order are sorted."""
+    start = records["start_ns"]
+    late = np.flatnonzero(start[1:] < start[:-1]) + 1
+    if not len(late):
+        return records
+    firsts = np.cumsum(counts) - counts  # each file's first row
+    late = late[~np.isin(late, firsts)]  # a file's first record after the last one's of the file before: in order
+    if not len(late):
+        return records
+    order = np.arange(len(records))
+    for file in np.unique(np.searchsorted(firsts, late, side="right") - 1).tolist():
+        a, b = firsts[file], firsts[file] + counts[file]
+        order[a:b] = a + np.argsort(start[a:b], kind="stable")
+    # Whole records moved once, as opaque bytes.
+    return records.view(np.dtype((np.void, file_dtype.itemsize)))[order].view(file_dtype)
+
+
+def _batches(files: list[tuple[str | Path, int]], file_dtype: np.dtype):
     """Runs of consecutive file indices of about BATCH_BYTES of records (a
     bigger file alone)."""
     batch, size = [], 0
     for i, (_, count) in enumerate(files):
         if not count:
             continue
-        if batch and size + count * itemsize > BATCH_BYTES:
+        if batch and size + count * file_dtype.itemsize > BATCH_BYTES:
             yield batch
             batch, size = [], 0
         batch.append(i)
-        size += count * itemsize
+        size += count * file_dtype.itemsize
     if batch:
         yield batch
 
 
-def _read_batch(files, batch: list[int], file_dtype: np.dtype, view: memoryview) -> tuple[np.ndarray, np.ndarray]:
-    """The records of those files, one after another (read into view), and each one's process."""
+def _batch_bytes(files, batch: list[int], file_dtype: np.dtype) -> int:
+    return sum(files[i][1] for i in batch) * file_dtype.itemsize
+
+
+def _read_batch(files, batch: list[int], file_dtype: np.dtype, buffer: memoryview) -> tuple[np.ndarray, np.ndarray]:
+    """The records of those files, one after another (read into buffer), and how many each file had."""
     at, counts = 0, []
     for i in batch:
         path, count = files[i]
-        with open(path, "rb") as f:
-            got = f.readinto(view[at:at + count * file_dtype.itemsize])
+        want = count * file_dtype.itemsize
+        got = 0
+        with open(path, "rb", buffering=0) as f:  # unbuffered: straight into place
+            while got < want:
+                n = f.readinto(buffer[at + got:at + want])
+                if not n:
+                    break
+                got += n
         got -= got % file_dtype.itemsize  # a file cut shorter since it was counted: its whole records
         counts.append(got // file_dtype.itemsize)
         at += got
-    records = np.frombuffer(view, dtype=file_dtype, count=at // file_dtype.itemsize)
-    proc = np.repeat(np.array(batch, dtype=np.int32), counts)
-    return records, proc
+    return np.frombuffer(buffer, dtype=file_dtype, count=at // file_dtype.itemsize), np.array(counts, dtype=np.int64)

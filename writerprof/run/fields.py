@@ -8,6 +8,8 @@ named here are kept as they are."""
 
 from __future__ import annotations
 
+from itertools import chain, repeat
+from operator import itemgetter
 from typing import Callable
 
 Check = Callable[[object], bool]
@@ -181,32 +183,49 @@ def clean_sampled_records(files: list[list]) -> list[tuple[list[dict], list[str]
 
 def _clean_all(files: list[list], checks: dict, kind_checks: dict, required: dict, clean_one):
     """What clean_one does to each dict of each file's parsed lines, done a
-    field at a time: the records of one kind with the same fields, in all the
-    files, are checked a field over all of them at once (a pass of builtins,
-    many times faster than a check per record); a group in which any value
-    fails is cleaned by clean_one record by record, so the outcome is clean_one's."""
-    groups: dict = {}  # (kind, fields) -> [its records, "keep" | "drop" | "each" (clean_one each)]
+    field at a time: the records of one kind, in all the files, are checked
+    a field over all of them at once (a pass of builtins, many times faster
+    than a check per record); the records of a kind in which any value fails
+    are cleaned by clean_one one by one, so the outcome is clean_one's."""
     records = [[r for r in parsed if isinstance(r, dict)] for parsed in files]
+    kinds: dict = {}  # kind -> its records
     try:
-        group_of = [[groups.setdefault((r.get("kind"), tuple(r)), [[], "each"]) for r in rs] for rs in records]
+        for rs in records:
+            for r, kind in zip(rs, map(dict.get, rs, repeat("kind"))):
+                kinds.setdefault(kind, []).append(r)
+        how: dict | None = {}  # id of a record not kept as it is -> "drop" | "each"
     except TypeError:  # an unhashable kind: every record on its own
-        group_of = [[[[r], "each"] for r in rs] for rs in records]
-        groups = {}
-    for rs, gs in zip(records, group_of):
-        for r, g in zip(rs, gs):
-            g[0].append(r)
-    for (kind, names), group in groups.items():
+        how = None
+    for kind, group in (kinds.items() if how is not None else ()):
         kind = kind if isinstance(kind, str) else None
-        if all(_all_pass(kind_checks.get((kind, name), checks.get(name, _any)), [r[name] for r in group[0]])
-               for name in names):
-            group[1] = "keep" if _has(group[0][0], required) else "drop"
+        names, whole = tuple(group[0]), True
+        try:  # the common case: every record has the first one's fields, and no other (KeyError else)
+            if set(map(len, group)) != {len(names)}:
+                raise KeyError
+            values = (zip(*map(itemgetter(*names), group)) if len(names) > 1
+                      else [list(map(itemgetter(*names), group))] if names else [])
+        except KeyError:  # a field at a time over the records that have it
+            names, whole = tuple(dict.fromkeys(chain.from_iterable(group))), False
+            values = [[r[name] for r in group if name in r] for name in names]
+        if not all(_all_pass(kind_checks.get((kind, name), checks.get(name, _any)), column)
+                   for name, column in zip(names, values)):
+            how.update(dict.fromkeys(map(id, group), "each"))
+        elif whole:
+            if not _has(group[0], required):
+                how.update(dict.fromkeys(map(id, group), "drop"))
+        else:
+            how.update((id(r), "drop") for r in group if not _has(r, required))
     out = []
-    for rs, gs in zip(records, group_of):
+    for rs in records:
+        if how is not None and how.keys().isdisjoint(map(id, rs)):  # the common case: every record kept as it is
+            out.append((rs, []))
+            continue
         kept, wrong = [], []
-        for r, (_, how) in zip(rs, gs):
-            if how == "keep":
+        for r in rs:
+            verdict = how.get(id(r), "keep") if how is not None else "each"
+            if verdict == "keep":
                 kept.append(r)
-            elif how == "each":
+            elif verdict == "each":
                 readable, left_out = clean_one(r)
                 wrong += left_out
                 if readable:
@@ -215,7 +234,7 @@ def _clean_all(files: list[list], checks: dict, kind_checks: dict, required: dic
     return out
 
 
-def _all_pass(check: Check, values: list) -> bool:
+def _all_pass(check: Check, values) -> bool:
     """all(map(check, values)), for the common checks without a call per value."""
     if check is _any:
         return True
@@ -231,9 +250,9 @@ def _all_pass(check: Check, values: list) -> bool:
     if made == "optional":
         return _all_pass(inner, [v for v in values if v is not None])
     if made == "list_of" and types <= {list}:
-        return _all_pass(inner, [x for v in values for x in v])
+        return _all_pass(inner, list(chain.from_iterable(values)))
     if made == "dict_of" and types <= {dict}:
-        return _all_pass(inner, [x for v in values for x in v.values()])
+        return _all_pass(inner, list(chain.from_iterable(map(dict.values, values))))
     return all(map(check, values))
 
 

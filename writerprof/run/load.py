@@ -13,10 +13,14 @@ and the earlier one ends (exited_ns) when the later one began."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import chain, compress, repeat
+from operator import eq, itemgetter
 from pathlib import Path
 
 import numpy as np
@@ -143,7 +147,7 @@ class _Journal:
     host_index: int
     identity: dict
     events: list[dict]
-    chunks: Path
+    chunks: str
     chunks_rel: str
     count: int  # complete chunk records in the file
     rel: str = ""  # PROCS/PID-CREATED, for loss lines
@@ -152,7 +156,19 @@ class _Journal:
 
 
 def load(path: Path | str) -> Run:
-    path = Path(path)
+    # The loader makes a few objects per journal line, millions in a big
+    # run, and none in a reference cycle: the cyclic collector's passes over
+    # them while they are made cost a third of the JSON parsing (1M-chunk run).
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _load(Path(path))
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _load(path: Path) -> Run:
     meta = read_meta(path)
     losses: list[str] = []
     _clean_meta(meta, losses)
@@ -202,7 +218,7 @@ def load(path: Path | str) -> Run:
     chunk_columns, dropped = columns.read_chunks(
         [(j.chunks, j.count) for j in journals], CHUNK_DTYPE, CHUNKS_DTYPE,
         {"host_index": np.array([j.host_index for j in journals], dtype=np.int32), "pid": processes["pid"]},
-        lambda records, proc: times.plausible(records, proc, windows), renumber)
+        lambda records, procs, counts: times.implausible(records, procs, counts, windows), renumber)
     times.impossible_losses(dropped, journals, losses)
     _unnamed_losses(journals, chunk_columns, unnamed, phase_names, losses)
     samples = _fill(SAMPLE_DTYPE, SAMPLES_DTYPE, [(f, n, {"host_index": h}) for h, f, n, _ in sample_files])
@@ -249,17 +265,14 @@ def _read_jsonl(root: Path, file: Path, writer: str, losses: list[str], clean) -
     return records
 
 
-def _read_jsonl_files(root: Path, files: list[Path], writer: str, clean) -> list[tuple[list[dict], list[str]]]:
+def _read_jsonl_files(root: Path, files: list[str | Path], writer: str, clean) -> list[tuple[list[dict], list[str]]]:
     """Per file, as _read_jsonl: its records and its loss lines; cleaned all
     at once (a field over every file's records of a kind: see fields)."""
     parsed, lost = [], []
     for file in files:
-        lines, losses = _jsonl_lines(root, file, writer)
+        text, losses = _jsonl_text(root, file, writer)
         lost.append(losses)
-        try:  # one parse for the whole file, several times faster than line by line
-            parsed.append((json.loads(b"[" + b",".join(lines) + b"]"), len(lines)))
-        except ValueError:
-            parsed.append(([_parse(line) for line in lines], len(lines)))
+        parsed.append(_parse_lines(text))
     out = []
     for file, (records, wrong), (_, count), losses in zip(files, clean([p for p, _ in parsed]), parsed, lost):
         bad = count - len(records)
@@ -271,21 +284,37 @@ def _read_jsonl_files(root: Path, files: list[Path], writer: str, clean) -> list
     return out
 
 
-def _jsonl_lines(root: Path, file: Path, writer: str) -> tuple[list[bytes], list[str]]:
-    """A JSON-lines file's complete, non-blank lines ([] if it is missing) and the loss lines of reading it."""
+def _jsonl_text(root: Path, file: str | Path, writer: str) -> tuple[bytes, list[str]]:
+    """A JSON-lines file's complete lines (b"" if it is missing) and the loss lines of reading it."""
     try:
-        data = file.read_bytes()
+        with open(file, "rb") as f:
+            data = f.read()
     except FileNotFoundError:
-        return [], []
+        return b"", []
     except OSError as exc:
-        return [], [f"{times.rel(root, file)}: unreadable ({exc.strerror}): its records are lost"]
-    lines = data.split(b"\n")
-    tail = lines.pop()  # what follows the last newline: b"" unless the last write was cut
-    losses = []
-    if tail:
-        losses.append(f"{times.rel(root, file)}: a cut-off last line ({len(tail)} bytes) dropped "
-                      f"({writer} killed mid-write?)")
-    return [line for line in lines if line.strip()], losses
+        return b"", [f"{times.rel(root, file)}: unreadable ({exc.strerror}): its records are lost"]
+    cut = data.rfind(b"\n") + 1  # what follows the last newline: nothing unless the last write was cut
+    if cut < len(data):
+        return data[:cut], [f"{times.rel(root, file)}: a cut-off last line ({len(data) - cut} bytes) dropped "
+                            f"({writer} killed mid-write?)"]
+    return data, []
+
+
+def _parse_lines(text: bytes) -> tuple[list, int]:
+    """The values of the non-blank lines (None for a line that is not JSON) and how many lines there are."""
+    if not text:
+        return [], 0
+    try:  # one parse for the whole file, several times faster than line by line
+        values = json.loads(b"[" + text[:-1].replace(b"\n", b",") + b"]")
+        if values:  # else the text is blank (a blank line among others is no JSON: ", ,")
+            return values, text.count(b"\n")
+    except ValueError:
+        pass
+    lines = [line for line in text.split(b"\n") if line.strip()]
+    try:
+        return json.loads(b"[" + b",".join(lines) + b"]"), len(lines)
+    except ValueError:
+        return [_parse(line) for line in lines], len(lines)
 
 
 def _parse(line: bytes):
@@ -295,16 +324,16 @@ def _parse(line: bytes):
         return None
 
 
-def _count(root: Path, file: Path, dtype: np.dtype, writer: str, losses: list[str]) -> int:
+def _count(root: Path, file: str | Path, dtype: np.dtype, writer: str, losses: list[str]) -> int:
     """Complete records in a binary file (0 if it is missing)."""
     try:
-        size = file.stat().st_size
+        info = os.stat(file)
     except FileNotFoundError:
         return 0
-    if not file.is_file():
+    if not stat.S_ISREG(info.st_mode):
         losses.append(f"{times.rel(root, file)}: not a file: its records are lost")
         return 0
-    count, partial = divmod(size, dtype.itemsize)
+    count, partial = divmod(info.st_size, dtype.itemsize)
     if partial:
         losses.append(f"{times.rel(root, file)}: {partial} bytes of a partial record dropped "
                       f"({writer} killed mid-write?)")
@@ -317,12 +346,14 @@ def _read_journals(root: Path, host_index: int, procs: Path, losses: list[str]) 
     names = set(os.listdir(procs))
     bases = sorted({n[: -len(s)] for n in names for s in (journal.EVENTS_SUFFIX, journal.CHUNKS_SUFFIX)
                     if n.endswith(s)})
-    read = _read_jsonl_files(root, [procs / (base + journal.EVENTS_SUFFIX) for base in bases], "target",
+    # Paths as strings: making a Path a journal file costs more than reading it.
+    at = os.path.join(procs, "")
+    read = _read_jsonl_files(root, [at + base + journal.EVENTS_SUFFIX for base in bases], "target",
                              fields.clean_events)
     found = []
-    procs_rel = times.rel(root, procs)  # once a host: Path.relative_to a journal costs more than reading it
+    procs_rel = times.rel(root, procs)
     for base, (events, events_losses) in zip(bases, read):
-        chunks_file = procs / (base + journal.CHUNKS_SUFFIX)
+        chunks_file = at + base + journal.CHUNKS_SUFFIX
         losses += events_losses
         count = _count(root, chunks_file, CHUNK_DTYPE, "target", losses)
         rel = f"{procs_rel}/{base}"
@@ -338,14 +369,15 @@ def _read_journals(root: Path, host_index: int, procs: Path, losses: list[str]) 
                              if newer else "is not a version number the probe writes: ")
                           + f"journal skipped ({count} chunk records)")
             continue
-        stopped = next((e for e in events if e["kind"] == "journal_stopped"), None)
+        kinds = list(map(itemgetter("kind"), events))
+        stopped = events[kinds.index("journal_stopped")] if "journal_stopped" in kinds else None
         if stopped is not None:
             losses.append(
                 f"{rel}: process {events[0].get('pid')} ({events[0].get('role')}) "
                 f"stopped journaling ({stopped.get('reason')}): {stopped.get('events_dropped')} events and "
                 f"{stopped.get('records_dropped')} chunk records after that are missing")
         unexited = None
-        if stopped is None and not any(e["kind"] == "exit" for e in events):
+        if stopped is None and "exit" not in kinds:
             unexited = (f"{rel}: process {events[0].get('pid')} ({events[0].get('role')}) "
                         f"left no exit record (killed by SIGKILL, or alive when the recording ended): chunk "
                         f"records after its last flushed batch, {journal.FLUSH_RECORDS} at most, are missing")
@@ -362,12 +394,13 @@ def _int(value, default: int = -1) -> int:
 def _processes(hosts: list[str], journals: list[_Journal]) -> np.ndarray:
     out = np.empty(len(journals), PROCESSES_DTYPE)
     for i, j in enumerate(journals):
-        exits = [e["t_ns"] for e in j.events if e["kind"] == "exit"]
+        # The last exit (the last line, unless the journal was stopped).
+        exited = next((e["t_ns"] for e in reversed(j.events) if e["kind"] == "exit"), None)
         if j.exec_to is not None:  # this image ended where the next began
-            exits = [j.exec_to.identity["t_ns"]]
+            exited = j.exec_to.identity["t_ns"]
         who = j.identity
         out[i] = (hosts[j.host_index], _int(who.get("pid")), _int(who.get("ppid")),
-                  _int(who.get("created_ns")), _int(exits[-1] if exits else None),
+                  _int(who.get("created_ns")), _int(exited),
                   str(who.get("role", "")), _int(who.get("rank")))
     return out
 
@@ -378,12 +411,11 @@ def _events(hosts: list[str], journals: list[_Journal]) -> np.ndarray:
     out["host"] = np.repeat(np.array([hosts[j.host_index] for j in journals], dtype=object), counts)
     out["pid"] = np.repeat([_int(j.identity.get("pid")) for j in journals], counts)
     out["proc"] = np.repeat(np.arange(len(journals)), counts)
-    every = [e for j in journals for e in j.events]
-    out["t_ns"] = [_int(e.get("t_ns")) for e in every]
-    out["kind"] = [e["kind"] for e in every]
-    data = np.empty(len(every), dtype=object)
-    data[:] = every  # through an object array: the dicts stay whole
-    out["data"] = data
+    every = list(chain.from_iterable(j.events for j in journals))
+    # Every kept event has an int t_ns and a str kind (fields.clean_events).
+    out["t_ns"] = np.fromiter(map(itemgetter("t_ns"), every), dtype=np.int64, count=len(every))
+    out["kind"] = np.fromiter(map(itemgetter("kind"), every), dtype=object, count=len(every))
+    out["data"] = np.fromiter(every, dtype=object, count=len(every))  # through an object array: the dicts stay whole
     return out[np.argsort(out["t_ns"], kind="stable")]
 
 
@@ -411,29 +443,45 @@ def _sorted(records: np.ndarray, key: str) -> np.ndarray:
 
 def _phase_codes(journals: list[_Journal]):
     """Run-wide phase codes for each process's own (its added phases' codes
-    are in the order it met them): renumber(phase, proc) -> run codes, the
+    are in the order it met them): renumber(phase, procs, counts) -> run codes, the
     run's code -> name, and the code of phases a process never named."""
-    local = []  # per process: its code -> name
-    for j in journals:
-        names = {code: name for name, code in journal.PHASES.items()}
-        names.update((e["code"], e["name"]) for e in j.events if e["kind"] == "phase"
-                     and type(e.get("code")) is int and isinstance(e.get("name"), str))
-        local.append(names)
+    base = {code: name for name, code in journal.PHASES.items()}  # the codes of a process that named none
+    own: dict[int, dict] = {}  # the processes that named phases: process -> code -> name
+    every = list(chain.from_iterable(j.events for j in journals))
+    procs = chain.from_iterable(repeat(proc, len(j.events)) for proc, j in enumerate(journals))
+    for proc, e in compress(zip(procs, every), map(eq, map(itemgetter("kind"), every), repeat("phase"))):
+        if type(e.get("code")) is int and isinstance(e.get("name"), str):
+            own.setdefault(proc, dict(base))[e["code"]] = e["name"]
+    local = [base, *own.values()]
     added = sorted({n for names in local for n in names.values()} - set(journal.PHASES))
     run_codes = dict(journal.PHASES)
     run_codes.update((name, journal.FIRST_ADDED_PHASE + i) for i, name in enumerate(added))
     unnamed = journal.FIRST_ADDED_PHASE + len(added)
     # A (process, local code) -> run code table, a column per local code named
     # anywhere and a last one for codes never named.
-    known = np.unique([code for names in local for code in names])
-    table = np.full((len(journals), len(known) + 1), unnamed, dtype=CHUNK_DTYPE["phase"])
-    for proc, names in enumerate(local):
-        table[proc, np.searchsorted(known, list(names))] = [run_codes[name] for name in names.values()]
+    known = np.unique(np.array([code for names in local for code in names], dtype=np.int64))
 
-    def renumber(phase: np.ndarray, proc: np.ndarray) -> np.ndarray:
-        column = np.searchsorted(known, phase)
-        column[known[np.minimum(column, len(known) - 1)] != phase] = len(known)
-        return table[proc, column]
+    def row(names: dict) -> np.ndarray:
+        codes = np.full(len(known) + 1, unnamed, dtype=CHUNK_DTYPE["phase"])
+        codes[np.searchsorted(known, list(names))] = [run_codes[name] for name in names.values()]
+        return codes
+
+    table = np.empty((len(journals), len(known) + 1), dtype=CHUNK_DTYPE["phase"])
+    table[:] = row(base)
+    for proc, names in own.items():
+        table[proc] = row(names)
+
+    # A chunk's phase (a u2) -> its table column, in one look-up.
+    column_of = np.full(1 << 16, len(known), dtype=np.intp)
+    column_of[known[known < 1 << 16]] = np.flatnonzero(known < 1 << 16)
+
+    def renumber(phase: np.ndarray, procs: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """The run codes of chunks' phases, counts[i] of them of process procs[i], one after another."""
+        column = column_of[phase]
+        rows = table[procs[counts > 0]]
+        if len(rows) and (rows == rows[0]).all():  # the common case: the processes named the same codes
+            return rows[0][column]
+        return table[np.repeat(procs, counts), column]
 
     return renumber, {code: name for name, code in run_codes.items()}, unnamed
 

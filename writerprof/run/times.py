@@ -5,6 +5,8 @@ could have read. And two journals of one pid that are one process exec'ing."""
 
 from __future__ import annotations
 
+from itertools import compress, repeat
+from operator import itemgetter
 from pathlib import Path
 
 import numpy as np
@@ -13,9 +15,9 @@ from writerprof.probes.writerprof_probe import format as journal
 from writerprof.run import fields
 
 
-def rel(root: Path, file: Path) -> str:
+def rel(root: Path, file: str | Path) -> str:
     """A run directory's file as loss lines name it."""
-    return file.relative_to(root).as_posix()
+    return Path(file).relative_to(root).as_posix()
 
 
 SLACK_NS = 60 * 10**9  # clocks read by different processes, a process starting before record noted the start
@@ -71,8 +73,9 @@ def _within(events: list[dict], lo: int, hi: int) -> list[dict]:
     """The events whose times (t_ns and any start_ns, end_ns) are all in
     [lo, hi]; every one (the common case) found by a min and a max over all
     their times, without a check per event."""
-    every = [e["t_ns"] for e in events]  # a kept event has an int t_ns (fields.clean_events)
-    every += [e[k] for e in events for k in ("start_ns", "end_ns") if k in e]
+    every = list(map(itemgetter("t_ns"), events))  # a kept event has an int t_ns (fields.clean_events)
+    for k in ("start_ns", "end_ns"):
+        every += map(itemgetter(k), compress(events, map(dict.__contains__, events, repeat(k))))
     if not every or (lo <= min(every) and max(every) <= hi):
         return events
     return [e for e in events if all(lo <= e[k] <= hi for k in ("t_ns", "start_ns", "end_ns") if k in e)]
@@ -88,10 +91,19 @@ def chunk_windows(journals: list, meta: dict) -> np.ndarray:
     return np.array([_window(j.identity["t_ns"], meta) for j in journals], dtype=np.int64).reshape(-1, 2)
 
 
-def plausible(records: np.ndarray, proc: np.ndarray, windows: np.ndarray) -> np.ndarray:
-    """Which chunk records (of processes `proc`) have times within their process's window, in order."""
-    lo, hi = windows[proc, 0], windows[proc, 1]
-    return (records["start_ns"] >= lo) & (records["start_ns"] <= records["end_ns"]) & (records["end_ns"] <= hi)
+def implausible(records: np.ndarray, procs: np.ndarray, counts: np.ndarray, windows: np.ndarray):
+    """Which chunk records (counts[i] of process procs[i], one after another)
+    have times outside their process's window, or end before they start;
+    None if none has (the common case, found by a min and a max per process)."""
+    start, end = records["start_ns"], records["end_ns"]
+    has = counts > 0
+    firsts = (np.cumsum(counts) - counts)[has]
+    if not len(firsts) or ((np.minimum.reduceat(start, firsts) >= windows[procs[has], 0]).all()
+                           and (np.maximum.reduceat(end, firsts) <= windows[procs[has], 1]).all()
+                           and (start <= end).all()):
+        return None
+    lo, hi = np.repeat(windows[procs, 0], counts), np.repeat(windows[procs, 1], counts)
+    return ~((start >= lo) & (start <= end) & (end <= hi))
 
 
 def impossible_losses(dropped: np.ndarray, journals: list, losses: list[str]) -> None:
