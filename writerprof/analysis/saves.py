@@ -77,14 +77,21 @@ def _make_index(run) -> _Index:
     return _Index(order, bounds, events)
 
 
+def _part_index(idx: _Index, first: int, stop: int) -> _Index:
+    """The index of process rows first to stop - 1 as a run of their own (hostwise.part), cut from the run's."""
+    bounds = idx.chunk_bounds[first:stop + 1]
+    return _Index(range(int(bounds[-1] - bounds[0])), bounds - bounds[0], idx.events[first:stop])
+
+
 def find(run, idx: _Index | None = None) -> list[dict]:
     """Every save of the run, in the order they started."""
     # Long, and one function on purpose: each step reads the column views and
     # per-process bounds built at its top, for every save at once (vectorised).
+    idx = idx or index(run)
     parts = hostwise.parts(run)
     if parts is not None:  # a big run: a few hosts at a time (their saves are theirs alone), a bounded peak
-        return hostwise.joined([(first, find(hostwise.part(run, first, stop))) for first, stop in parts])
-    idx = idx or index(run)
+        return hostwise.joined([(first, find(hostwise.part(run, first, stop), _part_index(idx, first, stop)))
+                                for first, stop in parts])
     codes = {name: code for code, name in run.phase_names.items()}
     # Field by field (views): whole records are wide, and there are millions of them.
     c = {name: run.chunk_columns[name] for name in ("proc", "phase", "depth", "tid", "writer_seq", "start_ns",
