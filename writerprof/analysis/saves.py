@@ -290,7 +290,7 @@ def _owner_of(c, proc, w0, w1, thread) -> np.ndarray:
     np.minimum.at(base, proc, w0)
     chunk_time = c["start_ns"] - base[c["proc"]]
     save_time = w0 - base[proc]
-    shift = _shift(max(int(chunk_time.max()) if len(c["proc"]) else 0, int(save_time.max())), n)
+    shift = nesting.key_bits(max(int(chunk_time.max()) if len(c["proc"]) else 0, int(save_time.max())), n)
     order = np.lexsort((w0, proc))
     save_keys = (proc[order] << shift) | save_time[order]
     chunk_keys = (c["proc"].astype(np.int64) << shift) | chunk_time
@@ -299,14 +299,6 @@ def _owner_of(c, proc, w0, w1, thread) -> np.ndarray:
     inside = ((at >= 0) & (proc[save] == c["proc"]) & (c["end_ns"] <= w1[save])
               & ((thread[save] < 0) | (c["tid"] == thread[save])))
     return np.where(inside, save, -1)
-
-
-def _shift(span: int, count: int) -> int:
-    """Bits for a value up to `span`, so that count << bits | value fits in an int64."""
-    bits = max(span, 1).bit_length()
-    if bits + max(count, 1).bit_length() > 62:
-        raise ValueError(f"a run spanning {span} ns over {count} keys is too large to index")
-    return bits
 
 
 def _children_by_pid(run) -> dict:
@@ -401,7 +393,7 @@ def _critical_paths(found, w0, w1, gen, loop, codes) -> np.ndarray:
     # priority rules below read as one sequence (producer first, then writer).
     n = len(found)
     saves = np.arange(n)
-    shift = _shift(int((w1 - w0).max()), n)
+    shift = nesting.key_bits(int((w1 - w0).max()), n)
 
     def keys(times, save):
         times = np.asarray(times, dtype=np.int64)
