@@ -217,17 +217,19 @@ def _starts(run, idx, codes, c) -> list[dict]:
     """Each save's producer, writer, Process.start() event, window, thread and start-up."""
     child_rows = _children_by_pid(run)
     firsts = _first_calls(run, idx, codes, c)
-    # The hooked calls that span a save, grouped by process (few: one a save).
-    all_save_calls = run.chunk_columns.to_records(  # records: they are few, and read a save at a time
-        np.flatnonzero(np.isin(c["phase"], [codes.get(p, -1) for p in _SAVE_PHASES])))
-    all_save_calls = all_save_calls[np.argsort(all_save_calls["proc"], kind="stable")]
-    bounds = np.searchsorted(all_save_calls["proc"], np.arange(len(run.processes) + 1))
+    # The hooked calls that span a save, per process (few: one a save), as
+    # (start_ns, end_ns, tid) values: each process's are read a save at a time.
+    rows = np.flatnonzero(np.isin(c["phase"], [codes.get(p, -1) for p in _SAVE_PHASES]))
+    calls_of: dict = {}
+    spans = zip(*(c[k][rows].tolist() for k in ("start_ns", "end_ns", "tid")))
+    for proc, call in zip(c["proc"][rows].tolist(), spans):
+        calls_of.setdefault(proc, []).append(call)
     found = []
     for proc in range(len(run.processes)):
         starts = [d for kind, d in idx.events[proc] if kind == "process_start" and d.get("started")]
         if not starts:
             continue
-        save_calls = all_save_calls[bounds[proc]:bounds[proc + 1]]
+        save_calls = calls_of.get(proc, [])
         count = 0
         for start in starts:
             writer = _child(run, child_rows, proc, start)
@@ -318,17 +320,16 @@ def _child(run, child_rows, proc: int, start: dict) -> int | None:
 
 def _window(save_calls, t_start, t_started) -> tuple[int, int] | None:
     """The innermost hooked save (or producer) call around this Process.start()."""
-    around = save_calls[(save_calls["start_ns"] <= t_start) & (save_calls["end_ns"] >= t_started)]
-    if not len(around):
+    around = [(end - start, start, end) for start, end, _ in save_calls if start <= t_start and end >= t_started]
+    if not around:
         return None
-    inner = around[np.argmin(around["end_ns"] - around["start_ns"])]
-    return int(inner["start_ns"]), int(inner["end_ns"])
+    _, start, end = min(around, key=lambda a: a[0])  # the first of the shortest
+    return start, end
 
 
 def _main_thread(save_calls, w0, w1):
     """The thread the save call ran on: the producer's own timeline."""
-    spans = save_calls[(save_calls["start_ns"] == w0) & (save_calls["end_ns"] == w1)]
-    return int(spans["tid"][0]) if len(spans) else None
+    return next((tid for start, end, tid in save_calls if start == w0 and end == w1), None)
 
 
 def _startup(run, writer, events, firsts, t_start) -> tuple[dict, list]:
