@@ -366,8 +366,9 @@ def _label_at(points, starts, ends, labels) -> np.ndarray:
     point is before its end."""
     if not len(starts):
         return np.full(len(points), -1)
-    order = np.argsort(starts, kind="stable")
-    starts, ends, labels = starts[order], ends[order], labels[order]
+    if not (starts[1:] >= starts[:-1]).all():  # (the callers' are mostly in order already)
+        order = np.argsort(starts, kind="stable")
+        starts, ends, labels = starts[order], ends[order], labels[order]
     # Interval i holds the points from its start until it ends or the next begins:
     # ranges that do not overlap, found by searching the points (sorted) for their ends.
     stop = np.minimum(ends, np.append(starts[1:], np.iinfo(np.int64).max))
@@ -383,6 +384,20 @@ def _label_at(points, starts, ends, labels) -> np.ndarray:
     return np.repeat(np.append(values, -1), np.append(lengths, tail))
 
 
+def _blocks_in_order(values: np.ndarray) -> np.ndarray:
+    """The rows that put the runs of equal values in increasing order of
+    value, each run's rows kept in their order (a stable argsort, in the
+    time of one over the runs)."""
+    if not len(values):
+        return np.arange(0)
+    first = np.flatnonzero(np.append(True, values[1:] != values[:-1]))
+    length = np.diff(np.append(first, len(values)))
+    runs = np.argsort(values[first], kind="stable")
+    # Row k of the output: its run's first row, plus its place in that run.
+    out_first = np.cumsum(length[runs]) - length[runs]
+    return np.repeat(first[runs] - out_first, length[runs]) + np.arange(len(values))
+
+
 def _loop_components(codes) -> dict[int, int]:
     """Phase code of a writer's loop call -> the component a save waits on in it."""
     return {codes[p]: _CODE[c] for p, c in _WRITER_PHASES.items() if p in codes}
@@ -396,15 +411,24 @@ def _critical_paths(found, w0, w1, gen, loop, codes) -> np.ndarray:
     saves = np.arange(n)
     shift = nesting.key_bits(int((w1 - w0).max()), n)
 
+    span = w1 - w0
+
     def keys(times, save):
-        times = np.asarray(times, dtype=np.int64)
-        return (save.astype(np.int64) << shift) | (np.clip(times, w0[save], w1[save]) - w0[save])
+        save = save.astype(np.int64)
+        offset = np.asarray(times, dtype=np.int64) - w0[save]
+        np.maximum(offset, 0, out=offset)  # clipped to the save's window (np.clip: several times slower)
+        np.minimum(offset, span[save], out=offset)
+        offset |= save << shift
+        return offset
 
     t_start = np.array([f["t_start"] for f in found], dtype=np.int64)
     t_started = np.array([f["t_started"] for f in found], dtype=np.int64)
     gen_start, gen_end, gen_save = gen["start_ns"], gen["end_ns"], gen["save"]
-    loop_start, loop_end, loop_depth, loop_phase = loop["start_ns"], loop["end_ns"], loop["depth"], loop["phase"]
-    loop_save = loop["save"]
+    # The writer's calls by save (each writer's are together and in time order):
+    # each level's intervals are then in order for _label_at, with no sort.
+    by_save = _blocks_in_order(loop["save"])
+    loop_start, loop_end, loop_depth, loop_phase, loop_save = (
+        loop[name][by_save] for name in ("start_ns", "end_ns", "depth", "phase", "save"))
     # The writer's start-up phases: each until the next begins, the last until its loop does.
     up_name, up_start, up_end, up_save = [], [], [], []
     for i, f in enumerate(found):
@@ -417,11 +441,10 @@ def _critical_paths(found, w0, w1, gen, loop, codes) -> np.ndarray:
             up_save.append(i)
     up_save = np.array(up_save, dtype=np.int64)
     last_loop_end = np.full(n, np.iinfo(np.int64).max)  # as a key; none: no teardown
-    if len(loop_end):
-        ends = np.full(n, -1, dtype=np.int64)
-        np.maximum.at(ends, loop_save, loop_end)
-        has = ends >= 0
-        last_loop_end[has] = keys(ends[has], saves[has])
+    if len(loop_end):  # each save's calls together (by_save): its last end, a reduce per save
+        first = np.flatnonzero(np.append(True, loop_save[1:] != loop_save[:-1]))
+        has = loop_save[first]
+        last_loop_end[has] = keys(np.maximum.reduceat(loop_end, first), has)
     points = np.concatenate([
         keys(w0, saves), keys(w1, saves), keys(t_start, saves), keys(t_started, saves),
         keys(gen_start, gen_save), keys(gen_end, gen_save), keys(loop_start, loop_save),
@@ -434,25 +457,28 @@ def _critical_paths(found, w0, w1, gen, loop, codes) -> np.ndarray:
     seg_save = mid >> shift
     # What the writer is doing: start-up phases, then its calls (deeper calls
     # inside outer ones win), after its last call its teardown, else nothing known.
+    # (Each rule paints over `label` in place: no new array of every segment per rule.)
     label = np.full(len(mid), UNEXPLAINED)
     hit = _label_at(mid, keys(up_start, up_save), keys(up_end, up_save), np.array(up_name, dtype=np.int64))
-    label = np.where(hit >= 0, hit, label)
-    label = np.where(mid >= last_loop_end[seg_save], _CODE["teardown"], label)
+    np.copyto(label, hit, where=hit >= 0)
+    label[mid >= last_loop_end[seg_save]] = _CODE["teardown"]
     components = _loop_components(codes)
     component_of = np.full(max(components, default=0) + 1, UNEXPLAINED)
     component_of[list(components)] = list(components.values())
     for depth in range(int(loop_depth.max()) + 1 if len(loop_depth) else 0):
         level = loop_depth == depth
+        level = slice(None) if level.all() else level  # one level (the usual): no copies
         hit = _label_at(mid, keys(loop_start[level], loop_save[level]), keys(loop_end[level], loop_save[level]),
                         component_of[loop_phase[level]])
-        label = np.where(hit >= 0, hit, label)
+        np.copyto(label, hit, where=hit >= 0)
     # What the producer is doing wins where it is doing something.
-    label = np.where(mid < keys(t_start, saves)[seg_save], _CODE["setup"], label)
-    label = np.where((mid >= keys(t_start, saves)[seg_save]) & (mid < keys(t_started, saves)[seg_save]),
-                     _CODE["startup:start"], label)
+    begun = keys(t_start, saves)[seg_save]
+    label[mid < begun] = _CODE["setup"]
+    label[(mid >= begun) & (mid < keys(t_started, saves)[seg_save])] = _CODE["startup:start"]
+    del begun
     hit = _label_at(mid, keys(gen_start, gen_save), keys(gen_end, gen_save),
                     np.full(len(gen_start), _CODE["generation"]))
-    label = np.where(hit >= 0, hit, label)
+    np.copyto(label, hit, where=hit >= 0)
     width = UNEXPLAINED + 1
     totals = np.bincount(seg_save * width + label, weights=lengths, minlength=n * width)
     return totals.reshape(n, width) / 1e9
