@@ -377,11 +377,13 @@ def _label_at(points, starts, ends, labels) -> np.ndarray:
     first, last, labels = first[some], last[some], labels[some]
     # The ranges are in order and apart (each stops by the next's start): the
     # labels painted as one run-length repeat, -1 in the gaps between them.
-    gaps = first - np.append(0, last[:-1])
-    values = np.stack([np.full(len(labels), -1, dtype=np.int64), labels.astype(np.int64)], axis=1).ravel()
-    lengths = np.stack([gaps, last - first], axis=1).ravel()
-    tail = len(points) - (int(last[-1]) if len(last) else 0)
-    return np.repeat(np.append(values, -1), np.append(lengths, tail))
+    values = np.full(2 * len(labels) + 1, -1, dtype=np.int64)  # gap, range, gap, range, ..., gap
+    values[1::2] = labels
+    lengths = np.empty(len(values), dtype=np.int64)
+    lengths[0], lengths[2:-1:2] = (first[0], first[1:] - last[:-1]) if len(first) else (0, 0)
+    lengths[1::2] = last - first
+    lengths[-1] = len(points) - (int(last[-1]) if len(last) else 0)
+    return np.repeat(values, lengths)
 
 
 def _blocks_in_order(values: np.ndarray) -> np.ndarray:
