@@ -215,3 +215,15 @@ def test_spans_taken_a_few_processes_at_a_time_weigh_the_threads_as_all_at_once(
     assert len(threads._blocks(run.chunk_columns["proc"][mine])) > 3  # whole processes' spans, several blocks
     assert processes._thread_work(run, roles.roles(run)) == whole
     assert any(work["threads"] for work in whole[1].values())
+
+
+def test_spans_of_processes_without_thread_readings_change_nothing(tmp_path):
+    from writerprof.analysis.samples import thread_rows
+    from writerprof.synthetic import Scenario, write_run
+
+    write_run(tmp_path / "run", Scenario(hosts=1, ranks_per_host=1, saves=1, chunks_per_save=2, chunk_size=1 << 20))
+    run = load(tmp_path / "run")
+    run = dataclasses.replace(run, threads=run.threads[thread_rows(run) != 2])  # row 2: no readings
+    assert len(run.threads)
+    assert threads.worked(run, np.array([2]), np.array([0]), np.array([1])) == threads.worked(
+        run, *np.zeros((3, 0), np.int64))

@@ -61,6 +61,8 @@ def worked(run, span_row: np.ndarray, span_start: np.ndarray, span_end: np.ndarr
     has = _has(span_row, len(run.processes))[rows]
     for a, b in _blocks(span_row):  # the spans of a few processes at a time: small temporaries
         lo, hi = np.searchsorted(rows, [span_row[a:b].min(), span_row[a:b].max() + 1])  # their readings
+        if lo == hi:
+            continue
         part = slice(lo, hi)
         weight[part] = np.where(has[part], weight[part] * _share_inside(
             rows[part], since[part], until[part], span_row[a:b], span_start[a:b], span_end[a:b]), weight[part])
