@@ -50,3 +50,38 @@ def test_no_nesting_changes_nothing():
     c = records((0, 1, 1, 0, 10), (0, 1, 1, 20, 35))  # depth 1 with its parent never recorded (os._exit)
     assert nesting.parents(c).tolist() == [-1, -1]
     assert nesting.own_ns(c).tolist() == [10, 15]
+
+
+def test_parents_are_those_of_the_definition_on_many_threads_levels_and_ties():
+    # Nested calls made by a recursive walk (each thread's calls nest properly,
+    # some starting together with their outer call), compared with the
+    # definition read directly: the last call one level shallower on the
+    # thread begun at or before it (the outer first on a tie), if it spans it.
+    rng = np.random.default_rng(3)
+    rows = []
+
+    def calls(proc, tid, depth, start, end):
+        t = start
+        while t < end and len(rows) < 4000:
+            a = t if rng.random() < 0.3 else t + int(rng.integers(0, 5))
+            b = min(end, a + int(rng.integers(1, 60)))
+            if a >= b:
+                break
+            rows.append((proc, tid, depth, a, b))
+            if depth < 3 and rng.random() < 0.6:
+                calls(proc, tid, depth + 1, a, b)
+            t = b
+    for proc in range(4):
+        for tid in (7, 9):
+            calls(proc, tid, int(rng.integers(0, 2)), 0, 2000)
+    c = records(*rows)
+    key = list(zip(*(c[name].tolist() for name in ("proc", "tid", "start_ns", "depth"))))
+    order = sorted(range(len(key)), key=lambda i: key[i])  # stable: ties in row order
+    expected = [-1] * len(key)
+    for pos, row in enumerate(order):
+        p, t, _, d = key[row]
+        before = [r for r in order[:pos] if key[r][:2] == (p, t) and key[r][3] == d - 1]
+        if before and c["end_ns"][before[-1]] >= c["end_ns"][row]:
+            expected[row] = before[-1]
+    assert (np.array(expected) >= 0).sum() > 100
+    assert nesting.parents(c).tolist() == expected

@@ -200,3 +200,30 @@ def test_each_process_is_counted_inside_its_own_spans_only():
         starts, ends = threads.merged(span_start[span_row == row], span_end[span_row == row])
         inside = threads.time_inside(starts, ends, np.array([a, b]))
         assert share == pytest.approx((inside[1] - inside[0]) / (b - a))
+
+
+def test_spans_taken_a_few_processes_at_a_time_weigh_the_threads_as_all_at_once(tmp_path, monkeypatch):
+    from writerprof.run import roles
+    from writerprof.synthetic import Scenario, write_run
+
+    write_run(tmp_path / "run", Scenario(hosts=2, ranks_per_host=2, saves=2, chunks_per_save=6, chunk_size=1 << 20))
+    run = load(tmp_path / "run")
+    whole = processes._thread_work(run, roles.roles(run))
+    assert len(threads._blocks(np.zeros(10, np.int64))) == 1
+    monkeypatch.setattr(threads, "SPAN_BLOCK", 5)
+    mine = processes._work_calls(run, roles.roles(run))
+    assert len(threads._blocks(run.chunk_columns["proc"][mine])) > 3  # whole processes' spans, several blocks
+    assert processes._thread_work(run, roles.roles(run)) == whole
+    assert any(work["threads"] for work in whole[1].values())
+
+
+def test_spans_of_processes_without_thread_readings_change_nothing(tmp_path):
+    from writerprof.analysis.samples import thread_rows
+    from writerprof.synthetic import Scenario, write_run
+
+    write_run(tmp_path / "run", Scenario(hosts=1, ranks_per_host=1, saves=1, chunks_per_save=2, chunk_size=1 << 20))
+    run = load(tmp_path / "run")
+    run = dataclasses.replace(run, threads=run.threads[thread_rows(run) != 2])  # row 2: no readings
+    assert len(run.threads)
+    assert threads.worked(run, np.array([2]), np.array([0]), np.array([1])) == threads.worked(
+        run, *np.zeros((3, 0), np.int64))

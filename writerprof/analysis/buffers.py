@@ -35,31 +35,44 @@ def readings(run) -> Readings:
 
 
 def _readings(run) -> Readings:
+    # The per-process dicts in one lean pass per kind; the named readings'
+    # numbers as columns, compared for every buffer at once (moved).
     e = run.events
-    chosen = np.flatnonzero((e["kind"] == "shm") | (e["kind"] == "placement"))
     out = Readings()
-    series = defaultdict(list)  # (host, name) -> [(t_ns, (proc, index), nodes, full)]
-    hosts = run.processes["host"]
-    for proc, kind, d, t_ns in zip(e["proc"][chosen].tolist(), e["kind"][chosen].tolist(),
-                                   e["data"][chosen].tolist(), e["t_ns"][chosen].tolist()):
-        if kind == "shm":
-            op = d.get("op")
-            if op == "create" or op == "attach":
-                out.mapped[proc].add(d.get("index"))
-                if op == "create":
-                    out.created[proc].append((d.get("t_ns") or 0, d.get("index")))
-            continue
+    shm = np.flatnonzero(e["kind"] == "shm")
+    for proc, d in zip(e["proc"][shm].tolist(), e["data"][shm].tolist()):
+        op = d.get("op")
+        if op == "create" or op == "attach":
+            out.mapped[proc].add(d.get("index"))
+            if op == "create":
+                out.created[proc].append((d.get("t_ns") or 0, d.get("index")))
+    placed = np.flatnonzero(e["kind"] == "placement")
+    procs, data = e["proc"][placed].tolist(), e["data"][placed].tolist()
+    index, name, nodes = ([d.get(key) for d in data] for key in ("index", "name", "nodes"))
+    last_end, last_nodes, names = out.last_end, out.last_nodes, out.names
+    for proc, i, d, n, found in zip(procs, index, data, name, nodes):
         if d.get("when") == "end":
-            out.last_end[proc][d.get("index")] = d
-        if d.get("nodes"):
-            out.last_nodes[proc][d.get("index")] = d["nodes"]
-        if d.get("name") is not None:
-            out.names[proc][d.get("index")] = d["name"]
-            series[(hosts[proc], d["name"])].append((t_ns, (proc, d.get("index")), *scaled(d)))
-    for key, readings_of in series.items():
-        found = moved_pages(sorted(readings_of, key=lambda r: r[0]))
-        if found is not None:
-            out.moved[key] = found
+            last_end[proc][i] = d
+        if found:
+            last_nodes[proc][i] = found
+        if n is not None:
+            names[proc][i] = n
+    named = [k for k, n in enumerate(name) if n is not None]
+    hosts = run.processes["host"][np.array([procs[k] for k in named], dtype=np.int64)].tolist()
+    series_of: dict = {}  # (host, name) -> its number, and (proc, index) -> its
+    mapping_of: dict = {}
+    series = [series_of.setdefault((host, name[k]), len(series_of)) for host, k in zip(hosts, named)]
+    mapping = [mapping_of.setdefault((procs[k], index[k]), len(mapping_of)) for k in named]
+    pages, sampled, unfaulted = (np.array([data[k].get(key) or 0 for k in named], dtype=np.float64)
+                                 for key in ("pages", "sampled", "unfaulted"))
+    scale = np.where((sampled != 0) & (pages != 0), pages / np.where(sampled != 0, sampled, 1), 1.0)
+    full = (pages != 0) & (unfaulted * scale <= FULL_SHARE * pages)
+    cells = [(at, int(n), c) for at, k in enumerate(named) if nodes[k] for n, c in nodes[k].items()]
+    found = moved(np.array(series, dtype=np.int64), e["t_ns"][placed][np.array(named, dtype=np.int64)],
+                  np.array(mapping, dtype=np.int64), full, _node_matrix(len(named), cells, scale))
+    keys = list(series_of)
+    for number, fell, compared, first_ns, last_ns in found:
+        out.moved[keys[number]] = {"pages": fell, "compared": compared, "from_ns": first_ns, "to_ns": last_ns}
     return out
 
 
@@ -68,35 +81,72 @@ def _readings(run) -> Readings:
 FULL_SHARE = 0.01
 
 
-def scaled(d: dict) -> tuple[dict, bool]:
-    """A placement reading's pages per node, scaled from its sample to the
-    buffer, and whether it sees (nearly) every page."""
-    scale = d["pages"] / d["sampled"] if d.get("sampled") and d.get("pages") else 1.0
-    nodes = {int(n): c * scale for n, c in (d.get("nodes") or {}).items()}
-    pages = d.get("pages") or 0
-    return nodes, bool(pages) and (d.get("unfaulted") or 0) * scale <= FULL_SHARE * pages
+def _node_matrix(count: int, cells: list[tuple], scale: np.ndarray | None = None) -> np.ndarray:
+    """Readings x nodes of pages, from (reading, node, pages) cells (0 where
+    none), each reading's scaled from its sample to its buffer (scale)."""
+    if not cells:
+        return np.zeros((count, 0))
+    reading, node = (np.array(column, dtype=np.int64) for column in list(zip(*cells))[:2])
+    pages = np.array([c for _, _, c in cells], dtype=np.float64)
+    matrix = np.zeros((count, int(node.max()) + 1))
+    matrix[reading, node] = pages if scale is None else pages * scale[reading]
+    return matrix
 
 
 def moved_pages(readings: list[tuple]) -> dict | None:
     """Pages of one buffer that left a node between its readings [(t_ns,
-    mapping, nodes, full)], in time order; None without two that compare. Two
-    readings compare when they are of one mapping (a process's, by its
-    index there: a page it mapped stays mapped, so a node's count can only
-    fall by a move) or both see every page.
-    A page moved back and forth counts each time."""
-    last_of: dict = {}
-    last_full = None
-    pages, compared, first_ns, last_ns = 0.0, 0, None, None
-    for t_ns, mapping, nodes, full in readings:
-        before = [r for r in (last_of.get(mapping), last_full if full else None) if r is not None]
-        if before:
-            pages += max(sum(max(0.0, r[2].get(n, 0.0) - nodes.get(n, 0.0)) for n in r[2]) for r in before)
-            compared += 1
-            first_ns = min(r[0] for r in before) if first_ns is None else first_ns
-            last_ns = t_ns
-        last_of[mapping] = (t_ns, mapping, nodes)
-        if full:
-            last_full = (t_ns, mapping, nodes)
-    if not compared:
-        return None
-    return {"pages": pages, "compared": compared, "from_ns": first_ns, "to_ns": last_ns}
+    mapping, nodes, full)] (nodes: node -> pages); None without two that
+    compare (see moved)."""
+    numbers: dict = {}
+    mapping = np.array([numbers.setdefault(m, len(numbers)) for _, m, _, _ in readings], dtype=np.int64)
+    cells = [(i, n, c) for i, (_, _, nodes, _) in enumerate(readings) for n, c in nodes.items()]
+    found = moved(np.zeros(len(readings), dtype=np.int64), np.array([r[0] for r in readings], dtype=np.int64),
+                  mapping, np.array([r[3] for r in readings], dtype=bool), _node_matrix(len(readings), cells))
+    return {"pages": found[0][1], "compared": found[0][2], "from_ns": found[0][3], "to_ns": found[0][4]} \
+        if found else None
+
+
+def moved(series, times, mapping, full, nodes) -> list[tuple]:
+    """Per buffer (series: the reading's buffer number) with two readings
+    that compare: (number, pages that left a node, comparisons, from_ns,
+    to_ns), buffers in number order. Each reading (times[i], of mapping[i],
+    full[i]: it sees every page, nodes[i]: pages per node) compares, in time
+    order, with the last before it of its mapping (a process's, by its index
+    there: a page it mapped stays mapped, so a node's count can only fall by
+    a move) and, when it sees every page, with the last before it that did;
+    the larger fall counts. A page moved back and forth counts each time."""
+    if not len(series):
+        return []
+    order = np.lexsort((times, series))  # each buffer's readings in time order (stable: ties as recorded)
+    series, times, mapping, full, nodes = series[order], times[order], mapping[order], full[order], nodes[order]
+    at = np.arange(len(series))
+    first_of = np.searchsorted(series, series)  # the position of its buffer's first reading
+    # The last reading before of its mapping: the previous of its (buffer, mapping) in time order.
+    grouped = np.lexsort((at, mapping, series))
+    same = (series[grouped][1:] == series[grouped][:-1]) & (mapping[grouped][1:] == mapping[grouped][:-1])
+    of_mapping = np.full(len(at), -1)
+    of_mapping[grouped[1:]] = np.where(same, grouped[:-1], -1)
+    # The last full reading before it, of its buffer.
+    of_full = np.concatenate(([-1], np.maximum.accumulate(np.where(full, at, -1))[:-1]))
+    of_full = np.where(full & (of_full >= first_of), of_full, -1)
+    fall = np.full(len(at), -np.inf)
+    for before in (of_mapping, of_full):
+        has = before >= 0
+        drop = np.zeros(int(has.sum()))
+        for node in range(nodes.shape[1]):  # node by node: summed in the order of the nodes
+            drop = drop + np.maximum(0.0, nodes[before[has], node] - nodes[has, node])
+        fall[has] = np.maximum(fall[has], drop)
+    compared = np.flatnonzero((of_mapping >= 0) | (of_full >= 0))
+    if not len(compared):
+        return []
+    number = series[compared]  # in buffer, then time order
+    buffers = np.unique(number)
+    first = compared[np.searchsorted(number, buffers)]  # each buffer's first comparison, and its last
+    last = compared[np.searchsorted(number, buffers, side="right") - 1]
+    never = np.iinfo(np.int64).max
+    since = np.minimum(np.where(of_mapping >= 0, times[np.maximum(of_mapping, 0)], never),
+                       np.where(of_full >= 0, times[np.maximum(of_full, 0)], never))
+    pages = np.bincount(number, weights=fall[compared])  # in time order per buffer, as a running sum
+    counts = np.bincount(number)
+    return list(zip(buffers.tolist(), pages[buffers].tolist(), counts[buffers].tolist(), since[first].tolist(),
+                    times[last].tolist()))

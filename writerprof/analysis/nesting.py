@@ -16,26 +16,47 @@ def parents(c: dict) -> np.ndarray:
     the columns proc, tid, depth, start_ns and end_ns."""
     n = len(c["proc"])
     out = np.full(n, -1, dtype=np.int64)
-    depth = c["depth"].astype(np.int64)
+    depth = c["depth"]
     if not n or not depth.any():
         return out
-    # On one thread calls nest properly: in start order (the outer first when
-    # they start together), a call's parent is the last call before it one
-    # level shallower.
-    order = np.lexsort((depth, c["start_ns"], c["tid"], c["proc"]))
-    d = depth[order]
-    at = np.arange(n)
-    for level in range(int(d.max())):
-        last = np.maximum.accumulate(np.where(d == level, at, -1))
-        child = np.flatnonzero(d == level + 1)
-        parent = last[child]
-        ok = parent >= 0
-        child, parent = child[ok], parent[ok]
-        rows, prows = order[child], order[parent]
-        inside = ((c["proc"][prows] == c["proc"][rows]) & (c["tid"][prows] == c["tid"][rows])
-                  & (c["end_ns"][prows] >= c["end_ns"][rows]))
-        out[rows[inside]] = prows[inside]
+    thread = (c["proc"].astype(np.int64) << 32) | (c["tid"].astype(np.int64) & 0xFFFFFFFF)
+    start = c["start_ns"]
+    # On one thread calls nest properly: a call's parent is the last call one
+    # level shallower begun at or before it (the outer first when they start
+    # together). Searched level by level among that level's calls alone, each
+    # thread's on a range of one line of keys (the outer levels are few calls).
+    for level in range(int(depth.max())):
+        outer, inner = np.flatnonzero(depth == level), np.flatnonzero(depth == level + 1)
+        if not len(outer) or not len(inner):
+            continue
+        threads, number = np.unique(thread[outer], return_inverse=True)
+        at = np.minimum(np.searchsorted(threads, thread[inner]), len(threads) - 1)
+        known = threads[at] == thread[inner]
+        inner, at = inner[known], at[known]
+        base = np.full(len(threads), np.iinfo(np.int64).max)
+        np.minimum.at(base, number, start[outer])
+        late = start[inner] >= base[at]  # begun before its thread's first outer call: none
+        inner, at = inner[late], at[late]
+        if not len(inner):
+            continue
+        span = max(int((start[outer] - base[number]).max()), int((start[inner] - base[at]).max()))
+        bits = key_bits(span, len(threads))
+        outer_keys = (number.astype(np.int64) << bits) | (start[outer] - base[number])
+        order = np.argsort(outer_keys, kind="stable")  # ties in row order: the last of them is the outer
+        found = np.searchsorted(outer_keys[order], (at.astype(np.int64) << bits) | (start[inner] - base[at]),
+                                side="right") - 1
+        parent = outer[order[found]]  # found >= 0: an outer call of its thread begun at or before it
+        inside = c["end_ns"][parent] >= c["end_ns"][inner]
+        out[inner[inside]] = parent[inside]
     return out
+
+
+def key_bits(span: int, count: int) -> int:
+    """Bits for a value up to `span`, so that count << bits | value fits in an int64."""
+    bits = max(span, 1).bit_length()
+    if bits + max(count, 1).bit_length() > 62:
+        raise ValueError(f"a run spanning {span} ns over {count} keys is too large to index")
+    return bits
 
 
 def own_ns(c: dict, parent: np.ndarray | None = None) -> np.ndarray:

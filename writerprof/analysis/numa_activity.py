@@ -31,9 +31,12 @@ def numa_activity(run, procs: list[dict], saves: list[dict]) -> NumaActivity:
             "writer_counters": (_last(proc_series.get((writer["host"], writer["pid"]), []))
                                 if writer is not None else None),
         })
+    spans_of = defaultdict(list)  # host -> its saves' spans
+    for s in saves:
+        spans_of[s["host"]].append((s["start_ns"], s["end_ns"]))
     during = {}
-    for host in sorted({s["host"] for s in saves}):
-        spans = _merged([(s["start_ns"], s["end_ns"]) for s in saves if s["host"] == host])
+    for host in sorted(spans_of):
+        spans = _merged(spans_of[host])
         deltas = [delta(host_series.get(host, []), *span) for span in spans]
         during[host] = _sum([d for d in deltas if d is not None]) if any(d is not None for d in deltas) else None
     return {"numa_balancing": {host: t.get("numa_balancing") for host, t in run.topology.items()},

@@ -77,14 +77,21 @@ def _make_index(run) -> _Index:
     return _Index(order, bounds, events)
 
 
+def _part_index(idx: _Index, first: int, stop: int) -> _Index:
+    """The index of process rows first to stop - 1 as a run of their own (hostwise.part), cut from the run's."""
+    bounds = idx.chunk_bounds[first:stop + 1]
+    return _Index(range(int(bounds[-1] - bounds[0])), bounds - bounds[0], idx.events[first:stop])
+
+
 def find(run, idx: _Index | None = None) -> list[dict]:
     """Every save of the run, in the order they started."""
     # Long, and one function on purpose: each step reads the column views and
     # per-process bounds built at its top, for every save at once (vectorised).
+    idx = idx or index(run)
     parts = hostwise.parts(run)
     if parts is not None:  # a big run: a few hosts at a time (their saves are theirs alone), a bounded peak
-        return hostwise.joined([(first, find(hostwise.part(run, first, stop))) for first, stop in parts])
-    idx = idx or index(run)
+        return hostwise.joined([(first, find(hostwise.part(run, first, stop), _part_index(idx, first, stop)))
+                                for first, stop in parts])
     codes = {name: code for code, name in run.phase_names.items()}
     # Field by field (views): whole records are wide, and there are millions of them.
     c = {name: run.chunk_columns[name] for name in ("proc", "phase", "depth", "tid", "writer_seq", "start_ns",
@@ -210,17 +217,19 @@ def _starts(run, idx, codes, c) -> list[dict]:
     """Each save's producer, writer, Process.start() event, window, thread and start-up."""
     child_rows = _children_by_pid(run)
     firsts = _first_calls(run, idx, codes, c)
-    # The hooked calls that span a save, grouped by process (few: one a save).
-    all_save_calls = run.chunk_columns.to_records(  # records: they are few, and read a save at a time
-        np.flatnonzero(np.isin(c["phase"], [codes.get(p, -1) for p in _SAVE_PHASES])))
-    all_save_calls = all_save_calls[np.argsort(all_save_calls["proc"], kind="stable")]
-    bounds = np.searchsorted(all_save_calls["proc"], np.arange(len(run.processes) + 1))
+    # The hooked calls that span a save, per process (few: one a save), as
+    # (start_ns, end_ns, tid) values: each process's are read a save at a time.
+    rows = np.flatnonzero(np.isin(c["phase"], [codes.get(p, -1) for p in _SAVE_PHASES]))
+    calls_of: dict = {}
+    spans = zip(*(c[k][rows].tolist() for k in ("start_ns", "end_ns", "tid")))
+    for proc, call in zip(c["proc"][rows].tolist(), spans):
+        calls_of.setdefault(proc, []).append(call)
     found = []
     for proc in range(len(run.processes)):
         starts = [d for kind, d in idx.events[proc] if kind == "process_start" and d.get("started")]
         if not starts:
             continue
-        save_calls = all_save_calls[bounds[proc]:bounds[proc + 1]]
+        save_calls = calls_of.get(proc, [])
         count = 0
         for start in starts:
             writer = _child(run, child_rows, proc, start)
@@ -283,7 +292,7 @@ def _owner_of(c, proc, w0, w1, thread) -> np.ndarray:
     np.minimum.at(base, proc, w0)
     chunk_time = c["start_ns"] - base[c["proc"]]
     save_time = w0 - base[proc]
-    shift = _shift(max(int(chunk_time.max()) if len(c["proc"]) else 0, int(save_time.max())), n)
+    shift = nesting.key_bits(max(int(chunk_time.max()) if len(c["proc"]) else 0, int(save_time.max())), n)
     order = np.lexsort((w0, proc))
     save_keys = (proc[order] << shift) | save_time[order]
     chunk_keys = (c["proc"].astype(np.int64) << shift) | chunk_time
@@ -292,14 +301,6 @@ def _owner_of(c, proc, w0, w1, thread) -> np.ndarray:
     inside = ((at >= 0) & (proc[save] == c["proc"]) & (c["end_ns"] <= w1[save])
               & ((thread[save] < 0) | (c["tid"] == thread[save])))
     return np.where(inside, save, -1)
-
-
-def _shift(span: int, count: int) -> int:
-    """Bits for a value up to `span`, so that count << bits | value fits in an int64."""
-    bits = max(span, 1).bit_length()
-    if bits + max(count, 1).bit_length() > 62:
-        raise ValueError(f"a run spanning {span} ns over {count} keys is too large to index")
-    return bits
 
 
 def _children_by_pid(run) -> dict:
@@ -319,17 +320,16 @@ def _child(run, child_rows, proc: int, start: dict) -> int | None:
 
 def _window(save_calls, t_start, t_started) -> tuple[int, int] | None:
     """The innermost hooked save (or producer) call around this Process.start()."""
-    around = save_calls[(save_calls["start_ns"] <= t_start) & (save_calls["end_ns"] >= t_started)]
-    if not len(around):
+    around = [(end - start, start, end) for start, end, _ in save_calls if start <= t_start and end >= t_started]
+    if not around:
         return None
-    inner = around[np.argmin(around["end_ns"] - around["start_ns"])]
-    return int(inner["start_ns"]), int(inner["end_ns"])
+    _, start, end = min(around, key=lambda a: a[0])  # the first of the shortest
+    return start, end
 
 
 def _main_thread(save_calls, w0, w1):
     """The thread the save call ran on: the producer's own timeline."""
-    spans = save_calls[(save_calls["start_ns"] == w0) & (save_calls["end_ns"] == w1)]
-    return int(spans["tid"][0]) if len(spans) else None
+    return next((tid for start, end, tid in save_calls if start == w0 and end == w1), None)
 
 
 def _startup(run, writer, events, firsts, t_start) -> tuple[dict, list]:
@@ -366,8 +366,9 @@ def _label_at(points, starts, ends, labels) -> np.ndarray:
     point is before its end."""
     if not len(starts):
         return np.full(len(points), -1)
-    order = np.argsort(starts, kind="stable")
-    starts, ends, labels = starts[order], ends[order], labels[order]
+    if not (starts[1:] >= starts[:-1]).all():  # (the callers' are mostly in order already)
+        order = np.argsort(starts, kind="stable")
+        starts, ends, labels = starts[order], ends[order], labels[order]
     # Interval i holds the points from its start until it ends or the next begins:
     # ranges that do not overlap, found by searching the points (sorted) for their ends.
     stop = np.minimum(ends, np.append(starts[1:], np.iinfo(np.int64).max))
@@ -376,11 +377,27 @@ def _label_at(points, starts, ends, labels) -> np.ndarray:
     first, last, labels = first[some], last[some], labels[some]
     # The ranges are in order and apart (each stops by the next's start): the
     # labels painted as one run-length repeat, -1 in the gaps between them.
-    gaps = first - np.append(0, last[:-1])
-    values = np.stack([np.full(len(labels), -1, dtype=np.int64), labels.astype(np.int64)], axis=1).ravel()
-    lengths = np.stack([gaps, last - first], axis=1).ravel()
-    tail = len(points) - (int(last[-1]) if len(last) else 0)
-    return np.repeat(np.append(values, -1), np.append(lengths, tail))
+    values = np.full(2 * len(labels) + 1, -1, dtype=np.int64)  # gap, range, gap, range, ..., gap
+    values[1::2] = labels
+    lengths = np.empty(len(values), dtype=np.int64)
+    lengths[0], lengths[2:-1:2] = (first[0], first[1:] - last[:-1]) if len(first) else (0, 0)
+    lengths[1::2] = last - first
+    lengths[-1] = len(points) - (int(last[-1]) if len(last) else 0)
+    return np.repeat(values, lengths)
+
+
+def _blocks_in_order(values: np.ndarray) -> np.ndarray:
+    """The rows that put the runs of equal values in increasing order of
+    value, each run's rows kept in their order (a stable argsort, in the
+    time of one over the runs)."""
+    if not len(values):
+        return np.arange(0)
+    first = np.flatnonzero(np.append(True, values[1:] != values[:-1]))
+    length = np.diff(np.append(first, len(values)))
+    runs = np.argsort(values[first], kind="stable")
+    # Row k of the output: its run's first row, plus its place in that run.
+    out_first = np.cumsum(length[runs]) - length[runs]
+    return np.repeat(first[runs] - out_first, length[runs]) + np.arange(len(values))
 
 
 def _loop_components(codes) -> dict[int, int]:
@@ -394,17 +411,26 @@ def _critical_paths(found, w0, w1, gen, loop, codes) -> np.ndarray:
     # priority rules below read as one sequence (producer first, then writer).
     n = len(found)
     saves = np.arange(n)
-    shift = _shift(int((w1 - w0).max()), n)
+    shift = nesting.key_bits(int((w1 - w0).max()), n)
+
+    span = w1 - w0
 
     def keys(times, save):
-        times = np.asarray(times, dtype=np.int64)
-        return (save.astype(np.int64) << shift) | (np.clip(times, w0[save], w1[save]) - w0[save])
+        save = save.astype(np.int64)
+        offset = np.asarray(times, dtype=np.int64) - w0[save]
+        np.maximum(offset, 0, out=offset)  # clipped to the save's window (np.clip: several times slower)
+        np.minimum(offset, span[save], out=offset)
+        offset |= save << shift
+        return offset
 
     t_start = np.array([f["t_start"] for f in found], dtype=np.int64)
     t_started = np.array([f["t_started"] for f in found], dtype=np.int64)
     gen_start, gen_end, gen_save = gen["start_ns"], gen["end_ns"], gen["save"]
-    loop_start, loop_end, loop_depth, loop_phase = loop["start_ns"], loop["end_ns"], loop["depth"], loop["phase"]
-    loop_save = loop["save"]
+    # The writer's calls by save (each writer's are together and in time order):
+    # each level's intervals are then in order for _label_at, with no sort.
+    by_save = _blocks_in_order(loop["save"])
+    loop_start, loop_end, loop_depth, loop_phase, loop_save = (
+        loop[name][by_save] for name in ("start_ns", "end_ns", "depth", "phase", "save"))
     # The writer's start-up phases: each until the next begins, the last until its loop does.
     up_name, up_start, up_end, up_save = [], [], [], []
     for i, f in enumerate(found):
@@ -417,11 +443,10 @@ def _critical_paths(found, w0, w1, gen, loop, codes) -> np.ndarray:
             up_save.append(i)
     up_save = np.array(up_save, dtype=np.int64)
     last_loop_end = np.full(n, np.iinfo(np.int64).max)  # as a key; none: no teardown
-    if len(loop_end):
-        ends = np.full(n, -1, dtype=np.int64)
-        np.maximum.at(ends, loop_save, loop_end)
-        has = ends >= 0
-        last_loop_end[has] = keys(ends[has], saves[has])
+    if len(loop_end):  # each save's calls together (by_save): its last end, a reduce per save
+        first = np.flatnonzero(np.append(True, loop_save[1:] != loop_save[:-1]))
+        has = loop_save[first]
+        last_loop_end[has] = keys(np.maximum.reduceat(loop_end, first), has)
     points = np.concatenate([
         keys(w0, saves), keys(w1, saves), keys(t_start, saves), keys(t_started, saves),
         keys(gen_start, gen_save), keys(gen_end, gen_save), keys(loop_start, loop_save),
@@ -434,25 +459,28 @@ def _critical_paths(found, w0, w1, gen, loop, codes) -> np.ndarray:
     seg_save = mid >> shift
     # What the writer is doing: start-up phases, then its calls (deeper calls
     # inside outer ones win), after its last call its teardown, else nothing known.
+    # (Each rule paints over `label` in place: no new array of every segment per rule.)
     label = np.full(len(mid), UNEXPLAINED)
     hit = _label_at(mid, keys(up_start, up_save), keys(up_end, up_save), np.array(up_name, dtype=np.int64))
-    label = np.where(hit >= 0, hit, label)
-    label = np.where(mid >= last_loop_end[seg_save], _CODE["teardown"], label)
+    np.copyto(label, hit, where=hit >= 0)
+    label[mid >= last_loop_end[seg_save]] = _CODE["teardown"]
     components = _loop_components(codes)
     component_of = np.full(max(components, default=0) + 1, UNEXPLAINED)
     component_of[list(components)] = list(components.values())
     for depth in range(int(loop_depth.max()) + 1 if len(loop_depth) else 0):
         level = loop_depth == depth
+        level = slice(None) if level.all() else level  # one level (the usual): no copies
         hit = _label_at(mid, keys(loop_start[level], loop_save[level]), keys(loop_end[level], loop_save[level]),
                         component_of[loop_phase[level]])
-        label = np.where(hit >= 0, hit, label)
+        np.copyto(label, hit, where=hit >= 0)
     # What the producer is doing wins where it is doing something.
-    label = np.where(mid < keys(t_start, saves)[seg_save], _CODE["setup"], label)
-    label = np.where((mid >= keys(t_start, saves)[seg_save]) & (mid < keys(t_started, saves)[seg_save]),
-                     _CODE["startup:start"], label)
+    begun = keys(t_start, saves)[seg_save]
+    label[mid < begun] = _CODE["setup"]
+    label[(mid >= begun) & (mid < keys(t_started, saves)[seg_save])] = _CODE["startup:start"]
+    del begun
     hit = _label_at(mid, keys(gen_start, gen_save), keys(gen_end, gen_save),
                     np.full(len(gen_start), _CODE["generation"]))
-    label = np.where(hit >= 0, hit, label)
+    np.copyto(label, hit, where=hit >= 0)
     width = UNEXPLAINED + 1
     totals = np.bincount(seg_save * width + label, weights=lengths, minlength=n * width)
     return totals.reshape(n, width) / 1e9

@@ -29,8 +29,10 @@ def merged(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray
     """The union of intervals, as sorted disjoint ones."""
     if len(starts) == 0:
         return starts, ends
-    order = np.argsort(starts, kind="stable")
-    starts, ends = starts[order], np.maximum.accumulate(ends[order])
+    if not (starts[1:] >= starts[:-1]).all():  # (calls of the chunk columns are in order already)
+        order = np.argsort(starts, kind="stable")
+        starts, ends = starts[order], ends[order]
+    ends = np.maximum.accumulate(ends)
     new = np.concatenate(([True], starts[1:] > ends[:-1]))  # not overlapping the ones before
     last = np.concatenate((np.flatnonzero(new)[1:] - 1, [len(starts) - 1]))
     return starts[new], ends[last]
@@ -56,9 +58,14 @@ def worked(run, span_row: np.ndarray, span_start: np.ndarray, span_end: np.ndarr
     before = np.concatenate(([0], used[:-1]))
     weight = np.where(same & (used >= before), used - before, used).astype(np.float64)
     since, until = t["since_ns"], t["t_ns"]
-    if len(span_row):
-        weight = np.where(_has(span_row, len(run.processes))[rows],
-                          weight * _share_inside(rows, since, until, span_row, span_start, span_end), weight)
+    has = _has(span_row, len(run.processes))[rows]
+    for a, b in _blocks(span_row):  # the spans of a few processes at a time: small temporaries
+        lo, hi = np.searchsorted(rows, [span_row[a:b].min(), span_row[a:b].max() + 1])  # their readings
+        if lo == hi:
+            continue
+        part = slice(lo, hi)
+        weight[part] = np.where(has[part], weight[part] * _share_inside(
+            rows[part], since[part], until[part], span_row[a:b], span_start[a:b], span_end[a:b]), weight[part])
     lut = node_table(run)
     node = lut[t["host_index"], cpu_column(lut, t["cpu"])]
     known = (weight > 0) & (node >= 0)
@@ -89,6 +96,22 @@ def worked(run, span_row: np.ndarray, span_start: np.ndarray, span_end: np.ndarr
         out[row]["threads"].append({"tid": one, "name": label or None, "main": one == int(pids[row]),
                                     "cpu_s": float(cpu[p]) / 1e9, "nodes": _seconds(pair_nodes[p])})
     return out
+
+
+SPAN_BLOCK = 1 << 21  # spans read at once (a 10M-chunk run has tens of millions)
+
+
+def _blocks(span_row: np.ndarray) -> list[tuple[int, int]]:
+    """[(first, stop)] of span_row in blocks of about SPAN_BLOCK, each of
+    whole rows' spans (when span_row is in row order; else one block)."""
+    n = len(span_row)
+    if not n:
+        return []
+    if n <= SPAN_BLOCK or not (span_row[1:] >= span_row[:-1]).all():
+        return [(0, n)]
+    cuts = np.searchsorted(span_row, span_row[np.arange(SPAN_BLOCK, n, SPAN_BLOCK)])  # a row's first span
+    edges = np.unique(np.concatenate(([0], cuts, [n])))
+    return list(zip(edges[:-1].tolist(), edges[1:].tolist()))
 
 
 def _has(span_row: np.ndarray, n: int) -> np.ndarray:

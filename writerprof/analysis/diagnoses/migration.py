@@ -15,6 +15,8 @@ from writerprof.analysis.numa_activity import moved_during_saves, numa_activity
             "readings, or of their producers and writers: a buffer's placement at a save's end is not where "
             "it was filled"))
 def pages_migrated(run, procs, saves):
+    if not any(t.get("numa_balancing") for t in run.topology.values()):
+        return []  # balancing off on every host: nothing to read (the readings of a big run take a while)
     activity = numa_activity(run, procs, saves)
     moved = _moved_buffer_pages(run, procs, saves)
     out = []

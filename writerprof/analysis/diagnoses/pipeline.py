@@ -219,7 +219,8 @@ def _call_faults(run) -> dict[int, int]:
 
 def _buffer_pages(run) -> dict[int, int]:
     pages: dict = defaultdict(int)
-    for proc, kind, data in zip(run.events["proc"], run.events["kind"], run.events["data"]):
-        if kind == "shm" and data.get("op") in ("create", "attach"):
-            pages[int(proc)] += -(-int(data.get("size") or 0) // PAGE)
+    shm = np.flatnonzero(run.events["kind"] == "shm")  # the few shm events, as Python values (not numpy scalars)
+    for proc, data in zip(run.events["proc"][shm].tolist(), run.events["data"][shm].tolist()):
+        if data.get("op") in ("create", "attach"):
+            pages[proc] += -(-int(data.get("size") or 0) // PAGE)
     return pages
