@@ -92,15 +92,14 @@ class Hook:
     """One hooked callable. `describe(args, result)` -> (buffer, bytes);
     `accept(args)`, when set, says whether this call is one to time."""
 
-    __slots__ = ("name", "phase", "on", "describe", "accept")
+    __slots__ = ("name", "phase", "describe", "accept")
 
     def __init__(self, name, phase, describe, accept=None):
         self.name, self.phase, self.describe, self.accept = name, phase, describe, accept
-        self.on = True
 
     def fail(self, exc):
-        """A fault of ours, never of the target: say so once and stand aside."""
-        self.on = False
+        """A fault of ours, never of the target: say so once (its wrapper
+        stands aside from then on)."""
         try:
             journal.event("error", where=self.name, error="%s: %s" % (type(exc).__name__, exc))
         except Exception:
@@ -113,8 +112,8 @@ def timed(fn, hook):
 
     The hot path (<= 1 us a call, benchmarks/probe_overhead.py): the hook's
     phase, describe and accept, the constants and the module's containers
-    are bound here, once, as closure cells; only `hook.on` (a hook that
-    failed stands aside), the thread's state and the journal (set by
+    are bound here, once, as closure cells, and so is `on` (a hook that
+    failed stands aside); only the thread's state and the journal (set by
     activate(), replaced in tests) are looked up per call. The record is
     queued inline, not through a method call (on 3.9 and 3.10 a Python call
     costs ~100 ns), and whether a batch is due is asked at the thread's CPU
@@ -123,9 +122,11 @@ def timed(fn, hook):
     fault_read_min_ns, cpu_read_ns = format.FAULT_READ_MIN_NS, format.CPU_READ_NS
     now, tls, seq = _now, _tls, writer_seq
     own = (phase,)  # () + own is own: the outermost call makes no tuple
+    on = True
 
     def wrapper(*args, **kwargs):
-        if not hook.on or (accept is not None and not accept(args)):
+        nonlocal on
+        if not on or (accept is not None and not accept(args)):
             return fn(*args, **kwargs) if kwargs else fn(*args)
         try:
             state = tls.state
@@ -133,6 +134,7 @@ def timed(fn, hook):
             try:
                 state = _new_thread_state()
             except Exception as exc:
+                on = False
                 hook.fail(exc)
                 return fn(*args, **kwargs) if kwargs else fn(*args)
         outer = state.phases
@@ -156,9 +158,11 @@ def timed(fn, hook):
                 if t1 >= state.cpu_due:  # and, as rarely, whether a batch is due
                     state.cpu, state.cpu_due = _getcpu(), t1 + cpu_read_ns
                     journal.flush_if_due(t1)
-                journal.records.append(_pack(phase, len(outer), state.cpu, buffer, seq[0], state.tid, t0, t1,
-                                             nbytes, minflt, majflt))
+                depth = len(outer) if outer else 0  # the builtin call only where nested
+                journal.records.append(_pack(phase, depth, state.cpu, buffer, seq[0], state.tid, t0, t1, nbytes,
+                                             minflt, majflt))
             except Exception as exc:
+                on = False
                 hook.fail(exc)
 
     for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
