@@ -17,6 +17,8 @@ the probe's os.write hook on a 1-byte write to a regular file, against the
 bare calls: ns per call over the bare call, median of --rounds rounds timed
 in thread CPU time (steady on a loaded machine).
 Targets (issue 16): <= 1000 ns per hooked call, median loss < 1%.
+benchmarks/probe_instructions.py counts the same calls' instructions: steady
+where the load of a shared machine inflates even thread CPU time.
 
     python benchmarks/probe_overhead.py --calls-only --python python3.11 --python python3.12
 """

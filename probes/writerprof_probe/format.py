@@ -84,9 +84,11 @@ CHUNK_FIELDS = (
     ("bytes", "i8"), ("minflt", "i4"), ("majflt", "i4"),
 )
 CHUNK_FORMAT = "<HBhiiIqqqii"  # CHUNK, a struct.Struct made when first used (below)
-# Chunk records are appended in batches of FLUSH_RECORDS, or sooner when a
-# record comes FLUSH_NS after the last batch, and at exit, fork and SIGTERM:
-# a SIGKILL loses the records since the last batch.
+# Chunk records are appended in batches: at a thread's CPU reading (below)
+# once FLUSH_RECORDS are queued or FLUSH_NS after the last batch (asked there,
+# not per record: the hot path), and at exit, fork and SIGTERM. A SIGKILL
+# loses the records since the last batch: FLUSH_RECORDS at most, and those of
+# the CPU_READ_NS until a thread's next reading.
 FLUSH_RECORDS = 512
 FLUSH_NS = 1_000_000_000
 

@@ -24,7 +24,7 @@ class Journal:
         self.run, self.host = run, host
         self.fds = {}  # suffix -> (fd, inode), reopened if the target closed ours
         self.records = []
-        self.last_flush = time.monotonic_ns()
+        self.flush_due = time.monotonic_ns() + _FLUSH_NS
         self._flushing = _thread.allocate_lock()
         self.base = None
         self.stopped = None  # why journaling stopped in this process, or None
@@ -75,16 +75,17 @@ class Journal:
             self.dropped["events"] += 1
 
     def record(self, fields):
-        """Queue one CHUNK record (a tuple in CHUNK_FIELDS order)."""
-        self.record_packed(format.CHUNK.pack(*fields), fields[7])
+        """Queue one CHUNK record (a tuple in CHUNK_FIELDS order). The hot
+        path (calls.timed) appends to `records` itself, packed, and asks
+        flush_if_due at its threads' CPU readings."""
+        self.records.append(format.CHUNK.pack(*fields))
+        self.flush_if_due(fields[7])
 
-    def record_packed(self, record, end_ns):
-        """Queue one CHUNK record, packed already (the hot path: packing
-        where the fields are made spares a tuple per call). A stopped journal
-        drops its records at the next batch (flush)."""
-        records = self.records
-        records.append(record)
-        if len(records) >= _FLUSH_RECORDS or end_ns - self.last_flush > _FLUSH_NS:
+    def flush_if_due(self, end_ns):
+        """A batch once FLUSH_RECORDS are queued, or at a record that ends
+        FLUSH_NS after the last batch. A stopped journal drops its records
+        at the next batch (flush)."""
+        if len(self.records) >= _FLUSH_RECORDS or end_ns > self.flush_due:
             self.flush()
 
     def flush(self):
@@ -101,7 +102,7 @@ class Journal:
                     if not self._append(format.CHUNKS_SUFFIX, data):
                         self.dropped["records"] += count
                 del records[:count]
-            self.last_flush = time.monotonic_ns()
+            self.flush_due = time.monotonic_ns() + _FLUSH_NS
         finally:
             self._flushing.release()
 

@@ -70,8 +70,7 @@ def _forget(fd):
 
 def _describe_write(args, result):
     data = args[1] if len(args) > 1 else None
-    buffer = calls.buffer_of(data) if type(data) is memoryview else -1
-    return buffer, result if type(result) is int else -1
+    return calls.buffer_of(data) if type(data) is memoryview else -1, result if type(result) is int else -1
 
 
 def _describe_writev(args, result):

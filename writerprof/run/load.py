@@ -380,7 +380,8 @@ def _read_journals(root: Path, host_index: int, procs: Path, losses: list[str]) 
         if stopped is None and "exit" not in kinds:
             unexited = (f"{rel}: process {events[0].get('pid')} ({events[0].get('role')}) "
                         f"left no exit record (killed by SIGKILL, or alive when the recording ended): chunk "
-                        f"records after its last flushed batch, {journal.FLUSH_RECORDS} at most, are missing")
+                        f"records after its last flushed batch, {journal.FLUSH_RECORDS} at most and those of "
+                        f"{journal.CPU_READ_NS // 1000} µs after, are missing")
             losses.append(unexited)
         found.append(_Journal(host_index, events[0], events, chunks_file, rel + journal.CHUNKS_SUFFIX, count, rel,
                               unexited_loss=unexited))
