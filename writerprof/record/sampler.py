@@ -92,6 +92,7 @@ class Sampler:
         self._errors = 0
         self.write_error: str | None = None  # why the sampler stopped writing, if it did
         self._ticks = self._late = self._longest_ns = 0
+        self._cpu_ns: int | None = None  # the thread's CPU time, once it has ended
         self._samples: list[bytes] = []  # this tick's records, written at its end
         self._thread_samples: list[bytes] = []
         self._thread_files = 0  # thread stat files held open, in all (THREAD_FILES_OPEN)
@@ -132,10 +133,11 @@ class Sampler:
 
     def timing(self) -> dict:
         """The thread's ticks: how many, how many overran the interval (the
-        next one then started late), and the longest, in ns."""
+        next one then started late), and the longest, in ns; and, once
+        stopped, the thread's CPU time (ns)."""
         with self._lock:
             return {"interval_ns": int(self.interval_s * 1e9), "ticks": self._ticks, "late": self._late,
-                    "longest_ns": self._longest_ns}
+                    "longest_ns": self._longest_ns, "cpu_ns": self._cpu_ns}
 
     def tick(self) -> None:
         """Sample once now (the thread does this every interval)."""
@@ -164,6 +166,7 @@ class Sampler:
             # A tick that overran is not caught up on: the next one starts now.
             deadline = max(deadline + self.interval_s, time.monotonic())
             self._stopping.wait(deadline - time.monotonic())
+        self._cpu_ns = time.thread_time_ns()
 
     def _tick_counting_errors(self) -> None:
         with self._lock:
