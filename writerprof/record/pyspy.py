@@ -209,57 +209,61 @@ class StackRecorder:
     def start(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         self._write_index()
+        self._tree, self._free = procfs.ProcessTree(HOST, self.pid), FreeCpu(HOST)
+        self._seen: dict[int, tuple[int, str]] = {}  # Python pid -> (parent pid, command line)
+        # The first look now, not in the thread: a Python CMD is one at once (it
+        # has been exec'd), and its py-spy starts before CMD can have ended.
+        try:
+            self._look()
+        except OSError as exc:
+            self._cannot_write(exc)
         self._thread.start()
 
     def _watch(self) -> None:
+        """Every _CHILDREN_S until stop() (CMD's end is not enough: what
+        outlived it is followed until then), a look (_look); then the
+        py-spys still running ended."""
         try:
-            self._follow()
+            while not self._done.wait(_CHILDREN_S):
+                self._look()
         except OSError as exc:  # the run directory full or gone: the stacks end here
             self._cannot_write(exc)
         finally:
             self._end_all()
+            self._tree.close()
             self.threads_cpu_s = time.thread_time()
 
-    def _follow(self) -> None:
-        """Every _CHILDREN_S until stop() (CMD's end is not enough: what
-        outlived it is followed until then): a py-spy for each Python process
-        new in CMD's tree; the start-ups that ended given way to the sparse
-        rate; the py-spys that ended collected, and retried where they found
-        no Python yet."""
-        tree, free = procfs.ProcessTree(HOST, self.pid), FreeCpu(HOST)
-        seen: dict[int, tuple[int, str]] = {}  # Python pid -> (parent pid, command line)
-        try:
-            while not self._done.is_set():
-                now = time.monotonic_ns()
-                free.look(now)
-                for pid in tree.pids():
-                    if pid in seen or pid in self._spies or pid in self._retry:
-                        continue
-                    stat = procfs.read_stat(HOST, pid)
-                    if stat is None or not self._is_python(pid):
-                        continue  # (looked at again next time: it may exec Python)
-                    cmdline = " ".join(procfs.read_cmdline(HOST, pid))
-                    seen[pid] = (stat.ppid, cmdline)
-                    parent = seen.get(stat.ppid)
-                    writer = full_rate(pid, self.pid, cmdline, parent and (True, parent[1]))
-                    self._begin(pid, self._chain(pid, seen), writer, free.share)
-                for pid, spy in list(self._spies.items()):
-                    if spy.startup is not None and spy.ended is None:
-                        spy.ended = "daemon" if _exec_into_daemon(pid, spy.chain[-1][1]) else spy.startup.ended(now)
-                        if spy.ended:  # py-spy writes what it has on SIGINT
-                            _signal(spy.process, signal.SIGINT)
-                    if self._reaped(spy):
-                        self._collect(spy)
-                        if not _alive(pid):
-                            seen.pop(pid, None)  # its pid may come back as another process
-                for pid, (when, spy) in list(self._retry.items()):
-                    if now >= when:
-                        del self._retry[pid]
-                        if _alive(pid):
-                            self._restart(spy)
-                self._done.wait(_CHILDREN_S)
-        finally:
-            tree.close()
+    def _look(self) -> None:
+        """A py-spy for each Python process new in CMD's tree; the start-ups
+        that ended given way to the sparse rate; the py-spys that ended
+        collected, and retried where they found no Python yet."""
+        now, seen = time.monotonic_ns(), self._seen
+        self._free.look(now)
+        for pid in self._tree.pids():
+            if pid in seen or pid in self._spies or pid in self._retry:
+                continue
+            stat = procfs.read_stat(HOST, pid)
+            if stat is None or not self._is_python(pid):
+                continue  # (looked at again next time: it may exec Python)
+            cmdline = " ".join(procfs.read_cmdline(HOST, pid))
+            seen[pid] = (stat.ppid, cmdline)
+            parent = seen.get(stat.ppid)
+            writer = full_rate(pid, self.pid, cmdline, parent and (True, parent[1]))
+            self._begin(pid, self._chain(pid, seen), writer, self._free.share)
+        for pid, spy in list(self._spies.items()):
+            if spy.startup is not None and spy.ended is None:
+                spy.ended = "daemon" if _exec_into_daemon(pid, spy.chain[-1][1]) else spy.startup.ended(now)
+                if spy.ended:  # py-spy writes what it has on SIGINT
+                    _signal(spy.process, signal.SIGINT)
+            if self._reaped(spy):
+                self._collect(spy)
+                if not _alive(pid):
+                    seen.pop(pid, None)  # its pid may come back as another process
+        for pid, (when, spy) in list(self._retry.items()):
+            if now >= when:
+                del self._retry[pid]
+                if _alive(pid):
+                    self._restart(spy)
 
     def _is_python(self, pid: int) -> bool:
         if _is_python(pid):
