@@ -102,6 +102,10 @@ def command(variant: str, workload: str, scratch: str) -> tuple[list[str], dict]
     """The argv and environment of one run of a variant."""
     repro = writerprof() + REPRO + ["--dir", tempfile.mkdtemp(prefix="files-", dir=scratch)] + WORKLOADS[workload]
     env = dict(os.environ)
+    # As installed: pip compiles writerprof's modules; with PYTHONDONTWRITEBYTECODE set
+    # (as on this project's machine) every process of every run compiled them anew,
+    # record's and the probe's in each of CMD's processes too.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     if variant == "plain":
         return repro, env
     if variant in ("default", "one-rate", "no-stacks", "no-sampler", "probe-only"):

@@ -1,44 +1,51 @@
-"""Python stacks of CMD's whole process tree, sampled by py-spy while
-`writerprof record` runs it, at two rates (issue 16; the policy is
+"""Python stacks of CMD's Python processes, sampled by py-spy while
+`writerprof record` runs it, each process by a py-spy of its own, at a rate
+that depends on what the process is (issue 16; the policy is
 writerprof.record.stackrate):
 
-- One `py-spy record --pid CMD --subprocesses --idle --format raw` follows CMD
-  and every Python process below it, at any depth (the forkserver daemon's
-  children are its descendants, and are followed there), at the sparse rate
-  (StackOptions.sparse_rate_hz, 10 Hz): CMD, MPI ranks, multiprocessing's
-  forkserver and resource tracker.
+- record's watch of CMD's tree (every 50 ms, the kernel's children files;
+  the forkserver daemon's children are its descendants and are seen there)
+  starts a `py-spy record --pid PID --idle --format raw` for each Python
+  process it finds (an executable named python*, or a journal in the run
+  directory): no `--subprocesses`, whose look for new processes alone cost
+  py-spy ~11 ms a second here, whatever the rate.
 - Each process that a Python process of the tree started (writers, workers:
-  `stackrate.full_rate`) gets a `py-spy record --pid PID` of its own at the
-  full rate (StackOptions.rate_hz, 100 Hz; StackOptions.busy_rate_hz, if
-  given, for those that start while the CPUs have under a quarter of their
-  time free), from the moment record's watch of the tree
-  (every 50 ms, the kernel's children files) sees it, for its start-up
+  `stackrate.full_rate`) is sampled at the full rate (StackOptions.rate_hz,
+  100 Hz; StackOptions.busy_rate_hz, if given, for those that start while
+  the CPUs have under a quarter of their time free) for its start-up
   (stackrate.StartupEnd: to half a second into its target, per its
   journal); then that py-spy is stopped (it writes its file) and a second
-  one of its own samples it at the sparse rate to its end. Its files get the
-  process chain py-spy --subprocesses would have written put at the root of
-  every line, and its stacks replace the tree py-spy's sparse ones of that
-  process (writerprof.run.stacks).
+  one samples it at the sparse rate (StackOptions.sparse_rate_hz, 10 Hz) to
+  its end.
+- The rest, CMD and MPI ranks, at the sparse rate for their whole life;
+  multiprocessing's daemons (forkserver, resource tracker), which only
+  wait, at DAEMON_RATE_HZ.
+
+Every file gets the process chain py-spy --subprocesses would have written
+(`process PID:"CMDLINE"` from CMD down) put at the root of every line, so
+the loader (writerprof.run.stacks) ties each stack to its process and
+weights each segment by its rate.
 
 Why: py-spy's reads cost CPU in proportion to the samples and to the depth
 of the stacks (on this project's 2-CPU machine about 0.1 ms a sample of 5
-frames, 0.5 ms of 80, the depth of a writer's imports), and the run loses
-that CPU where its CPUs are busy. One py-spy at 100 Hz for the whole tree
-took 3818 samples of a 4-save forkserver reproducer with a CPU-bound
-generator (0.55 CPU s, 10% of the run's); at two rates, 781 (525 of them
-the writers'). The writers' start-up and saves, which the stacks are for,
-keep the full rate; the producer's threads, the idle daemons and py-spy's
-look for new children do not take it. With StackOptions.sparse_rate_hz at
-or above rate_hz (record --sparse-stack-rate 100), or py-spy pausing the
-processes (two py-spys pausing one process would stand in each other's
-way), it is one py-spy for the whole tree at rate_hz, as before.
+frames, 0.5 ms of 80, the depth of a writer's imports; ~13 ms to start a
+py-spy, which reads the interpreter's symbols), and the run loses that CPU
+where its CPUs are busy. One py-spy at 100 Hz for the whole tree took 3818
+samples of a 4-save forkserver reproducer with a CPU-bound generator (0.55
+CPU s, 10% of the run's); at two rates, 781 (525 of them the writers'). The
+writers' start-up and saves, which the stacks are for, keep the full rate;
+the producer's threads and the idle daemons do not take it. What each
+py-spy cost is in its segment (cpu_s, from wait4). With
+StackOptions.sparse_rate_hz at or above rate_hz (record --sparse-stack-rate
+100), or py-spy pausing the processes, every process is sampled at rate_hz
+for its whole life, by one py-spy of its own.
 
-The options, for both:
+The options, for all of them:
 
-- raw (collapsed) output: one line per distinct stack with its count, each
-  stack rooted in the chain of `process PID:"CMDLINE"` frames from CMD down to
-  the sampled process, so every stack is tied to its pid (and its parent's),
-  and the file stays small however long the run: py-spy aggregates as it goes.
+- raw (collapsed) output: one line per distinct stack with its count (record
+  roots each in the process chain, so every stack is tied to its pid and its
+  parent's), and the file stays small however long the run: py-spy
+  aggregates as it goes.
 - --idle: a thread blocked in a system call (a writer waiting on its queue, in
   fsync, or reading a module file at start-up; the producer on a full queue)
   is sampled too. The stacks are then wall-clock time per process, so a
@@ -72,8 +79,8 @@ The options, for both:
   its profile, and stacks of runs compare (thread ids differ from run to run).
 
 py-spy runs in a session of its own, so that a Ctrl-C at the terminal reaches
-CMD and not py-spy. It stops by itself when CMD's process tree is gone and
-writes its file; `StackRecorder.stop` waits a moment for that, then asks with
+CMD and not py-spy. Each stops by itself when its process is gone and writes
+its file; `StackRecorder.stop` waits a moment for that, then asks with
 SIGINT (py-spy writes what it has on SIGINT), and kills it only if it still
 hangs: a process that outlives CMD (a daemon, a grandchild left running)
 does not keep record waiting. py-spy never fails the run: if it is missing or
@@ -81,16 +88,14 @@ cannot attach (ptrace), record says so in one line, with the fix, and carries
 on without stacks; if the run directory is full, what py-spy could not write
 is left out and said (StackRecorder.write_error).
 
-py-spy is started once a Python process is in CMD's tree (a journal in the
-run directory, or a process whose executable is named python*): a CMD that
-never runs Python costs no py-spy at all (`record -- sh -c 'sleep 1'` took
-1.63-1.69 s with py-spy retrying, 1.16-1.28 s with --no-stacks; now 1.20-1.22
-s either way, 5 runs each). If py-spy still finds no
-Python process (the interpreter not yet started up), it is started again,
-every half second while CMD runs, into the same segment file name. A segment
-is one run of py-spy that sampled (the tree's, NNN.raw, or a process's own,
-PID-NNN.raw, with its pid and rate in stacks.json); the files are described
-in writerprof.run.layout.
+A CMD that never runs Python costs no py-spy at all (`record -- sh -c 'sleep
+1'` took 1.63-1.69 s with py-spy retrying, 1.16-1.28 s with --no-stacks;
+1.20-1.22 s either way once py-spy waited for a Python process, 5 runs
+each). If py-spy finds no Python in a process (the interpreter not yet
+started up), it is started again, every half second while the process
+lives, into the same segment file name. A segment is one run of py-spy that
+sampled (PID-NNN.raw, with its pid, rate and stage in stacks.json); the
+files are described in writerprof.run.layout.
 """
 
 from __future__ import annotations
@@ -114,7 +119,11 @@ from writerprof.record.stackrate import FreeCpu, StartupEnd, adapted_rate, full_
 from writerprof.record.system import HOST
 
 RATE_HZ = 100  # the writers' (processes started by a Python process of the tree)
-SPARSE_RATE_HZ = 10  # the rest: CMD, MPI ranks, multiprocessing's daemons
+SPARSE_RATE_HZ = 10  # the rest: CMD, MPI ranks; and the writers after their start-up
+# multiprocessing's daemons (forkserver, resource tracker) wait on a socket or
+# a pipe all their life: a few samples say so (each costs ~0.3 ms of py-spy
+# here however shallow the stack: 0.06 CPU s of a 24 s run each at 10 Hz).
+DAEMON_RATE_HZ = 2
 _RETRY_S = 0.5  # between py-spy's attempts to find a Python process in CMD's tree
 _CHILDREN_S = 0.05  # between looks at CMD's tree for new processes and ended py-spys
 _FLUSH_WAIT_S = 1.0  # for py-spy to notice CMD's end and write its file, before SIGINT
@@ -286,7 +295,8 @@ class StackRecorder:
     def _begin(self, pid: int, chain: list[tuple[int, str]], writer: bool, free_share: float) -> None:
         """A new Python process's first py-spy: a writer's at the full rate
         for its start-up (then AFTER_STARTUP at the sparse rate), the rest's
-        at the sparse rate for their whole life; every one at the full rate
+        at the sparse rate for their whole life (multiprocessing's daemons at
+        DAEMON_RATE_HZ); every one at the full rate
         for its whole life if the rates are not split."""
         o = self.options
         if not o.split:
@@ -296,7 +306,8 @@ class StackRecorder:
             self._launch(pid, chain, rate, STARTUP, StartupEnd(self._journals, pid, time.monotonic_ns())
                          if o.sparse_rate_hz < rate else None)
         else:
-            self._launch(pid, chain, o.sparse_rate_hz, WHOLE)
+            self._launch(pid, chain, min(o.sparse_rate_hz, DAEMON_RATE_HZ) if is_daemon(chain[-1][1])
+                         else o.sparse_rate_hz, WHOLE)
 
     def _restart(self, spy: _Spy) -> None:
         self._launch(spy.pid, spy.chain, spy.rate_hz, spy.stage, spy.startup, name=spy.name)
@@ -341,7 +352,9 @@ class StackRecorder:
                 "ended": spy.ended or ("exit" if not _alive(spy.pid) else "record_stop"), "exit_status": status,
                 "cpu_s": round(spy.cpu_s, 4)})
             if spy.ended and not full and not self._done.is_set() and _alive(spy.pid):
-                self._launch(spy.pid, spy.chain, self.options.sparse_rate_hz, AFTER_STARTUP)
+                sparse = self.options.sparse_rate_hz
+                self._launch(spy.pid, spy.chain, min(sparse, DAEMON_RATE_HZ) if spy.ended == "daemon" else sparse,
+                             AFTER_STARTUP)
             if full:
                 self._done.set()  # a full disk has no room for the next segments either
         elif full:
