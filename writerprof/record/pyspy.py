@@ -366,7 +366,9 @@ class StackRecorder:
             self._no_python = True
             if not self._done.is_set() and _alive(spy.pid):
                 self._retry[spy.pid] = (time.monotonic_ns() + int(_RETRY_S * 1e9), spy)
-        elif _alive(spy.pid) and not self._done.is_set():
+        elif spy.pid == self.pid and _alive(spy.pid) and not self._done.is_set():
+            # (The others' failures are quiet, in py-spy.log: a process that ended while
+            # py-spy attached, or that was not Python after all.)
             last = [line for line in said.splitlines() if line.strip() and not line.startswith(" ")]
             self._fail(f"py-spy failed (exit status {status}): {last[0] if last else 'no message'}")
 
@@ -508,7 +510,9 @@ def _exec_into_daemon(pid: int, seen_cmdline: str) -> bool:
 
 
 def _alive(pid: int) -> bool:
-    return os.path.exists(f"/proc/{pid}")
+    """Whether pid runs (not gone, not a zombie waiting to be reaped)."""
+    stat = procfs.read_stat(HOST, pid)
+    return stat is not None and stat.state not in "ZX"
 
 
 def _signal(process: subprocess.Popen, signum: int) -> None:

@@ -42,8 +42,10 @@ NUMA_MAPS_EVERY_NS = 2_000_000_000
 # the usual limit of 1024 descriptors, as record has files of its own.
 THREAD_FILES_OPEN = 384
 SAMPLER_NICE = 10  # added to the sampler thread's niceness: a tenth of the recorded processes' share
-# Processes whose stat, status and io files the sampler keeps open (ProcessFiles).
-PROCESS_FILES_OPEN = 96
+# Processes whose stat, status and io files the sampler keeps open (ProcessFiles):
+# a run's writers and producer; with THREAD_FILES_OPEN and the two trees'
+# children files (procfs.CHILDREN_FILES_OPEN each) under the usual limit of 1024.
+PROCESS_FILES_OPEN = 32
 # A process whose stat and io are as they were (it has not run a clock tick
 # since, nor written) keeps its status of the previous tick, read again at
 # least this often: its context switches, the most expensive file of the
