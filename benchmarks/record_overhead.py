@@ -163,7 +163,8 @@ def run_once(variant: str, workload: str, scratch: str) -> dict:
         record_all = usage.ru_utime + usage.ru_stime - cmd - spy
         result.update(py_spy=spy, record=record_all, imports=parts.get("before_cmd_s") or 0.0,
                       sampler=parts.get("sampler_s") or 0.0, stack_threads=parts.get("stacks_threads_s") or 0.0,
-                      summary=record_all - (parts.get("record_s") or 0.0), target=cpu - record_all - spy)
+                      summary=record_all - (parts.get("record_s") or 0.0) - (parts.get("before_cmd_s") or 0.0),
+                      target=cpu - record_all - spy)
     return result
 
 

@@ -150,7 +150,9 @@ def record(run_dir: Path, command: list[str], interval_ns: int, probes: list[str
     ours). stacks: how py-spy samples CMD's Python stacks (default:
     StackOptions(), 100 Hz); what was taken is written into run.json's "stacks"."""
     stacks = StackOptions() if stacks is None else stacks
-    before_cmd = _cpu_s(resource.getrusage(resource.RUSAGE_SELF))  # record's start-up: imports, arguments
+    # What this process spent before (record's start-up: imports, arguments), and its
+    # children so far (none for record; contrast's earlier runs).
+    before = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     host = host_name()
     recorded = Recorded(exit_status=-1)
     try:
@@ -170,7 +172,7 @@ def record(run_dir: Path, command: list[str], interval_ns: int, probes: list[str
                          ended_by="signal" if status < 0 else "exit",
                          signal=signal.Signals(-status).name if status < 0 else None,
                          stacks=stacks_taken, incomplete=recorded.incomplete, outlived_cmd=recorded.outlived,
-                         sampler_ticks=recorded.sampler_ticks, record_cpu=_record_cpu(before_cmd, recorded))
+                         sampler_ticks=recorded.sampler_ticks, record_cpu=_record_cpu(*before, recorded))
     except RunDirectoryError as exc:
         recorded.incomplete.append(f"run.json not finished: {exc}")
     return recorded
@@ -275,20 +277,22 @@ def _cpu_s(usage: resource.struct_rusage) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _record_cpu(before_cmd_s: float, recorded: Recorded) -> dict:
+def _record_cpu(own_before: resource.struct_rusage, children_before: resource.struct_rusage,
+                recorded: Recorded) -> dict:
     """What record itself cost in CPU seconds, by part (run.json's
-    "record_cpu"; benchmarks/record_overhead.py prints it): its own process
-    before CMD started (imports) and in all, its sampler thread, its py-spy
-    threads, and the py-spys it ran (its children's time less CMD's; the
-    summary's reading of the run comes after, and is not in it)."""
+    "record_cpu"; benchmarks/record_overhead.py prints it): its process
+    before the recording (record's imports) and during it, its sampler
+    thread, its py-spy thread, and the py-spys it ran (its children's time
+    since less CMD's; the summary's reading of the run comes after, and is
+    not in it)."""
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     sampler = (recorded.sampler_ticks or {}).get("cpu_ns")
-    return {"record_s": round(_cpu_s(own), 4), "before_cmd_s": round(before_cmd_s, 4),
+    return {"record_s": round(_cpu_s(own) - _cpu_s(own_before), 4), "before_cmd_s": round(_cpu_s(own_before), 4),
             "sampler_s": None if sampler is None else round(sampler / 1e9, 4),
             "stacks_threads_s": round(recorded.stacks_threads_s, 4),
             "cmd_s": None if recorded.cmd_usage is None else round(_cpu_s(recorded.cmd_usage), 4),
             "py_spy_s": None if recorded.cmd_usage is None else
-            round(_cpu_s(children) - _cpu_s(recorded.cmd_usage), 4)}
+            round(_cpu_s(children) - _cpu_s(children_before) - _cpu_s(recorded.cmd_usage), 4)}
 
 
 def _argv_text(argv: list[str], width: int = 60) -> str:
