@@ -74,7 +74,7 @@ PARTS = {
     "record": "record's own process to its exit (the next four are in it)",
     "imports": "record's process before CMD started",
     "sampler": "the /proc sampler thread",
-    "stack_threads": "record's threads that drive py-spy",
+    "stack_threads": "record's thread that drives py-spy",
     "summary": "record's summary, read from the run after CMD ended",
     "py_spy": "the py-spy processes",
     "target": "CMD's processes less the reproducer alone's (the probe, and what the rest disturbed)",

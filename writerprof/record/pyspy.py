@@ -199,8 +199,7 @@ class StackRecorder:
         self._names = 0  # the segments' files are numbered in one sequence
         self._ran = False  # whether any py-spy was started
         self._no_python = False  # whether py-spy said "No python processes found"
-        self.threads_cpu_s = 0.0  # the watch thread's CPU time, once it has ended
-        self.spies_cpu_s = 0.0  # the py-spys' CPU time (wait4), as they end
+        self.thread_cpu_s = 0.0  # the watch thread's CPU time, once it has ended (run.json's record_cpu)
         self.segments: list[dict] = []
         self.reason: str | None = None  # why there are no stacks, once known
         self.write_error: str | None = None  # what could not be written (a full run directory)
@@ -240,7 +239,7 @@ class StackRecorder:
         finally:
             self._end_all()
             self._tree.close()
-            self.threads_cpu_s = time.thread_time()
+            self.thread_cpu_s = time.thread_time()
 
     def _look(self) -> None:
         """A py-spy for each Python process new in CMD's tree; the start-ups
@@ -336,7 +335,6 @@ class StackRecorder:
         """An ended py-spy: its file compressed and indexed, or its failure
         handled; and the next py-spy of its process, if it has one."""
         del self._spies[spy.pid]
-        self.spies_cpu_s += spy.cpu_s
         with spy.process.stdout:
             said = spy.process.stdout.read().decode("utf-8", "replace")
         self._log(spy.argv, said)

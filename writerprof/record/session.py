@@ -127,7 +127,7 @@ class Recorded:
     outlived: list[dict] = field(default_factory=list)  # processes still running after CMD ended
     sampler_ticks: dict | None = None  # the sampler thread's timing (Sampler.timing())
     cmd_usage: resource.struct_rusage | None = None  # CMD's (and its waited-for descendants'), from wait4
-    stacks_threads_s: float = 0.0  # the CPU seconds of record's py-spy threads (StackRecorder.threads_cpu_s)
+    stacks_threads_s: float = 0.0  # the CPU seconds of record's thread that drives py-spy (StackRecorder)
 
     def warnings(self) -> list[str]:
         """What went wrong with the recording itself, a line each."""
@@ -259,7 +259,7 @@ def _follow(child: subprocess.Popen, run_dir: Path, host: str, interval_ns: int,
         if stack_recorder is not None:  # CMD has ended: py-spy writes its file
             # py-spy follows what is left of the tree: once that is only what outlived CMD, it is stopped.
             stacks_taken = stack_recorder.stop(grace_s=0.0 if recorded.outlived else None)
-            recorded.stacks_threads_s = stack_recorder.threads_cpu_s
+            recorded.stacks_threads_s = stack_recorder.thread_cpu_s
             if stack_recorder.write_error:
                 recorded.incomplete.append(f"stacks end early: {stack_recorder.write_error}")
     return status, stacks_taken
