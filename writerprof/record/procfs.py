@@ -130,7 +130,7 @@ def shm_numa_maps(maps_text: str, numa_maps_text: str) -> list[dict]:
 
 def read_stat(system: System, pid: int | str) -> Stat | None:
     text = system.read(f"/proc/{pid}/stat")
-    return None if text is None else parse_stat(text)
+    return parse_stat(text) if text else None  # (empty: read as the process was reaped)
 
 
 def read_threads(system: System, pid: int | str) -> list[ThreadStat]:

@@ -108,6 +108,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -236,8 +237,13 @@ class StackRecorder:
                 self._look()
         except OSError as exc:  # the run directory full or gone: the stacks end here
             self._cannot_write(exc)
+        except Exception:  # a fault of ours ends the stacks, not the recording
+            self._broke()
         finally:
-            self._end_all()
+            try:
+                self._end_all()
+            except Exception:
+                self._broke()
             self._tree.close()
             self.thread_cpu_s = time.thread_time()
 
@@ -435,6 +441,13 @@ class StackRecorder:
             self.write_error = f"cannot write the stacks into {self.dir}: {exc.strerror or exc}"
         if not self.segments:
             self.reason = self.write_error
+
+    def _broke(self) -> None:
+        """An unexpected error in the watch: said in one line, its traceback in py-spy.log."""
+        self._log(["(writerprof record's py-spy watch)"], traceback.format_exc())
+        error = sys.exc_info()[1]
+        self._fail(f"record's py-spy watch failed: {type(error).__name__}: {error}")
+        self._done.set()
 
     def _fail(self, reason: str) -> None:
         """Say why once: the first failure is the one to fix."""
