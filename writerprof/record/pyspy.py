@@ -123,8 +123,9 @@ RATE_HZ = 100  # the writers' (processes started by a Python process of the tree
 SPARSE_RATE_HZ = 10  # the rest: CMD, MPI ranks; and the writers after their start-up
 # multiprocessing's daemons (forkserver, resource tracker) wait on a socket or
 # a pipe all their life: a few samples say so (each costs ~0.3 ms of py-spy
-# here however shallow the stack: 0.06 CPU s of a 24 s run each at 10 Hz).
-DAEMON_RATE_HZ = 2
+# here however shallow the stack: 0.06 CPU s of a 24 s run each at 10 Hz; at
+# 2 Hz a run of 2 s had too few for the resource tracker's frames, once).
+DAEMON_RATE_HZ = 5
 _RETRY_S = 0.5  # between py-spy's attempts to find a Python process in CMD's tree
 _CHILDREN_S = 0.05  # between looks at CMD's tree for new processes and ended py-spys
 _FLUSH_WAIT_S = 1.0  # for py-spy to notice CMD's end and write its file, before SIGINT
