@@ -2,7 +2,7 @@
 the reproducer alone and against other tools, on the workloads of issue 16.
 
     python benchmarks/record_overhead.py [--cycles 5] [--quick] [--workloads disk,cpu]
-                                         [--variants default,no-stacks,...] [--meter-py-spy] [--scratch DIR]
+                                         [--variants default,no-stacks,...] [--scratch DIR]
 
 Workloads (`writerprof repro --json --saves 4 --size 512MiB --start-method
 forkserver --main-imports numpy,matplotlib.pyplot`, files in a temporary
@@ -20,6 +20,7 @@ Variants, each a separate run of the reproducer:
               default before issue 16)
   no-stacks   `record --no-stacks`
   no-sampler  `record --no-sampler` (stacks still taken)
+  probe-only  `record --no-sampler --no-stacks`: the probe and record's own process alone
   py-spy      `py-spy record --subprocesses --idle --nonblocking --rate 100` alone
               (what record ran by default before issue 16)
   dftracer    the pip package's LD_PRELOAD tracer (DFTRACER_ENABLE=1), when
@@ -34,12 +35,12 @@ recorder's and the tool's included. This script is made the child subreaper
 (prctl), so that processes orphaned in the run (the forkserver and its
 writers once the reproducer's main process has gone) are reaped here and
 counted in RUSAGE_CHILDREN too. The CPU seconds are the steadier signal on a
-loaded machine; steadier still, for the record variants that take stacks,
-the CPU seconds of record's py-spys alone (py-spy CPU s: each py-spy is run
-through a meter that reports its rusage), which do not depend on how the
-reproducer itself fared in that run (with --meter-py-spy only: the meter
-is a Python process per py-spy, whose start-up the run's CPU seconds then
-include, several for default against one for one-rate). --quick: one workload cycle of three variants (plain,
+loaded machine. For the record variants a second table splits them (PARTS):
+record writes its own parts into run.json ("record_cpu": its process before
+CMD, its sampler thread, its py-spy threads, CMD's time from wait4 and its
+children's less CMD's, which are the py-spys'), and the wait4 of record adds
+what its summary took; the rest of the extra is in CMD's processes (the
+probe's share). --quick: one workload cycle of three variants (plain,
 default, no-stacks), to check a change in a minute.
 
 Targets (issue 16): default median loss < 1% on disk, <= 3% on cpu, in CPU
@@ -65,10 +66,19 @@ from common import children_cpu_s, writerprof
 REPRO = ["repro", "--json", "--saves", "4", "--size", "512MiB", "--start-method", "forkserver",
          "--main-imports", "numpy,matplotlib.pyplot"]
 WORKLOADS = {"disk": [], "cpu": ["--generator", "random", "--gen-threads", "2"]}
-VARIANTS = ("plain", "default", "one-rate", "no-stacks", "no-sampler", "py-spy", "dftracer")
+VARIANTS = ("plain", "default", "one-rate", "no-stacks", "no-sampler", "probe-only", "py-spy", "dftracer")
 QUICK = ("plain", "default", "no-stacks")
 _PR_SET_CHILD_SUBREAPER = 36
-METER = False  # --meter-py-spy
+# The parts of a record variant's CPU seconds (run_once), as the second table names them.
+PARTS = {
+    "record": "record's own process to its exit (the next four are in it)",
+    "imports": "record's process before CMD started",
+    "sampler": "the /proc sampler thread",
+    "stack_threads": "record's thread that drives py-spy",
+    "summary": "record's summary, read from the run after CMD ended",
+    "py_spy": "the py-spy processes",
+    "target": "CMD's processes less the reproducer alone's (the probe, and what the rest disturbed)",
+}
 
 
 def py_spy() -> str | None:
@@ -92,12 +102,16 @@ def command(variant: str, workload: str, scratch: str) -> tuple[list[str], dict]
     """The argv and environment of one run of a variant."""
     repro = writerprof() + REPRO + ["--dir", tempfile.mkdtemp(prefix="files-", dir=scratch)] + WORKLOADS[workload]
     env = dict(os.environ)
+    # As installed: pip compiles writerprof's modules; with PYTHONDONTWRITEBYTECODE set
+    # (as on this project's machine) every process of every run compiled them anew,
+    # record's and the probe's in each of CMD's processes too.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     if variant == "plain":
         return repro, env
-    if variant in ("default", "one-rate", "no-stacks", "no-sampler"):
+    if variant in ("default", "one-rate", "no-stacks", "no-sampler", "probe-only"):
         run = tempfile.mkdtemp(prefix=f"run-{variant}-", dir=scratch)
         options = {"default": [], "one-rate": ["--sparse-stack-rate", "100"], "no-stacks": ["--no-stacks"],
-                   "no-sampler": ["--no-sampler"]}[variant]
+                   "no-sampler": ["--no-sampler"], "probe-only": ["--no-sampler", "--no-stacks"]}[variant]
         return writerprof() + ["record", "-o", run, *options, "--"] + repro, env
     if variant == "py-spy":
         out = os.path.join(tempfile.mkdtemp(prefix="py-spy-", dir=scratch), "stacks.raw")
@@ -112,42 +126,6 @@ def command(variant: str, workload: str, scratch: str) -> tuple[list[str], dict]
     raise ValueError(variant)
 
 
-# Stands in for py-spy under `record` (WRITERPROF_PY_SPY): runs it, passes on
-# the signals record sends, and adds its CPU seconds to a file.
-_PY_SPY_METER = """#!{python}
-import os, signal, subprocess, sys
-spy = subprocess.Popen([{py_spy!r}] + sys.argv[1:])
-for signum in (signal.SIGINT, signal.SIGTERM):
-    signal.signal(signum, lambda n, _: spy.send_signal(n))
-while True:
-    try:
-        _, status, usage = os.wait4(spy.pid, 0)
-        break
-    except InterruptedError:
-        continue
-with open({log!r}, "a") as log:
-    log.write(f"{{usage.ru_utime + usage.ru_stime}}\\n")
-sys.exit(os.waitstatus_to_exitcode(status))
-"""
-
-
-def py_spy_meter(scratch: str) -> tuple[str, str]:
-    """(the meter's path, the file it adds py-spy's CPU seconds to)."""
-    log, meter = os.path.join(scratch, "py-spy-cpu.log"), os.path.join(scratch, "py-spy-meter")
-    with open(meter, "w") as f:
-        f.write(_PY_SPY_METER.format(python=sys.executable, py_spy=py_spy(), log=log))
-    os.chmod(meter, 0o755)
-    return meter, log
-
-
-def _spy_cpu_s(log: str) -> float:
-    try:
-        with open(log) as f:
-            return sum(float(line) for line in f if line.strip())
-    except FileNotFoundError:
-        return 0.0
-
-
 def _reap_orphans(deadline_s: float = 30.0) -> None:
     """Wait for the processes of the run reparented to us (we are the subreaper)."""
     end = time.monotonic() + deadline_s
@@ -160,24 +138,34 @@ def _reap_orphans(deadline_s: float = 30.0) -> None:
             time.sleep(0.02)
 
 
-def run_once(variant: str, workload: str, scratch: str) -> tuple[float, float, float]:
-    """(mean_throughput_gib_s, CPU seconds of every process of the run, of
-    record's py-spys alone)."""
+def run_once(variant: str, workload: str, scratch: str) -> dict:
+    """One run: its mean_throughput_gib_s ("gib_s"), the CPU seconds of every
+    process of it ("cpu_s"), and for the record variants the parts (PARTS) of
+    what record cost, from its run.json's record_cpu."""
     argv, env = command(variant, workload, scratch)
-    meter, log = py_spy_meter(scratch) if METER and py_spy() else (None, "")
-    if meter and variant in ("default", "one-rate", "no-sampler"):
-        env["WRITERPROF_PY_SPY"] = meter
-    spy_before = _spy_cpu_s(log)
     before = children_cpu_s()
     child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    out, _ = child.communicate()
+    out = child.stdout.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
     _reap_orphans()
     cpu = children_cpu_s() - before
     if child.returncode != 0:
         raise RuntimeError(f"{variant} {workload}: exit status {child.returncode}: {' '.join(argv)}")
     summary = next(json.loads(line) for line in out.splitlines()
                    if line.startswith("{") and json.loads(line).get("record") == "summary")
-    return summary["mean_throughput_gib_s"], cpu, _spy_cpu_s(log) - spy_before
+    result = {"gib_s": summary["mean_throughput_gib_s"], "cpu_s": cpu}
+    if "-o" in argv:
+        with open(os.path.join(argv[argv.index("-o") + 1], "run.json")) as f:
+            parts = json.load(f).get("record_cpu") or {}
+        spy, cmd = parts.get("py_spy_s") or 0.0, parts.get("cmd_s") or 0.0
+        # wait4 of record: its own time to its exit (the summary's too), CMD's and the py-spys'.
+        record_all = usage.ru_utime + usage.ru_stime - cmd - spy
+        result.update(py_spy=spy, record=record_all, imports=parts.get("before_cmd_s") or 0.0,
+                      sampler=parts.get("sampler_s") or 0.0, stack_threads=parts.get("stacks_threads_s") or 0.0,
+                      summary=record_all - (parts.get("record_s") or 0.0) - (parts.get("before_cmd_s") or 0.0),
+                      target=cpu - record_all - spy)
+    return result
 
 
 def main() -> None:
@@ -188,12 +176,7 @@ def main() -> None:
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, plain always included")
     parser.add_argument("--scratch", default=None, help="where run directories and files go (default: a temporary "
                         "directory on disk, removed afterwards)")
-    parser.add_argument("--meter-py-spy", action="store_true",
-                        help="run record's py-spys through a meter of their CPU seconds (the meter, a Python "
-                        "process per py-spy, adds its own start-up to the run's CPU seconds)")
     args = parser.parse_args()
-    global METER
-    METER = args.meter_py_spy
     variants = list(QUICK) if args.quick else ["plain"] + [v for v in args.variants.split(",") if v and v != "plain"]
     cycles = 1 if args.quick else args.cycles
     if "py-spy" in variants and py_spy() is None:
@@ -217,30 +200,37 @@ def main() -> None:
                 shift = cycle % len(variants)
                 for variant in variants[shift:] + variants[:shift]:
                     results[workload][variant].append(run_once(variant, workload, scratch))
-                plain_gib, plain_cpu, _ = results[workload]["plain"][-1]
-                line = " ".join(f"{v} {g / plain_gib:.3f} {c - plain_cpu:+.2f}s" + (f" (py-spy {p:.2f}s)" if p else "")
-                                for v in variants[1:] for g, c, p in results[workload][v][-1:])
-                print(f"cycle {cycle + 1} {workload}: plain {plain_gib:.3f} GiB/s {plain_cpu:.2f} CPU s; {line}",
-                      flush=True)
+                plain = results[workload]["plain"][-1]
+                line = " ".join(f"{v} {r['gib_s'] / plain['gib_s']:.3f} {r['cpu_s'] - plain['cpu_s']:+.2f}s"
+                                for v in variants[1:] for r in results[workload][v][-1:])
+                load = os.getloadavg()[0]
+                print(f"cycle {cycle + 1} {workload} (load {load:.2f}): plain {plain['gib_s']:.3f} GiB/s "
+                      f"{plain['cpu_s']:.2f} CPU s; {line}", flush=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     load = os.getloadavg()
     print(f"\nload average at the end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    print(f"{'workload':<8} {'variant':<11} {'ratio':>6} {'range':>13} {'extra CPU s':>12} {'%':>6} {'range':>15} "
-          f"{'py-spy CPU s':>13} {'%':>6}")
+    print(f"{'workload':<8} {'variant':<11} {'ratio':>6} {'range':>13} {'extra CPU s':>12} {'%':>6} {'range':>15}")
     for workload in workloads:
         plain = results[workload]["plain"]
         for variant in variants[1:]:
             runs = results[workload][variant]
-            ratios = [g / p[0] for (g, _, _), p in zip(runs, plain)]
-            extra = [c - p[1] for (_, c, _), p in zip(runs, plain)]
-            share = 100 * statistics.median(e / p[1] for e, p in zip(extra, plain))
-            spy = [s for _, _, s in runs]
-            spy_share = 100 * statistics.median(s / p[1] for s, p in zip(spy, plain))
-            spy_text = f"{statistics.median(spy):>13.2f} {spy_share:>5.1f}%" if any(spy) else ""
+            ratios = [r["gib_s"] / p["gib_s"] for r, p in zip(runs, plain)]
+            extra = [r["cpu_s"] - p["cpu_s"] for r, p in zip(runs, plain)]
+            share = 100 * statistics.median(e / p["cpu_s"] for e, p in zip(extra, plain))
             print(f"{workload:<8} {variant:<11} {statistics.median(ratios):>6.3f} "
                   f"{min(ratios):>6.3f}-{max(ratios):<6.3f} {statistics.median(extra):>+12.2f} {share:>+5.1f}% "
-                  f"{min(extra):>+7.2f}/{max(extra):<+7.2f} {spy_text}")
+                  f"{min(extra):>+7.2f}/{max(extra):<+7.2f}")
+    print("\nwhere record's extra CPU seconds go (medians over cycles): " + "; ".join(
+        f"{name} = {what}" for name, what in PARTS.items()))
+    print(f"{'workload':<8} {'variant':<11} " + " ".join(f"{name:>13}" for name in PARTS))
+    for workload in workloads:
+        plain = results[workload]["plain"]
+        for variant in (v for v in variants[1:] if "py_spy" in results[workload][v][0]):
+            runs = results[workload][variant]
+            cells = [statistics.median(r[name] - (p["cpu_s"] if name == "target" else 0.0)
+                                       for r, p in zip(runs, plain)) for name in PARTS]
+            print(f"{workload:<8} {variant:<11} " + " ".join(f"{c:>13.3f}" for c in cells))
     print("targets: default ratio >= 0.99 on disk, >= 0.97 on cpu (and the CPU seconds alike)")
 
 

@@ -1,5 +1,5 @@
 """Stacks on real recordings (named apart from tests/unit/test_stacks.py:
-the test directories are not packages, so basenames must differ): py-spy follows the whole tree, the writer's
+the test directories are not packages, so basenames must differ): each Python process of the tree has py-spys of its own, the writer's
 start-up (the re-run of __main__ and its imports) is in its stacks and its
 flamegraph, the forkserver daemon, the resource tracker and each writer are
 told apart; --no-stacks, a py-spy that may not attach and a missing py-spy

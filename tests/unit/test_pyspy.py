@@ -99,19 +99,22 @@ def test_py_spy_that_finds_no_python_is_tried_again_quietly(tmp_path, target, mo
 
 
 def test_py_spy_output_is_compressed_and_indexed(tmp_path, target, monkeypatch):
-    # A fake py-spy that writes the fixture to its --output and waits to be stopped.
+    # A fake py-spy that writes a one-process file to its --output and waits to be stopped.
     body = (f'out=""; prev=""; for a in "$@"; do [ "$prev" = --output ] && out="$a"; prev="$a"; done\n'
-            f'trap \'cp {FIXTURE} "$out"; echo "Samples: 430 Errors: 2" >&2; exit 0\' INT TERM\n'
+            f'trap \'printf "main (m.py:1);wait (m.py:2) 7\\n" > "$out"; echo "Samples: 430 Errors: 2" >&2; exit 0\' INT TERM\n'
             f'while kill -0 $$ 2>/dev/null; do sleep 0.05; done')
     monkeypatch.setattr(collection, "_FLUSH_WAIT_S", 0.3)
     outcome, said = _record_with(tmp_path, target, body, monkeypatch)
     assert said == [] and outcome["taken"] and outcome["samples"] == 430 and outcome["py_spy"] == "9.9"
     index = json.loads((tmp_path / "stacks" / layout.STACKS_INDEX).read_text())
-    (segment,) = index["segments"]
-    assert segment["file"] == "000.raw.gz" and segment["errors"] == 2
-    assert gzip.decompress((tmp_path / "stacks" / "000.raw.gz").read_bytes()) == FIXTURE.read_bytes()
-    assert not (tmp_path / "stacks" / "000.raw").exists()
-    assert "--subprocesses" in index["command"] and "--idle" in index["command"]
+    (segment,) = index["segments"]  # CMD's own py-spy: no --subprocesses, no py-spy for the whole tree
+    assert segment["file"] == f"{target.pid}-000.raw.gz" and segment["errors"] == 2
+    assert segment["pid"] == target.pid and segment["rate_hz"] == collection.SPARSE_RATE_HZ
+    assert segment["stage"] == "whole" and segment["cpu_s"] >= 0
+    text = gzip.decompress((tmp_path / "stacks" / segment["file"]).read_bytes()).decode()
+    assert text == f'process {target.pid}:"{" ".join(target.args)}";main (m.py:1);wait (m.py:2) 7\n'
+    assert not (tmp_path / "stacks" / f"{target.pid}-000.raw").exists()
+    assert "--subprocesses" not in index["command"] and "--idle" in index["command"]
 
 
 def test_missing_py_spy_and_no_stacks(tmp_path, monkeypatch):
@@ -138,7 +141,8 @@ def test_py_spy_cut_off_by_a_full_disk_keeps_whole_lines_and_says_so(tmp_path, t
     outcome, said = _record_with(tmp_path, target, body, monkeypatch, wait_s=0.3)
     assert said == [] and outcome["taken"] and outcome["segments"] == 1
     (segment,) = json.loads((tmp_path / "stacks" / layout.STACKS_INDEX).read_text())["segments"]
-    assert gzip.decompress((tmp_path / "stacks" / segment["file"]).read_bytes()) == b"a;b 3\nc;d 4\n"
+    lines = gzip.decompress((tmp_path / "stacks" / segment["file"]).read_bytes()).decode().splitlines()
+    assert [line.rpartition('";')[2] for line in lines] == ["a;b 3", "c;d 4"]  # each under CMD's process frame
 
 
 def test_py_spy_that_could_write_nothing_on_a_full_disk(tmp_path, target, monkeypatch):

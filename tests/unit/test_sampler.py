@@ -275,7 +275,7 @@ def test_failing_ticks_are_counted_and_recorded_once(tmp_path):
     assert sampler.status().errors >= 3  # the thread went on ticking
     errors = sampled(host_dir, "error")
     assert len(errors) == 1 and errors[0]["error"] == "RuntimeError: status broke"
-    assert errors[0]["pid"] == 100 and "read_status" in errors[0]["traceback"]
+    assert errors[0]["pid"] == 100 and '"status"' in errors[0]["traceback"]  # the read that failed
 
 
 def test_stop_is_final(tmp_path):

@@ -85,3 +85,34 @@ def test_unmatched_probe_specs_and_why():
              {"data": {"spec": "m:f=a", "status": "applied", "reason": None}}]  # applied in another process
     assert unmatched_probes(["os:nope=x", "m:f=a", "gone:g=b"], hooks) == {
         "os:nope=x": "os has no callable nope", "gone:g=b": "no process imported gone"}
+
+
+BURN = """
+import resource, sys
+while resource.getrusage(resource.RUSAGE_SELF).ru_utime < 0.3:
+    pass
+usage = resource.getrusage(resource.RUSAGE_SELF)
+print(usage.ru_utime + usage.ru_stime)
+sys.exit(3)
+"""
+
+
+def test_what_record_cost_is_in_run_json_by_part(tmp_path):
+    """CMD's CPU time from its wait4, the sampler thread's, and no py-spy
+    time where no py-spy ran; CMD's exit status as before."""
+    import sys
+
+    out = tmp_path / "out"
+    command = [sys.executable, "-c", BURN]
+    run_dir = directory.create(tmp_path / "run", command, interval_ns=session.INTERVAL_NS, sampler=True,
+                               probes=[], env={})
+    with open(out, "w") as output:
+        recorded = session.record(run_dir, command, session.INTERVAL_NS, [], output=output,
+                                  stacks=StackOptions(enabled=False))
+    assert recorded.exit_status == 3
+    spent = float(out.read_text().split()[-1])  # what CMD said it used, before its exit
+    cost = load(run_dir).meta["record_cpu"]
+    assert spent <= cost["cmd_s"] < spent + 0.5
+    assert cost["py_spy_s"] == pytest.approx(0.0, abs=0.005)  # no child but CMD
+    assert cost["sampler_s"] > 0 and cost["stacks_threads_s"] == 0
+    assert cost["before_cmd_s"] > 0 and cost["record_s"] >= cost["sampler_s"]

@@ -42,12 +42,12 @@ def test_the_split_and_its_commands(tmp_path):
     options = pyspy.StackOptions()
     assert options.split and options.tree_rate_hz == pyspy.SPARSE_RATE_HZ < options.rate_hz == pyspy.RATE_HZ
     recorder = pyspy.StackRecorder(7, tmp_path, options, "py-spy", warn=print)
-    tree = recorder.command(Path("000.raw"))
-    assert tree[tree.index("--rate") + 1] == "10" and "--subprocesses" in tree and "--idle" in tree
-    own = recorder.command(Path("8-000.raw"), pid=8)
+    sparse = recorder.command(Path("7-000.raw"), 7, options.tree_rate_hz)  # CMD, the daemons: one py-spy each
+    assert sparse[sparse.index("--rate") + 1] == "10" and "--idle" in sparse
+    own = recorder.command(Path("8-000.raw"), 8, options.rate_hz)
     assert own[own.index("--pid") + 1] == "8" and own[own.index("--rate") + 1] == "100"
-    assert "--subprocesses" not in own and "--nonblocking" in own
-    # The old way: one py-spy for the tree at one rate (rates equal, or py-spy pausing the processes).
+    assert "--subprocesses" not in own + sparse and "--nonblocking" in own
+    # One rate for every process (rates equal, or py-spy pausing the processes).
     for single in (pyspy.StackOptions(sparse_rate_hz=100), pyspy.StackOptions(nonblocking=False)):
         assert not single.split and single.tree_rate_hz == 100
 
@@ -132,18 +132,17 @@ def test_the_start_up_ends_at_the_journal_target_start_or_the_cap(tmp_path):
     assert stackrate.StartupEnd(None, 42, started_ns=0, cap_s=1.0).ended(999_999_999) is None
     assert stackrate.StartupEnd(None, 42, started_ns=0, cap_s=1.0).ended(1_000_000_000) == "startup_cap"
 
-# A fake py-spy: writes one stack to its --output (a tree's with its chain,
-# a process's own without) and exits on SIGINT, or when its --pid is gone.
+# A fake py-spy: writes one stack to its --output (a one-process file, no
+# chain) and exits on SIGINT, or when its --pid is gone.
 FAKE = r"""#!/bin/sh
 if [ "$1" = --version ]; then echo 'py-spy 9.9'; exit 0; fi
-out=""; pid=""; prev=""; tree=0
+out=""; pid=""; prev=""
 for a in "$@"; do
-  [ "$prev" = --output ] && out="$a"; [ "$prev" = --pid ] && pid="$a"; [ "$a" = --subprocesses ] && tree=1
+  [ "$prev" = --output ] && out="$a"; [ "$prev" = --pid ] && pid="$a"
   prev="$a"
 done
 finish() {
-  if [ $tree = 1 ]; then echo "process $pid:\"python\";main (m.py:1) 3" > "$out"
-  else echo "child (c.py:2) 5" > "$out"; fi
+  echo "child (c.py:2) 5" > "$out"
   echo "Samples: 9 Errors: 0"; exit 0
 }
 trap finish INT TERM
@@ -165,15 +164,15 @@ def test_a_child_of_a_python_cmd_gets_its_own_py_spy(tmp_path, monkeypatch):
     cmd = subprocess.Popen([sys.executable, "-c", PARENT])
     recorder, _ = pyspy.start(cmd.pid, tmp_path / "stacks", pyspy.StackOptions(), print)
     deadline = time.monotonic() + 20
-    while not recorder._own and time.monotonic() < deadline:
+    while len(recorder._spies) < 2 and time.monotonic() < deadline:
         time.sleep(0.02)
     cmd.wait()
     outcome = recorder.stop()
     index = json.loads((tmp_path / "stacks" / layout.STACKS_INDEX).read_text())
-    (own,) = [s for s in index["segments"] if "pid" in s]
-    (tree,) = [s for s in index["segments"] if "pid" not in s]
-    assert own["rate_hz"] == 100 and outcome["busy_cpu_processes"] == 0
-    assert tree["rate_hz"] == 10 and index["tree_rate_hz"] == 10
+    (own,) = [s for s in index["segments"] if s["pid"] != cmd.pid]
+    (main,) = [s for s in index["segments"] if s["pid"] == cmd.pid]  # CMD's own py-spy, at the sparse rate
+    assert own["rate_hz"] == 100 and own["stage"] == "startup" and outcome["busy_cpu_processes"] == 0
+    assert (main["rate_hz"], main["stage"]) == (10, "whole") and index["tree_rate_hz"] == 10
     assert outcome["taken"] and outcome["full_rate_processes"] == 1 and outcome["full_rate_samples"] == 9
     text = gzip.decompress((tmp_path / "stacks" / own["file"]).read_bytes()).decode()
     assert text.startswith(f'process {cmd.pid}:"{sys.executable} -c') and f'process {own["pid"]}:"' in text
@@ -194,15 +193,15 @@ def test_a_writer_full_rate_py_spy_gives_way_to_a_sparse_one_at_its_target_start
     try:
         recorder, _ = pyspy.start(cmd.pid, tmp_path / "stacks", pyspy.StackOptions(), print, journals=journals)
         deadline = time.monotonic() + 20
-        while not recorder._own and time.monotonic() < deadline:
+        while len(recorder._spies) < 2 and time.monotonic() < deadline:
             time.sleep(0.02)
-        ((child, full),) = recorder._own.items()
+        ((child, full),) = [(pid, spy) for pid, spy in recorder._spies.items() if pid != cmd.pid]
         (journals / f"{child}-1.events.jsonl").write_text('{"kind":"target_start","t_ns":1}\n')
-        while recorder._own[child] is full and time.monotonic() < deadline:  # the sparse one started
+        while recorder._spies.get(child, full) is full and time.monotonic() < deadline:  # the sparse one started
             time.sleep(0.02)
-        assert full.poll() is not None  # the full-rate one stopped (and wrote its file)
+        assert full.process.returncode is not None  # the full-rate one stopped (and wrote its file)
     finally:
-        for pid in recorder._own:  # the writer (by its pid), then CMD
+        for pid in [p for p in recorder._spies if p != cmd.pid]:  # the writer (by its pid), then CMD
             os.kill(pid, signal.SIGKILL)
         cmd.kill()
         cmd.wait()

@@ -72,9 +72,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="py-spy samples per second of the processes a Python process of CMD started "
                         f"(writers, workers) (default: {pyspy.RATE_HZ})")
     parser.add_argument("--sparse-stack-rate", type=_rate, default=pyspy.SPARSE_RATE_HZ, metavar="HZ",
-                        help="py-spy samples per second of the rest: CMD, MPI ranks, multiprocessing's daemons; "
-                        f"at --stack-rate or above, one py-spy samples the whole tree at --stack-rate "
-                        f"(default: {pyspy.SPARSE_RATE_HZ})")
+                        help="py-spy samples per second of the rest (CMD, MPI ranks; multiprocessing's daemons at "
+                        f"{pyspy.DAEMON_RATE_HZ} at most) and of the writers after their start-up; at --stack-rate or "
+                        f"above, every process is sampled at --stack-rate (default: {pyspy.SPARSE_RATE_HZ})")
     parser.add_argument("--busy-stack-rate", type=_rate, default=None, metavar="HZ",
                         help="the --stack-rate of a process that starts while the host's CPUs have under a "
                         "quarter of their time free (/proc/stat) (default: --stack-rate always)")

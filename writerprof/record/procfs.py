@@ -130,7 +130,7 @@ def shm_numa_maps(maps_text: str, numa_maps_text: str) -> list[dict]:
 
 def read_stat(system: System, pid: int | str) -> Stat | None:
     text = system.read(f"/proc/{pid}/stat")
-    return None if text is None else parse_stat(text)
+    return parse_stat(text) if text else None  # (empty: read as the process was reaped)
 
 
 def read_threads(system: System, pid: int | str) -> list[ThreadStat]:
@@ -188,6 +188,49 @@ class TaskFiles:
         else:
             os.close(fd)
         return data
+
+    def close(self) -> None:
+        for fd in self.fds.values():
+            os.close(fd)
+        self.fds.clear()
+
+
+class ProcessFiles:
+    """A process's own files (/proc/PID/stat, status, io) read tick after
+    tick: kept open (keep_open) and re-read from offset 0, a third to half
+    the cost of opening each every time (5 us against 19 for stat here).
+    A file's descriptor outlives its process: once that is gone (a pid
+    perhaps reused), the read fails and the file is opened afresh."""
+
+    def __init__(self, system: System, pid: int | str, keep_open: bool):
+        self.system, self.pid, self.keep_open = system, pid, keep_open
+        self.base = system.path(f"/proc/{pid}/")
+        self.fds: dict[str, int] = {}
+
+    def read(self, name: str) -> str | None:
+        if not self.keep_open:  # (a fixture tree's files: through its System)
+            return self.system.read(f"/proc/{self.pid}/{name}")
+        fd = self.fds.pop(name, None)
+        if fd is not None:
+            try:
+                data = os.pread(fd, 16384, 0)
+                self.fds[name] = fd
+                return data.decode("utf-8", "replace")
+            except OSError:
+                os.close(fd)
+        try:
+            fd = os.open(self.base + name, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            data = os.pread(fd, 16384, 0)
+        except OSError:
+            data = None
+        if data is not None:
+            self.fds[name] = fd
+        else:
+            os.close(fd)
+        return None if data is None else data.decode("utf-8", "replace")
 
     def close(self) -> None:
         for fd in self.fds.values():

@@ -1,44 +1,51 @@
-"""Python stacks of CMD's whole process tree, sampled by py-spy while
-`writerprof record` runs it, at two rates (issue 16; the policy is
+"""Python stacks of CMD's Python processes, sampled by py-spy while
+`writerprof record` runs it, each process by a py-spy of its own, at a rate
+that depends on what the process is (issue 16; the policy is
 writerprof.record.stackrate):
 
-- One `py-spy record --pid CMD --subprocesses --idle --format raw` follows CMD
-  and every Python process below it, at any depth (the forkserver daemon's
-  children are its descendants, and are followed there), at the sparse rate
-  (StackOptions.sparse_rate_hz, 10 Hz): CMD, MPI ranks, multiprocessing's
-  forkserver and resource tracker.
+- record's watch of CMD's tree (every 50 ms, the kernel's children files;
+  the forkserver daemon's children are its descendants and are seen there)
+  starts a `py-spy record --pid PID --idle --format raw` for each Python
+  process it finds (an executable named python*, or a journal in the run
+  directory): no `--subprocesses`, whose look for new processes alone cost
+  py-spy ~11 ms a second here, whatever the rate.
 - Each process that a Python process of the tree started (writers, workers:
-  `stackrate.full_rate`) gets a `py-spy record --pid PID` of its own at the
-  full rate (StackOptions.rate_hz, 100 Hz; StackOptions.busy_rate_hz, if
-  given, for those that start while the CPUs have under a quarter of their
-  time free), from the moment record's watch of the tree
-  (every 50 ms, the kernel's children files) sees it, for its start-up
+  `stackrate.full_rate`) is sampled at the full rate (StackOptions.rate_hz,
+  100 Hz; StackOptions.busy_rate_hz, if given, for those that start while
+  the CPUs have under a quarter of their time free) for its start-up
   (stackrate.StartupEnd: to half a second into its target, per its
   journal); then that py-spy is stopped (it writes its file) and a second
-  one of its own samples it at the sparse rate to its end. Its files get the
-  process chain py-spy --subprocesses would have written put at the root of
-  every line, and its stacks replace the tree py-spy's sparse ones of that
-  process (writerprof.run.stacks).
+  one samples it at the sparse rate (StackOptions.sparse_rate_hz, 10 Hz) to
+  its end.
+- The rest, CMD and MPI ranks, at the sparse rate for their whole life;
+  multiprocessing's daemons (forkserver, resource tracker), which only
+  wait, at DAEMON_RATE_HZ.
+
+Every file gets the process chain py-spy --subprocesses would have written
+(`process PID:"CMDLINE"` from CMD down) put at the root of every line, so
+the loader (writerprof.run.stacks) ties each stack to its process and
+weights each segment by its rate.
 
 Why: py-spy's reads cost CPU in proportion to the samples and to the depth
 of the stacks (on this project's 2-CPU machine about 0.1 ms a sample of 5
-frames, 0.5 ms of 80, the depth of a writer's imports), and the run loses
-that CPU where its CPUs are busy. One py-spy at 100 Hz for the whole tree
-took 3818 samples of a 4-save forkserver reproducer with a CPU-bound
-generator (0.55 CPU s, 10% of the run's); at two rates, 781 (525 of them
-the writers'). The writers' start-up and saves, which the stacks are for,
-keep the full rate; the producer's threads, the idle daemons and py-spy's
-look for new children do not take it. With StackOptions.sparse_rate_hz at
-or above rate_hz (record --sparse-stack-rate 100), or py-spy pausing the
-processes (two py-spys pausing one process would stand in each other's
-way), it is one py-spy for the whole tree at rate_hz, as before.
+frames, 0.5 ms of 80, the depth of a writer's imports; ~13 ms to start a
+py-spy, which reads the interpreter's symbols), and the run loses that CPU
+where its CPUs are busy. One py-spy at 100 Hz for the whole tree took 3818
+samples of a 4-save forkserver reproducer with a CPU-bound generator (0.55
+CPU s, 10% of the run's); at two rates, 781 (525 of them the writers'). The
+writers' start-up and saves, which the stacks are for, keep the full rate;
+the producer's threads and the idle daemons do not take it. What each
+py-spy cost is in its segment (cpu_s, from wait4). With
+StackOptions.sparse_rate_hz at or above rate_hz (record --sparse-stack-rate
+100), or py-spy pausing the processes, every process is sampled at rate_hz
+for its whole life, by one py-spy of its own.
 
-The options, for both:
+The options, for all of them:
 
-- raw (collapsed) output: one line per distinct stack with its count, each
-  stack rooted in the chain of `process PID:"CMDLINE"` frames from CMD down to
-  the sampled process, so every stack is tied to its pid (and its parent's),
-  and the file stays small however long the run: py-spy aggregates as it goes.
+- raw (collapsed) output: one line per distinct stack with its count (record
+  roots each in the process chain, so every stack is tied to its pid and its
+  parent's), and the file stays small however long the run: py-spy
+  aggregates as it goes.
 - --idle: a thread blocked in a system call (a writer waiting on its queue, in
   fsync, or reading a module file at start-up; the producer on a full queue)
   is sampled too. The stacks are then wall-clock time per process, so a
@@ -72,8 +79,8 @@ The options, for both:
   its profile, and stacks of runs compare (thread ids differ from run to run).
 
 py-spy runs in a session of its own, so that a Ctrl-C at the terminal reaches
-CMD and not py-spy. It stops by itself when CMD's process tree is gone and
-writes its file; `StackRecorder.stop` waits a moment for that, then asks with
+CMD and not py-spy. Each stops by itself when its process is gone and writes
+its file; `StackRecorder.stop` waits a moment for that, then asks with
 SIGINT (py-spy writes what it has on SIGINT), and kills it only if it still
 hangs: a process that outlives CMD (a daemon, a grandchild left running)
 does not keep record waiting. py-spy never fails the run: if it is missing or
@@ -81,16 +88,14 @@ cannot attach (ptrace), record says so in one line, with the fix, and carries
 on without stacks; if the run directory is full, what py-spy could not write
 is left out and said (StackRecorder.write_error).
 
-py-spy is started once a Python process is in CMD's tree (a journal in the
-run directory, or a process whose executable is named python*): a CMD that
-never runs Python costs no py-spy at all (`record -- sh -c 'sleep 1'` took
-1.63-1.69 s with py-spy retrying, 1.16-1.28 s with --no-stacks; now 1.20-1.22
-s either way, 5 runs each). If py-spy still finds no
-Python process (the interpreter not yet started up), it is started again,
-every half second while CMD runs, into the same segment file name. A segment
-is one run of py-spy that sampled (the tree's, NNN.raw, or a process's own,
-PID-NNN.raw, with its pid and rate in stacks.json); the files are described
-in writerprof.run.layout.
+A CMD that never runs Python costs no py-spy at all (`record -- sh -c 'sleep
+1'` took 1.63-1.69 s with py-spy retrying, 1.16-1.28 s with --no-stacks;
+1.20-1.22 s either way once py-spy waited for a Python process, 5 runs
+each). If py-spy finds no Python in a process (the interpreter not yet
+started up), it is started again, every half second while the process
+lives, into the same segment file name. A segment is one run of py-spy that
+sampled (PID-NNN.raw, with its pid, rate and stage in stacks.json); the
+files are described in writerprof.run.layout.
 """
 
 from __future__ import annotations
@@ -103,6 +108,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -114,10 +120,14 @@ from writerprof.record.stackrate import FreeCpu, StartupEnd, adapted_rate, full_
 from writerprof.record.system import HOST
 
 RATE_HZ = 100  # the writers' (processes started by a Python process of the tree)
-SPARSE_RATE_HZ = 10  # the rest: CMD, MPI ranks, multiprocessing's daemons
+SPARSE_RATE_HZ = 10  # the rest: CMD, MPI ranks; and the writers after their start-up
+# multiprocessing's daemons (forkserver, resource tracker) wait on a socket or
+# a pipe all their life: a few samples say so (each costs ~0.3 ms of py-spy
+# here however shallow the stack: 0.06 CPU s of a 24 s run each at 10 Hz; at
+# 2 Hz a run of 2 s had too few for the resource tracker's frames, once).
+DAEMON_RATE_HZ = 5
 _RETRY_S = 0.5  # between py-spy's attempts to find a Python process in CMD's tree
-_WATCH_S = 0.05  # between looks for CMD's first Python process, before py-spy starts
-_CHILDREN_S = 0.05  # between looks for new processes to sample at the full rate (~50 us a look)
+_CHILDREN_S = 0.05  # between looks at CMD's tree for new processes and ended py-spys
 _FLUSH_WAIT_S = 1.0  # for py-spy to notice CMD's end and write its file, before SIGINT
 _KILL_WAIT_S = 10.0  # after SIGINT, before SIGKILL
 _NO_PYTHON = "No python processes found"
@@ -152,146 +162,255 @@ class StackOptions:
         return self.sparse_rate_hz if self.split else self.rate_hz
 
 
+@dataclass
+class _Spy:
+    """One py-spy of one process (a segment, once it has ended)."""
+
+    pid: int
+    chain: list[tuple[int, str]]  # (pid, command line) from CMD down to pid
+    rate_hz: int
+    stage: str  # STARTUP, AFTER_STARTUP or WHOLE
+    name: str  # its file in the stacks directory
+    argv: list[str]
+    process: subprocess.Popen
+    started_ns: int
+    startup: StartupEnd | None = None  # for STARTUP: when to give way to the sparse rate
+    ended: str | None = None  # why record stopped it (stackrate.StartupEnd.ended, "daemon"), if it did
+    cpu_s: float = 0.0  # its user + system time, once reaped
+
+
+STARTUP, AFTER_STARTUP, WHOLE = "startup", "after_startup", "whole"
+
+
 class StackRecorder:
-    """py-spy following CMD's process tree into stacks_dir, until stop().
-    journals: the directory the probe journals CMD's processes into (a
-    journal there is a Python process to sample)."""
+    """py-spys of CMD's Python processes into stacks_dir, until stop(): one
+    thread watches CMD's tree and starts, switches and collects them (see
+    the module's docstring). journals: the directory the probe journals
+    CMD's processes into (a journal there is a Python process to sample)."""
 
     def __init__(self, pid: int, stacks_dir: Path, options: StackOptions, executable: str, warn,
                  journals: Path | None = None):
         self.pid, self.dir, self.options, self.executable = pid, Path(stacks_dir), options, executable
         self._warn = warn
         self._journals = journals
-        self._done = threading.Event()  # CMD ended: stop restarting py-spy
-        self._lock = threading.Lock()
-        self._spy: subprocess.Popen | None = None
-        self._own: dict[int, subprocess.Popen] = {}  # pid -> the py-spy of its own (full rate)
-        self._own_threads: list[threading.Thread] = []
-        self._watch: threading.Thread | None = None
-        self._tree_segments = 0
-        self._own_segments = 0  # the own segments' files are numbered in one sequence
+        self._done = threading.Event()  # stop(), or a failure that ends them all: start no more py-spys
+        self._grace_s = _FLUSH_WAIT_S  # for the py-spys to end by themselves once done (stop's grace_s)
+        self._lock = threading.Lock()  # segments and the index, read by outcome() from other threads
+        self._spies: dict[int, _Spy] = {}  # pid -> its py-spy running now
+        self._retry: dict[int, tuple[int, _Spy]] = {}  # pid -> (when, the py-spy that found no Python yet)
+        self._names = 0  # the segments' files are numbered in one sequence
+        self._ran = False  # whether any py-spy was started
+        self._no_python = False  # whether py-spy said "No python processes found"
+        self.thread_cpu_s = 0.0  # the watch thread's CPU time, once it has ended (run.json's record_cpu)
         self.segments: list[dict] = []
         self.reason: str | None = None  # why there are no stacks, once known
         self.write_error: str | None = None  # what could not be written (a full run directory)
         self.version: str | None = None  # asked once CMD has ended, not while it starts
-        self._thread = threading.Thread(target=self._follow, name="writerprof-py-spy", daemon=True)
+        self._thread = threading.Thread(target=self._watch, name="writerprof-py-spy", daemon=True)
 
-    def command(self, output: Path, pid: int | str | None = None, rate_hz: int | None = None) -> list[str]:
-        """py-spy's argv: for CMD's whole tree (at the tree's rate), or for
-        process pid alone (at rate_hz, default the full rate)."""
+    def command(self, output: Path, pid: int | str, rate_hz: int) -> list[str]:
+        """py-spy's argv for process pid alone at rate_hz."""
         o = self.options
-        follow = ["--pid", str(self.pid), "--subprocesses"] if pid is None else ["--pid", str(pid)]
-        rate = o.tree_rate_hz if pid is None else rate_hz or o.rate_hz
-        argv = [self.executable, "record", *follow, "--format", "raw", "--output", str(output), "--rate", str(rate)]
+        argv = [self.executable, "record", "--pid", str(pid), "--format", "raw", "--output", str(output),
+                "--rate", str(rate_hz)]
         argv += ["--idle"] * o.idle + ["--native"] * o.native + ["--nonblocking"] * o.nonblocking
         return argv
 
     def start(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         self._write_index()
-        self._tree = procfs.ProcessTree(HOST, self.pid)
-        # The first look now, not in the thread: a Python CMD is one at once (it has been exec'd).
-        self._python = self._python_there()
-        self._thread.start()
-
-    def _follow(self) -> None:
+        self._tree, self._free = procfs.ProcessTree(HOST, self.pid), FreeCpu(HOST)
+        self._seen: dict[int, tuple[int, str]] = {}  # Python pid -> (parent pid, command line)
+        # The first look now, not in the thread: a Python CMD is one at once (it
+        # has been exec'd), and its py-spy starts before CMD can have ended.
         try:
-            if self._python_seen():
-                self._follow_py_spy()
-        except OSError as exc:  # the run directory full or gone: the stacks end here
-            self._cannot_write(exc)
-
-    def _watch_children(self) -> None:
-        """Give each process that full_rate picks a py-spy of its own, from
-        the moment it is seen in CMD's tree, until CMD ends."""
-        tree, free = procfs.ProcessTree(HOST, self.pid), FreeCpu(HOST)
-        seen: dict[int, tuple[int, bool, str]] = {}  # pid -> (start ticks, is Python, command line)
-        parents: dict[int, int] = {}
-        while True:
-            free.look(time.monotonic_ns())
-            for pid in tree.pids():
-                stat = procfs.read_stat(HOST, pid)
-                if stat is None or (pid in seen and seen[pid][0] == stat.start_ticks):
-                    continue
-                cmdline = " ".join(procfs.read_cmdline(HOST, pid))
-                seen[pid], parents[pid] = (stat.start_ticks, _is_python(pid), cmdline), stat.ppid
-                parent = seen.get(stat.ppid)
-                if seen[pid][1] and full_rate(pid, self.pid, cmdline, parent and parent[1:]):
-                    chain, at = [], pid
-                    while at in seen:  # up to CMD: the chain py-spy --subprocesses would write
-                        chain.insert(0, (at, seen[at][2]))
-                        at = parents[at] if at != self.pid else -1
-                    self._start_own(pid, chain, adapted_rate(self.options.rate_hz, free.share,
-                                                             self.options.busy_rate_hz))
-            if self._done.wait(_CHILDREN_S) or not _alive(self.pid):
-                return
-
-    def _start_own(self, pid: int, chain: list[tuple[int, str]], rate_hz: int) -> None:
-        with self._lock:
-            if self._done.is_set():
-                return
-            thread = threading.Thread(target=self._follow_own, args=(pid, chain, rate_hz),
-                                      name=f"writerprof-py-spy-{pid}", daemon=True)
-            self._own_threads.append(thread)
-        thread.start()
-
-    def _own_name(self, pid: int) -> str:
-        with self._lock:
-            self._own_segments += 1
-            return f"{pid}-{self._own_segments - 1:03d}.raw"
-
-    def _follow_own(self, pid: int, chain: list[tuple[int, str]], rate_hz: int) -> None:
-        """One process's py-spys, until it ends (or stop()): at rate_hz for
-        its start-up (stackrate.StartupEnd), then, stopped (it writes its
-        file), a second one at the sparse rate. Their failures are quiet (the
-        process gone before py-spy attached, or not Python after all): the
-        tree's py-spy says what matters."""
-        startup = StartupEnd(self._journals, pid, time.monotonic_ns())
-        sparse = self.options.sparse_rate_hz < rate_hz
-        if self._own_segment(pid, chain, rate_hz, "startup", startup if sparse else None) and sparse:
-            self._own_segment(pid, chain, self.options.sparse_rate_hz, "after_startup", None)
-
-    def _own_segment(self, pid: int, chain: list[tuple[int, str]], rate_hz: int, stage: str,
-                     startup: StartupEnd | None) -> bool:
-        """One py-spy of process pid at rate_hz, until the process ends, stop(),
-        or (startup given) its start-up ends; whether it ended for that last."""
-        name = self._own_name(pid)
-        argv = self.command(Path(name), pid=pid, rate_hz=rate_hz)
-        started = time.monotonic_ns()
-        try:
-            with self._lock:
-                if self._done.is_set():
-                    return False
-                spy = self._own[pid] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                                        stderr=subprocess.STDOUT, start_new_session=True,
-                                                        cwd=self.dir)
-            ended = None
-            while True:
-                try:  # (its words read as they come: a full pipe would stop py-spy)
-                    said = spy.communicate(timeout=_CHILDREN_S if startup and not ended else None)[0]
-                    break
-                except subprocess.TimeoutExpired:
-                    ended = "daemon" if _exec_into_daemon(pid, chain[-1][1]) else startup.ended(time.monotonic_ns())
-                    if ended:  # py-spy writes what it has on SIGINT
-                        _signal(spy, signal.SIGINT)
-            said = said.decode("utf-8", "replace")
-            status = spy.returncode
-            self._log(argv, said)
-            file = self.dir / name
-            if status != 0 and file.exists():
-                keep_whole_lines(file)
-            full = self._note_write_failure(said)
-            if file.exists():
-                self._add_segment(said, {
-                    "file": compress(file, process_chain(chain)), "root_pid": self.pid, "pid": pid,
-                    "rate_hz": rate_hz, "stage": stage, "started_ns": started, "ended_ns": time.monotonic_ns(),
-                    "ended": ended or ("exit" if not _alive(pid) else "record_stop"), "exit_status": status})
-            elif not full and any(p in said for p in _PERMISSION):
-                self._log(argv, "(no stacks of its own: no ptrace permission)\n")
-            return ended is not None and not full and not self._done.is_set() and _alive(pid)
+            self._look()
         except OSError as exc:
             self._cannot_write(exc)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        """Every _CHILDREN_S until stop() (CMD's end is not enough: what
+        outlived it is followed until then), a look (_look); then the
+        py-spys still running ended."""
+        try:
+            while not self._done.wait(_CHILDREN_S):
+                self._look()
+        except OSError as exc:  # the run directory full or gone: the stacks end here
+            self._cannot_write(exc)
+        except Exception:  # a fault of ours ends the stacks, not the recording
+            self._broke()
+        finally:
+            try:
+                self._end_all()
+            except Exception:
+                self._broke()
+            self._tree.close()
+            self.thread_cpu_s = time.thread_time()
+
+    def _look(self) -> None:
+        """A py-spy for each Python process new in CMD's tree; the start-ups
+        that ended given way to the sparse rate; the py-spys that ended
+        collected, and retried where they found no Python yet."""
+        now, seen = time.monotonic_ns(), self._seen
+        self._free.look(now)
+        for pid in self._tree.pids():
+            if pid in seen or pid in self._spies or pid in self._retry:
+                continue
+            stat = procfs.read_stat(HOST, pid)
+            if stat is None or not self._is_python(pid):
+                continue  # (looked at again next time: it may exec Python)
+            cmdline = " ".join(procfs.read_cmdline(HOST, pid))
+            seen[pid] = (stat.ppid, cmdline)
+            parent = seen.get(stat.ppid)
+            writer = full_rate(pid, self.pid, cmdline, parent and (True, parent[1]))
+            self._begin(pid, self._chain(pid, seen), writer, self._free.share)
+        for pid, spy in list(self._spies.items()):
+            if spy.startup is not None and spy.ended is None:
+                spy.ended = "daemon" if _exec_into_daemon(pid, spy.chain[-1][1]) else spy.startup.ended(now)
+                if spy.ended:  # py-spy writes what it has on SIGINT
+                    _signal(spy.process, signal.SIGINT)
+            if self._reaped(spy):
+                self._collect(spy)
+                if not _alive(pid):
+                    seen.pop(pid, None)  # its pid may come back as another process
+        for pid, (when, spy) in list(self._retry.items()):
+            if now >= when:
+                del self._retry[pid]
+                if _alive(pid):
+                    self._restart(spy)
+
+    def _is_python(self, pid: int) -> bool:
+        if _is_python(pid):
+            return True
+        try:  # a Python not named python* (an embedded interpreter) has a journal
+            return self._journals is not None and any(
+                n.startswith(f"{pid}-") and n.endswith(journal.EVENTS_SUFFIX) for n in os.listdir(self._journals))
+        except OSError:
             return False
+
+    def _chain(self, pid: int, seen: dict[int, tuple[int, str]]) -> list[tuple[int, str]]:
+        """The processes from CMD down to pid, as py-spy --subprocesses would
+        root its stacks (the Python ones the watch has seen)."""
+        chain, at = [], pid
+        while at in seen:
+            chain.insert(0, (at, seen[at][1]))
+            at = seen[at][0] if at != self.pid else -1
+        return chain
+
+    def _begin(self, pid: int, chain: list[tuple[int, str]], writer: bool, free_share: float) -> None:
+        """A new Python process's first py-spy: a writer's at the full rate
+        for its start-up (then AFTER_STARTUP at the sparse rate), the rest's
+        at the sparse rate for their whole life (multiprocessing's daemons at
+        DAEMON_RATE_HZ); every one at the full rate
+        for its whole life if the rates are not split."""
+        o = self.options
+        if not o.split:
+            self._launch(pid, chain, o.rate_hz, WHOLE)
+        elif writer:
+            rate = adapted_rate(o.rate_hz, free_share, o.busy_rate_hz)
+            self._launch(pid, chain, rate, STARTUP, StartupEnd(self._journals, pid, time.monotonic_ns())
+                         if o.sparse_rate_hz < rate else None)
+        else:
+            self._launch(pid, chain, min(o.sparse_rate_hz, DAEMON_RATE_HZ) if is_daemon(chain[-1][1])
+                         else o.sparse_rate_hz, WHOLE)
+
+    def _restart(self, spy: _Spy) -> None:
+        self._launch(spy.pid, spy.chain, spy.rate_hz, spy.stage, spy.startup, name=spy.name)
+
+    def _launch(self, pid: int, chain: list[tuple[int, str]], rate_hz: int, stage: str,
+                startup: StartupEnd | None = None, name: str | None = None) -> None:
+        if name is None:
+            name = f"{pid}-{self._names:03d}.raw"
+            self._names += 1
+        # Named from the stacks directory, py-spy's working directory: a run
+        # directory whose path is not UTF-8 is no argument py-spy takes.
+        argv = self.command(Path(name), pid, rate_hz)
+        try:
+            # Its words through a pipe, not into a file: on a full disk they still
+            # arrive (a few lines: the pipe holds them until py-spy ends).
+            process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                       stderr=subprocess.STDOUT, start_new_session=True, cwd=self.dir)
+        except OSError as exc:
+            self._fail(f"cannot run py-spy ({self.executable}): {exc.strerror}")
+            self._done.set()
+            return
+        self._ran = True
+        self._spies[pid] = _Spy(pid, chain, rate_hz, stage, name, argv, process, time.monotonic_ns(), startup)
+
+    def _collect(self, spy: _Spy) -> None:
+        """An ended py-spy: its file compressed and indexed, or its failure
+        handled; and the next py-spy of its process, if it has one."""
+        del self._spies[spy.pid]
+        with spy.process.stdout:
+            said = spy.process.stdout.read().decode("utf-8", "replace")
+        self._log(spy.argv, said)
+        file, status = self.dir / spy.name, spy.process.returncode
+        if status != 0 and file.exists():  # cut off writing (a full disk)?
+            keep_whole_lines(file)  # whole lines only, and none is no segment
+        full = self._note_write_failure(said)
+        if file.exists():
+            self._add_segment(said, {
+                "file": compress(file, process_chain(spy.chain)), "root_pid": self.pid, "pid": spy.pid,
+                "rate_hz": spy.rate_hz, "stage": spy.stage, "started_ns": spy.started_ns,
+                "ended_ns": time.monotonic_ns(),
+                "ended": spy.ended or ("exit" if not _alive(spy.pid) else "record_stop"), "exit_status": status,
+                "cpu_s": round(spy.cpu_s, 4)})
+            if spy.ended and not full and not self._done.is_set() and _alive(spy.pid):
+                sparse = self.options.sparse_rate_hz
+                self._launch(spy.pid, spy.chain, min(sparse, DAEMON_RATE_HZ) if spy.ended == "daemon" else sparse,
+                             AFTER_STARTUP)
+            if full:
+                self._done.set()  # a full disk has no room for the next segments either
+        elif full:
+            self._done.set()
+        elif any(p in said for p in _PERMISSION):
+            self._fail(f"py-spy cannot attach to pid {spy.pid}: no ptrace permission")
+            self._done.set()  # the others would be refused alike
+        elif _NO_PYTHON in said:  # not yet (the interpreter starting), or not at all: try again
+            self._no_python = True
+            if not self._done.is_set() and _alive(spy.pid):
+                self._retry[spy.pid] = (time.monotonic_ns() + int(_RETRY_S * 1e9), spy)
+        elif spy.pid == self.pid and _alive(spy.pid) and not self._done.is_set():
+            # (The others' failures are quiet, in py-spy.log: a process that ended while
+            # py-spy attached, or that was not Python after all.)
+            last = [line for line in said.splitlines() if line.strip() and not line.startswith(" ")]
+            self._fail(f"py-spy failed (exit status {status}): {last[0] if last else 'no message'}")
+
+    def _end_all(self) -> None:
+        """Once CMD has ended (or record stops): the py-spys still running end
+        by themselves once their processes are gone, within a grace; the rest
+        are asked with SIGINT (they write what they have), then killed."""
+        self._retry.clear()
+        deadline = time.monotonic() + self._grace_s
+        while self._spies:
+            for spy in list(self._spies.values()):
+                if self._reaped(spy):
+                    self._collect(spy)
+            if self._spies and time.monotonic() >= deadline:
+                for spy in list(self._spies.values()):
+                    _signal(spy.process, signal.SIGINT)
+                    if not self._reaped(spy, _KILL_WAIT_S):
+                        _signal(spy.process, signal.SIGKILL)
+                        self._reaped(spy, None)
+                    self._collect(spy)
+            elif self._spies:
+                time.sleep(_CHILDREN_S / 5)
+
+    @staticmethod
+    def _reaped(spy: _Spy, wait_s: float | None = 0.0) -> bool:
+        """Whether spy's py-spy has ended, waiting up to wait_s (None: until
+        it does); reaped here with wait4, for its CPU time (spy.cpu_s)."""
+        end = None if wait_s is None else time.monotonic() + wait_s
+        while True:
+            pid, status, usage = os.wait4(spy.process.pid, 0 if end is None else os.WNOHANG)
+            if pid:
+                spy.process.returncode = os.waitstatus_to_exitcode(status)
+                spy.cpu_s = usage.ru_utime + usage.ru_stime
+                return True
+            if time.monotonic() >= end:
+                return False
+            time.sleep(0.01)
 
     def _add_segment(self, said: str, segment: dict) -> None:
         counts = re.search(r"Samples: (\d+) Errors: (\d+)", said)
@@ -300,82 +419,6 @@ class StackRecorder:
         with self._lock:
             self.segments.append(segment)
             self._write_index()
-
-    def _python_seen(self) -> bool:
-        """Wait until CMD's tree has a Python process (True) or CMD ends (False)."""
-        while True:
-            if self._python or self._python_there():
-                return True
-            if self._done.wait(_WATCH_S) or not _alive(self.pid):
-                self.reason = "no Python process was found in CMD's process tree"
-                return False
-
-    def _python_there(self) -> bool:
-        return self._journaled() or any(_is_python(pid) for pid in self._tree.pids())
-
-    def _journaled(self) -> bool:
-        try:
-            return self._journals is not None and any(
-                name.endswith(journal.EVENTS_SUFFIX) for name in os.listdir(self._journals))
-        except OSError:
-            return False
-
-    def _follow_py_spy(self) -> None:
-        while not self._done.is_set():
-            name = f"{self._tree_segments:03d}.raw"
-            # Named from the stacks directory, py-spy's working directory: a run
-            # directory whose path is not UTF-8 is no argument py-spy takes.
-            argv = self.command(Path(name))
-            started = time.monotonic_ns()
-            try:
-                with self._lock:
-                    if self._done.is_set():
-                        return
-                    # Its words through a pipe, not into a file: on a full disk they still arrive.
-                    self._spy = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                                 stderr=subprocess.STDOUT, start_new_session=True, cwd=self.dir)
-                    # The watch for the processes of their own, once the tree's py-spy runs
-                    # (not before: CMD may end at once, and that py-spy comes first).
-                    if self.options.split and self._watch is None:
-                        self._watch = threading.Thread(target=self._watch_children, daemon=True,
-                                                       name="writerprof-py-spy-children")
-                        self._watch.start()
-            except OSError as exc:
-                self._fail(f"cannot run py-spy ({self.executable}): {exc.strerror}")
-                return
-            with self._spy.stdout:
-                said = self._spy.stdout.read().decode("utf-8", "replace")
-            status = self._spy.wait()
-            self._log(argv, said)
-            if status != 0 and (self.dir / name).exists():  # cut off writing (a full disk)?
-                keep_whole_lines(self.dir / name)  # whole lines only, and none is no segment
-            if (self.dir / name).exists():
-                full = self._note_write_failure(said)
-                self._tree_segments += 1
-                self._add_segment(said, {
-                    "file": compress(self.dir / name), "root_pid": self.pid, "rate_hz": self.options.tree_rate_hz,
-                    "started_ns": started, "ended_ns": time.monotonic_ns(), "exit_status": status})
-                if full or status == 0 or self._done.is_set() or not _alive(self.pid):
-                    return  # (a full disk has no room for a next segment either)
-                continue  # it wrote what it had and ended early: follow on in a new segment
-            if self._note_write_failure(said):
-                return
-            if any(p in said for p in _PERMISSION):
-                self._fail(f"py-spy cannot attach to CMD (pid {self.pid}): no ptrace permission")
-                return
-            if _NO_PYTHON in said:  # not yet, or not at all: try again while CMD runs
-                if self._done.wait(_RETRY_S) or not _alive(self.pid):
-                    if not self._tree_segments:
-                        self.reason = "no Python process was found in CMD's process tree"
-                    return
-                continue
-            if self._done.is_set() or not _alive(self.pid):
-                if not self._tree_segments:  # CMD ended before py-spy could attach
-                    self.reason = "CMD ended before py-spy attached"
-                return
-            last = [line for line in said.splitlines() if line.strip() and not line.startswith(" ")]
-            self._fail(f"py-spy failed (exit status {status}): {last[0] if last else 'no message'}")
-            return
 
     def _log(self, argv: list[str], said: str) -> None:
         """py-spy's command and words, kept in py-spy.log while there is room."""
@@ -400,49 +443,58 @@ class StackRecorder:
         if not self.segments:
             self.reason = self.write_error
 
+    def _broke(self) -> None:
+        """An unexpected error in the watch: said in one line, its traceback in py-spy.log."""
+        self._log(["(writerprof record's py-spy watch)"], traceback.format_exc())
+        error = sys.exc_info()[1]
+        self._fail(f"record's py-spy watch failed: {type(error).__name__}: {error}")
+        self._done.set()
+
     def _fail(self, reason: str) -> None:
-        self.reason = reason
-        self._warn(reason)
+        """Say why once: the first failure is the one to fix."""
+        if self.reason is None:
+            self.reason = reason
+            self._warn(reason)
 
     def stop(self, grace_s: float | None = None) -> dict:
-        """After CMD ended: let py-spy write its file (or make it), and say
-        what was taken. py-spy is given a moment (grace_s, default
-        _FLUSH_WAIT_S) to see the tree gone, then SIGINT: a process left
+        """After CMD ended: let the py-spys write their files (or make them),
+        and say what was taken. Each is given a moment (grace_s, default
+        _FLUSH_WAIT_S) to see its process gone, then SIGINT: a process left
         running after CMD does not keep record waiting."""
+        if grace_s is not None:
+            self._grace_s = grace_s
         self._done.set()
-        with self._lock:
-            spy, spies = self._spy, [self._spy, *self._own.values()]
-        deadline = time.monotonic() + (_FLUSH_WAIT_S if grace_s is None else grace_s)
-        for each in spies:  # one grace for all: each ends once its processes are gone
-            if each is not None:
-                _stop(each, max(0.0, deadline - time.monotonic()))
         self._thread.join()
-        for thread in self._own_threads:
-            thread.join()
-        if spy is not None:  # a py-spy that never ran has no version worth a process
+        if self._ran:  # a py-spy that never ran has no version worth a process
             self.version = py_spy_version(self.executable)
         with self._lock:
+            if not self.segments and self.reason is None:
+                self.reason = ("no Python process was found in CMD's process tree" if not self._ran or
+                               self._no_python else "CMD ended before py-spy attached")
             self._write_index()
         return self.outcome()
 
     def outcome(self) -> dict:
-        taken = bool(self.segments)
-        own = [s for s in self.segments if "pid" in s and s.get("stage") != "after_startup"]
+        with self._lock:
+            segments = list(self.segments)
+        taken = bool(segments)
+        startup = [s for s in segments if s.get("stage") == STARTUP]
         return {**self.options.settings(), "taken": taken,
                 "reason": None if taken else (self.reason or "py-spy wrote no stacks"),
-                "py_spy": self.version, "segments": len(self.segments),
-                "samples": sum(s["samples"] or 0 for s in self.segments),
+                "py_spy": self.version, "segments": len(segments),
+                "samples": sum(s["samples"] or 0 for s in segments),
                 "tree_rate_hz": self.options.tree_rate_hz,
-                "full_rate_processes": len({s["pid"] for s in own}),
-                "full_rate_samples": sum(s["samples"] or 0 for s in own),
-                "busy_cpu_processes": len({s["pid"] for s in own if s["rate_hz"] != self.options.rate_hz}),
-                "after_startup_processes": len({s["pid"] for s in self.segments if s.get("stage") == "after_startup"})}
+                "full_rate_processes": len({s["pid"] for s in startup}),
+                "full_rate_samples": sum(s["samples"] or 0 for s in startup),
+                "busy_cpu_processes": len({s["pid"] for s in startup if s["rate_hz"] != self.options.rate_hz}),
+                "after_startup_processes": len({s["pid"] for s in segments if s.get("stage") == AFTER_STARTUP})}
 
     def _write_index(self) -> None:
+        o = self.options
         index = {"py_spy": self.version, "executable": self.executable,
-                 "command": self.command(self.dir / "NNN.raw"), **self.options.settings(),
-                 "tree_rate_hz": self.options.tree_rate_hz,
-                 "full_rate_command": self.command(self.dir / "PID-NNN.raw", pid="PID") if self.options.split else None,
+                 "command": self.command(self.dir / "PID-NNN.raw", "PID", o.tree_rate_hz), **o.settings(),
+                 "tree_rate_hz": o.tree_rate_hz,
+                 "full_rate_command": self.command(self.dir / "PID-NNN.raw", "PID", o.rate_hz) if o.split else None,
                  "segments": self.segments}
         temporary = self.dir / f".stacks.json.{os.getpid()}.tmp"
         try:
@@ -470,21 +522,9 @@ def _exec_into_daemon(pid: int, seen_cmdline: str) -> bool:
 
 
 def _alive(pid: int) -> bool:
-    return os.path.exists(f"/proc/{pid}")
-
-
-def _stop(spy: subprocess.Popen, grace_s: float) -> None:
-    """Let a py-spy end by itself within grace_s, else SIGINT (it writes what
-    it has), else SIGKILL."""
-    try:
-        spy.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        _signal(spy, signal.SIGINT)
-        try:
-            spy.wait(timeout=_KILL_WAIT_S)
-        except subprocess.TimeoutExpired:
-            _signal(spy, signal.SIGKILL)
-            spy.wait()
+    """Whether pid runs (not gone, not a zombie waiting to be reaped)."""
+    stat = procfs.read_stat(HOST, pid)
+    return stat is not None and stat.state not in "ZX"
 
 
 def _signal(process: subprocess.Popen, signum: int) -> None:

@@ -26,17 +26,32 @@ from writerprof.probes.writerprof_probe.identity import redact_argv
 from writerprof.record import procfs, vmstat
 from writerprof.record.system import HOST, System
 from writerprof.run import layout
+from writerprof.units import parse_cpu_list
 
 WRITER_ROLES = frozenset({"fork_child", "forkserver_child", "spawn_child"})
 # numa_maps costs a walk of the process's page tables (~2 ms for a producer
 # holding 128 MiB of buffers): read it at first sight, then at most this often.
 # The probe measures its own buffers' placement exactly; this is the view of
-# processes it does not run in.
+# processes it does not run in. On a host of one NUMA node pages do not move
+# between nodes: there it is read again only where the process faulted pages
+# in since (its rss or fault counts changed), which a producer filling
+# buffers it touched already does not (a read was ~4 ms of a 0.75 ms tick's
+# average for such a producer here).
 NUMA_MAPS_EVERY_NS = 2_000_000_000
 # Thread stat files the sampler keeps open, in all (ThreadReader): far below
 # the usual limit of 1024 descriptors, as record has files of its own.
 THREAD_FILES_OPEN = 384
 SAMPLER_NICE = 10  # added to the sampler thread's niceness: a tenth of the recorded processes' share
+# Processes whose stat, status and io files the sampler keeps open (ProcessFiles):
+# a run's writers and producer; with THREAD_FILES_OPEN and the two trees'
+# children files (procfs.CHILDREN_FILES_OPEN each) under the usual limit of 1024.
+PROCESS_FILES_OPEN = 32
+# A process whose stat and io are as they were (it has not run a clock tick
+# since, nor written) keeps its status of the previous tick, read again at
+# least this often: its context switches, the most expensive file of the
+# three (10 us against 5), lag by that much at most where it ran for less
+# than a tick; an affinity set by another process is seen then, or once it runs.
+STATUS_EVERY_NS = 1_000_000_000
 
 
 @dataclass(frozen=True)
@@ -57,12 +72,18 @@ class _Process:
     ppid: int = 0
     role: str | None = None  # from its journal; None until read
     numa_read_ns: int | None = None
+    numa_faults: tuple[int, int, int] = (0, 0, 0)  # (minflt, majflt, rss) at numa_read_ns
     numa: dict[int, tuple] = field(default_factory=dict)  # address -> last numa_maps recorded
     read_ns: int = 0  # the previous tick's read of it
     cpu_ns: int = -1  # its utime + stime then
     thread_count: int = 0
     threads: dict[int, tuple] = field(default_factory=dict)  # tid -> (start_ticks, utime + stime) last read
     thread_reader: procfs.ThreadReader | None = None
+    files: procfs.ProcessFiles | None = None
+    stat_text: str = ""  # its stat as last read
+    io_text: str | None = None  # its io as last read
+    status: procfs.Status | None = None  # its status as last read (at status_ns): STATUS_EVERY_NS
+    status_ns: int = 0
 
 
 class Sampler:
@@ -92,11 +113,14 @@ class Sampler:
         self._errors = 0
         self.write_error: str | None = None  # why the sampler stopped writing, if it did
         self._ticks = self._late = self._longest_ns = 0
+        self._cpu_ns: int | None = None  # the thread's CPU time, once it has ended
         self._samples: list[bytes] = []  # this tick's records, written at its end
         self._thread_samples: list[bytes] = []
         self._thread_files = 0  # thread stat files held open, in all (THREAD_FILES_OPEN)
         self._records: list[dict] = []
         self._numa_counters = vmstat.Readings(system)
+        online = system.read("/sys/devices/system/node/online")  # (None in a fixture tree without it)
+        self._one_node = online is not None and len(parse_cpu_list(online)) == 1
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="writerprof-sampler", daemon=True)
@@ -132,10 +156,11 @@ class Sampler:
 
     def timing(self) -> dict:
         """The thread's ticks: how many, how many overran the interval (the
-        next one then started late), and the longest, in ns."""
+        next one then started late), and the longest, in ns; and, once
+        stopped, the thread's CPU time (ns)."""
         with self._lock:
             return {"interval_ns": int(self.interval_s * 1e9), "ticks": self._ticks, "late": self._late,
-                    "longest_ns": self._longest_ns}
+                    "longest_ns": self._longest_ns, "cpu_ns": self._cpu_ns}
 
     def tick(self) -> None:
         """Sample once now (the thread does this every interval)."""
@@ -164,6 +189,7 @@ class Sampler:
             # A tick that overran is not caught up on: the next one starts now.
             deadline = max(deadline + self.interval_s, time.monotonic())
             self._stopping.wait(deadline - time.monotonic())
+        self._cpu_ns = time.thread_time_ns()
 
     def _tick_counting_errors(self) -> None:
         with self._lock:
@@ -190,8 +216,11 @@ class Sampler:
 
     def _sample(self, pid: int, in_tree: bool) -> None:
         t_ns = time.monotonic_ns()
-        stat = procfs.read_stat(self.system, pid)
         proc = self._live.get(pid)
+        stat_text = proc.files.read("stat") if proc is not None else None
+        if stat_text is None:  # not followed yet, or gone (or its pid reused): by its path
+            stat_text = self.system.read(f"/proc/{pid}/stat")
+        stat = procfs.parse_stat(stat_text) if stat_text else None
         if proc is not None and (stat is None or stat.start_ticks != proc.start_ticks):
             self._end(proc, t_ns)  # gone, or its pid already reused
             proc = None
@@ -201,12 +230,21 @@ class Sampler:
         if proc is None and not in_tree and not (
                 created_ns is not None and journaled_by(stat.start_ticks, created_ns)):
             return  # a pid that journaled, or one we followed, now belongs to another process
-        status = procfs.read_status(self.system, pid)
-        if status is None:
-            return  # exited since its stat was read: the next tick says so
-        io = procfs.read_io(self.system, pid)
-        if proc is None:
-            proc = self._first_sight(pid, stat, t_ns)
+        files = proc.files if proc is not None else procfs.ProcessFiles(
+            self.system, pid, keep_open=self.system.real and len(self._live) < PROCESS_FILES_OPEN)
+        io_text = files.read("io")
+        if (proc is None or stat_text != proc.stat_text or io_text != proc.io_text
+                or t_ns - proc.status_ns >= STATUS_EVERY_NS):
+            status_text = files.read("status")
+            if status_text is None:  # exited since its stat was read: the next tick says so
+                if proc is None:
+                    files.close()
+                return
+            if proc is None:
+                proc = self._first_sight(pid, stat, t_ns, files)
+            proc.status, proc.status_ns = procfs.parse_status(status_text), t_ns
+        proc.stat_text, proc.io_text, status = stat_text, io_text, proc.status
+        io = procfs.UNREADABLE_IO if io_text is None else procfs.parse_io(io_text)
         proc.ppid = stat.ppid
         if io.wchar >= 0:  # after an exec of a setuid program it is unreadable: keep the last
             proc.wchar = io.wchar
@@ -216,7 +254,10 @@ class Sampler:
         if status.cpus is not None and status.cpus != proc.cpus:
             proc.cpus = status.cpus
             self._records.append({"kind": "affinity", "t_ns": t_ns, "pid": pid, "cpus": status.cpus})
-        if proc.numa_read_ns is None or t_ns - proc.numa_read_ns >= NUMA_MAPS_EVERY_NS:
+        faults = (stat.minflt, stat.majflt, stat.rss_bytes)
+        if proc.numa_read_ns is None or (t_ns - proc.numa_read_ns >= NUMA_MAPS_EVERY_NS and (
+                not self._one_node or faults != proc.numa_faults)):
+            proc.numa_faults = faults
             self._read_numa_maps(proc, t_ns)
         if proc.role is None:
             self._read_role(proc)
@@ -257,16 +298,18 @@ class Sampler:
         proc.threads = now
 
     def _close_threads(self, proc: _Process) -> None:
+        if proc.files is not None:
+            proc.files.close()
         if proc.thread_reader is not None:
             self._thread_files -= len(proc.thread_reader.fds)
             proc.thread_reader.close()
 
-    def _first_sight(self, pid: int, stat: procfs.Stat, t_ns: int) -> _Process:
+    def _first_sight(self, pid: int, stat: procfs.Stat, t_ns: int, files: procfs.ProcessFiles) -> _Process:
         self._records.append({"kind": "seen", "t_ns": t_ns, "pid": pid, "ppid": stat.ppid,
                               "created_ns": procfs.start_ns(stat.start_ticks),
                               "cmdline": redact_argv(procfs.read_cmdline(self.system, pid)),
                               "exe": procfs.read_exe(self.system, pid)})
-        proc = self._live[pid] = _Process(pid, stat.start_ticks)
+        proc = self._live[pid] = _Process(pid, stat.start_ticks, files=files)
         return proc
 
     def _end(self, proc: _Process, t_ns: int) -> None:

@@ -20,6 +20,7 @@ missing, and record still exits with CMD's status.
 from __future__ import annotations
 
 import os
+import resource
 import shlex
 import shutil
 import signal
@@ -125,6 +126,8 @@ class Recorded:
     incomplete: list[str] = field(default_factory=list)  # what the run directory lacks, and why
     outlived: list[dict] = field(default_factory=list)  # processes still running after CMD ended
     sampler_ticks: dict | None = None  # the sampler thread's timing (Sampler.timing())
+    cmd_usage: resource.struct_rusage | None = None  # CMD's (and its waited-for descendants'), from wait4
+    stacks_threads_s: float = 0.0  # the CPU seconds of record's thread that drives py-spy (StackRecorder)
 
     def warnings(self) -> list[str]:
         """What went wrong with the recording itself, a line each."""
@@ -147,6 +150,9 @@ def record(run_dir: Path, command: list[str], interval_ns: int, probes: list[str
     ours). stacks: how py-spy samples CMD's Python stacks (default:
     StackOptions(), 100 Hz); what was taken is written into run.json's "stacks"."""
     stacks = StackOptions() if stacks is None else stacks
+    # What this process spent before (record's start-up: imports, arguments), and its
+    # children so far (none for record; contrast's earlier runs).
+    before = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     host = host_name()
     recorded = Recorded(exit_status=-1)
     try:
@@ -166,7 +172,7 @@ def record(run_dir: Path, command: list[str], interval_ns: int, probes: list[str
                          ended_by="signal" if status < 0 else "exit",
                          signal=signal.Signals(-status).name if status < 0 else None,
                          stacks=stacks_taken, incomplete=recorded.incomplete, outlived_cmd=recorded.outlived,
-                         sampler_ticks=recorded.sampler_ticks)
+                         sampler_ticks=recorded.sampler_ticks, record_cpu=_record_cpu(*before, recorded))
     except RunDirectoryError as exc:
         recorded.incomplete.append(f"run.json not finished: {exc}")
     return recorded
@@ -238,7 +244,7 @@ def _follow(child: subprocess.Popen, run_dir: Path, host: str, interval_ns: int,
                 recorded.incomplete.append(f"no samples: cannot open the sampler's files: {exc.strerror or exc}")
             else:
                 running.start()
-        status = child.wait()  # a plain wait: no wake-ups that take CPU from CMD, nothing on its terminal
+        status = _wait(child, recorded)
     finally:
         if terminal is not None:
             _take_terminal(terminal)
@@ -253,9 +259,40 @@ def _follow(child: subprocess.Popen, run_dir: Path, host: str, interval_ns: int,
         if stack_recorder is not None:  # CMD has ended: py-spy writes its file
             # py-spy follows what is left of the tree: once that is only what outlived CMD, it is stopped.
             stacks_taken = stack_recorder.stop(grace_s=0.0 if recorded.outlived else None)
+            recorded.stacks_threads_s = stack_recorder.thread_cpu_s
             if stack_recorder.write_error:
                 recorded.incomplete.append(f"stacks end early: {stack_recorder.write_error}")
     return status, stacks_taken
+
+
+def _wait(child: subprocess.Popen, recorded: Recorded) -> int:
+    """CMD's wait status, and its CPU time into recorded.cmd_usage: a plain
+    wait4, no wake-ups that take CPU from CMD, nothing on its terminal."""
+    _, status, recorded.cmd_usage = os.wait4(child.pid, 0)  # (retried on EINTR: PEP 475)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    return child.returncode
+
+
+def _cpu_s(usage: resource.struct_rusage) -> float:
+    return usage.ru_utime + usage.ru_stime
+
+
+def _record_cpu(own_before: resource.struct_rusage, children_before: resource.struct_rusage,
+                recorded: Recorded) -> dict:
+    """What record itself cost in CPU seconds, by part (run.json's
+    "record_cpu"; benchmarks/record_overhead.py prints it): its process
+    before the recording (record's imports) and during it, its sampler
+    thread, its py-spy thread, and the py-spys it ran (its children's time
+    since less CMD's; the summary's reading of the run comes after, and is
+    not in it)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    sampler = (recorded.sampler_ticks or {}).get("cpu_ns")
+    return {"record_s": round(_cpu_s(own) - _cpu_s(own_before), 4), "before_cmd_s": round(_cpu_s(own_before), 4),
+            "sampler_s": None if sampler is None else round(sampler / 1e9, 4),
+            "stacks_threads_s": round(recorded.stacks_threads_s, 4),
+            "cmd_s": None if recorded.cmd_usage is None else round(_cpu_s(recorded.cmd_usage), 4),
+            "py_spy_s": None if recorded.cmd_usage is None else
+            round(_cpu_s(children) - _cpu_s(children_before) - _cpu_s(recorded.cmd_usage), 4)}
 
 
 def _argv_text(argv: list[str], width: int = 60) -> str:

@@ -1,8 +1,8 @@
 """At what rate py-spy samples which process of CMD's tree (issue 16): the
 processes a Python process of the tree started (writers, workers: their
-start-up and their saves are what the stacks are for) at the full rate, each
-by a py-spy of its own; the rest (CMD, MPI ranks, multiprocessing's daemons)
-sparsely, by one py-spy for the tree. And, if asked (record
+start-up and their saves are what the stacks are for) at the full rate; the
+rest (CMD, MPI ranks, multiprocessing's daemons) sparsely; each process by
+py-spys of its own (writerprof.record.pyspy). And, if asked (record
 --busy-stack-rate), a lower rate for the writers that start while the CPUs
 have little free time: py-spy's reads compete with the run for CPU (about
 0.1 ms a sample for a shallow stack, 0.5 ms for one of 80 frames, the depth

@@ -14,10 +14,10 @@ class System:
 
     def __init__(self, root: str | os.PathLike = "/"):
         self.root = Path(root)
-        self._real = self.root == Path("/")
+        self.real = self.root == Path("/")  # the host's own /proc, not a fixture tree
 
     def path(self, path: str) -> str:
-        return path if self._real else str(self.root) + path
+        return path if self.real else str(self.root) + path
 
     def read(self, path: str) -> str | None:
         """The file's text, or None where it does not exist or cannot be read

@@ -10,17 +10,18 @@ RUN/
     threads.bin                its per-thread CPU readings (THREAD_SAMPLE); absent in older runs
     sampled.jsonl              the sampler's rare records (kinds below)
     procs/PID-CREATED.events.jsonl, .chunks.bin   one pair per probed process
-    stacks/                    Python stacks of CMD's process tree, by py-spy (writerprof.record.pyspy)
+    stacks/                    Python stacks of CMD's Python processes, by py-spy (writerprof.record.pyspy)
       stacks.json              the stack sampler's index (STACKS_INDEX keys below)
-      NNN.raw.gz               one segment: a py-spy run's raw (collapsed) output, gzipped
-                               by record once py-spy has written it (NNN.raw until then)
-      PID-NNN.raw.gz           one segment of process PID's own py-spy (at the full rate)
+      PID-NNN.raw.gz           one segment: a run of process PID's own py-spy, its raw (collapsed)
+                               output gzipped by record once written (PID-NNN.raw until then)
+      NNN.raw.gz               (older runs) a segment of the py-spy that followed the whole tree
       py-spy.log               py-spy's own output, every attempt, for a look when it failed
 
-A segment file (py-spy `record --format raw --subprocesses`) has one line per
+A segment file (py-spy `record --format raw --pid PID`) has one line per
 distinct stack, `FRAME;FRAME;...;FRAME COUNT\n`, root first, COUNT the samples
 that had exactly that stack. The stack begins with the chain of processes from
-CMD down to the one sampled, each `process PID:"CMDLINE"` (CMDLINE may hold `;`
+CMD down to the one sampled (put at the root of every line by record, as
+py-spy --subprocesses writes it), each `process PID:"CMDLINE"` (CMDLINE may hold `;`
 but not `";`), then its Python frames, each `FUNCTION (FILE:LINE)` with FILE
 shortened by py-spy to its part below the sys.path entry it was found on
 (`writerprof/repro/main.py`, `numpy/__init__.py`, `<frozen importlib._bootstrap>`);
@@ -29,22 +30,19 @@ with --native, native frames too. A sample of a process with no Python frame
 in no particular order; py-spy writes the file once, when it stops, and
 record then compresses it (the chains repeat long command lines on every line).
 
-A process's own segment (PID-NNN.raw, py-spy `record --pid PID` without
---subprocesses) is the same, record having put the process chain at the
-root of every line.
-
-stacks.json: py_spy (version), executable, command (the tree py-spy's argv,
-segment file named NNN.raw), full_rate_command (a process's own py-spy's,
-null when there are none), enabled, rate_hz (the full rate: the processes
-a Python process started), sparse_rate_hz, tree_rate_hz (the tree py-spy's:
-sparse_rate_hz, or rate_hz when there are no py-spys of their own), native,
+stacks.json: py_spy (version), executable, command (a process's py-spy's argv
+at the sparse rate, for pid PID, segment file PID-NNN.raw), full_rate_command
+(at the full rate; null when the rates are not split), enabled, rate_hz (the
+full rate: the processes a Python process started), sparse_rate_hz,
+tree_rate_hz (the rate of the processes not at the full rate: sparse_rate_hz,
+or rate_hz when the rates are not split), native,
 idle (blocked threads sampled: the counts are wall-clock time), nonblocking,
-segments: [{file, root_pid, pid (a process's own segment only), rate_hz (the
-segment's: the tree's, the full rate, or the busy rate), stage and ended (a
-process's own segment only: startup | after_startup; target_start |
-startup_cap | daemon | exit | record_stop), started_ns,
+segments: [{file, root_pid, pid, rate_hz (the segment's: the sparse, full,
+busy or daemons' rate), stage (startup | after_startup | whole) and ended
+(target_start | startup_cap | daemon | exit | record_stop), started_ns,
 ended_ns (CLOCK_MONOTONIC, of the py-spy run), exit_status, samples, errors
-(py-spy's count of failed reads)}]. Rewritten whole as segments end; a
+(py-spy's count of failed reads), cpu_s (that py-spy's CPU time)}]; older
+runs have segments of a py-spy for the whole tree too, without pid or stage. Rewritten whole as segments end; a
 segment file missing from it (record killed) is still read. The loader
 weights a segment's counts by rate_hz / its rate_hz, and takes a process
 with segments of its own from those only.
