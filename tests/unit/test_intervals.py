@@ -67,3 +67,16 @@ def test_a_spread_is_the_cv_and_range_of_the_units_throughput():
     assert spread["count"] == 3 and spread["cv"] == pytest.approx(0.5)
     assert (spread["min_gib_s"], spread["max_gib_s"]) == (1.0, 3.0)
     assert spread["sd_s"] == pytest.approx(np.std([3.0, 1.5, 1.0], ddof=1))
+
+
+def test_columns_read_together_hold_at_once_and_a_constant_one_keeps_its_value():
+    # Twenty parts of two equal sides: alone, about one in twenty is clear of zero by chance.
+    rng = np.random.default_rng(3)
+    a, b = [rng.normal(1, 0.1, (8, 20))], [rng.normal(1, 0.1, (8, 20))]
+    a[0][:, 0], b[0][:, 0] = 1.0, 1.5  # a part that never varies: no test, its value
+    alone = intervals.difference_intervals(a, b)
+    together = intervals.difference_intervals(a, b, together=list(range(20)))
+    assert together[0] == alone[0] == pytest.approx((0.5, 0.5))
+    assert sum(intervals.excludes_zero(ci) for ci in alone[1:]) >= 1
+    assert not any(intervals.excludes_zero(ci) for ci in together[1:])
+    assert all(t[0] <= s[0] and s[1] <= t[1] for s, t in zip(alone[1:], together[1:]))

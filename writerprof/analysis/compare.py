@@ -7,7 +7,8 @@ Each side is one or more run summaries (contrast's repeats): their saves are
 pooled, and matched by their order within each producer for the per-save table.
 
 Every component carries a bootstrap 95% interval (analysis.intervals: saves
-resampled, and repeats where a side has several) and its own duration (its
+resampled, and repeats where a side has several; the components' intervals
+hold at 95% together, not each alone) and its own duration (its
 hooked calls' total) beside its critical-path seconds. The verdict names as
 causes only the significant components (interval clear of zero, and not
 negligible); it words a component whose critical-path seconds fell while its
@@ -167,7 +168,9 @@ def compare(a: list[Summary], b: list[Summary], names: tuple[str, str] | None = 
         empty = "A" if not A["saves"] else "B"
         raise ValueError(f"run {empty} has no saves to compare")
     difference = B["mean_save_s"] - A["mean_save_s"]
-    ci = intervals.difference_intervals([_matrix(x) for x in a], [_matrix(x) for x in b])
+    # The components' intervals hold together (each is read as a cause or not); the save's alone.
+    ci = intervals.difference_intervals([_matrix(x) for x in a], [_matrix(x) for x in b],
+                                        together=list(range(len(COMPONENTS))))
     floor = max(NEGLIGIBLE_S, NEGLIGIBLE_SHARE * A["mean_save_s"])
     components = []
     for i, name in enumerate(COMPONENTS):

@@ -52,14 +52,31 @@ def resampled_means(groups: list[np.ndarray], resamples: int = RESAMPLES,
 
 
 def difference_intervals(a: list[np.ndarray], b: list[np.ndarray], level: float = 0.95,
-                         resamples: int = RESAMPLES, seed: int = SEED) -> list[tuple[float, float] | None]:
+                         resamples: int = RESAMPLES, seed: int = SEED,
+                         together: list[int] | None = None) -> list[tuple[float, float] | None]:
     """Per column, the interval of B's per-save mean minus A's; None for every
-    column when a side has a single save (nothing to resample)."""
+    column when a side has a single save (nothing to resample).
+
+    together: columns whose intervals must hold at `level` all at once (the
+    parts of one difference, each read as a cause or not): theirs are
+    Bonferroni's, each at 1 - (1 - level) / m for the m of them that vary.
+    Else one column in twenty of a comparison of two equal sides would come
+    out clear of zero."""
     if sum(len(g) for g in a) < 2 or sum(len(g) for g in b) < 2:
         columns = np.asarray(a[0] if a else b[0]).shape[1]
         return [None] * columns
     rng = np.random.default_rng(seed)
     diffs = resampled_means(b, resamples, rng) - resampled_means(a, resamples, rng)
+    out = _percentiles(diffs, level)
+    varying = [i for i in together or [] if out[i][0] != out[i][1]]  # a constant column tests nothing
+    if len(varying) > 1:
+        joint = _percentiles(diffs[:, varying], 1 - (1 - level) / len(varying))
+        for i, interval in zip(varying, joint):
+            out[i] = interval
+    return out
+
+
+def _percentiles(diffs: np.ndarray, level: float) -> list[tuple[float, float]]:
     tail = (1 - level) / 2 * 100
     lo, hi = np.percentile(diffs, [tail, 100 - tail], axis=0)
     return [(float(x), float(y)) for x, y in zip(lo, hi)]
