@@ -10,6 +10,7 @@ import os
 from multiprocessing import shared_memory
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from writerprof.analysis import buffers, contrast, numa_activity
@@ -79,16 +80,28 @@ def test_a_save_delta_runs_from_the_reading_before_it_to_the_first_after():
     assert numa_activity.delta(series, 5, 20) is None  # no reading before its start: not measured
 
 
+def _moved_pages(readings):
+    """buffers.moved on one buffer's readings [(t_ns, mapping, {node: pages}, full)]: its pages moved, or None."""
+    nodes = np.zeros((len(readings), 2))
+    for i, (_, _, pages, _) in enumerate(readings):
+        for node, count in pages.items():
+            nodes[i, node] = count
+    mapping = {m: k for k, m in enumerate(dict.fromkeys(r[1] for r in readings))}
+    found = buffers.moved(np.zeros(len(readings), dtype=np.int64), np.array([r[0] for r in readings]),
+                          np.array([mapping[r[1]] for r in readings]), np.array([r[3] for r in readings]), nodes)
+    return found[0][1] if found else None
+
+
 def test_moved_pages_compare_readings_of_one_mapping_or_of_every_page():
     a, b = (1, 0), (2, 0)
     # One mapping: node 0 fell from 100 to 60 while node 1 rose: 40 pages moved.
-    assert buffers.moved_pages([(1, a, {0: 100.0}, True), (2, a, {0: 60.0, 1: 40.0}, True)])["pages"] == 40
+    assert _moved_pages([(1, a, {0: 100.0}, True), (2, a, {0: 60.0, 1: 40.0}, True)]) == 40
     # Two processes, the second not seeing every page: no comparison, no claim.
-    assert buffers.moved_pages([(1, a, {0: 100.0}, True), (2, b, {1: 10.0}, False)]) is None
+    assert _moved_pages([(1, a, {0: 100.0}, True), (2, b, {1: 10.0}, False)]) is None
     # Two processes each seeing every page compare.
-    assert buffers.moved_pages([(1, a, {0: 100.0}, True), (2, b, {1: 100.0}, True)])["pages"] == 100
+    assert _moved_pages([(1, a, {0: 100.0}, True), (2, b, {1: 100.0}, True)]) == 100
     # A mapping filling in (pages faulted in, none leaving): nothing moved.
-    assert buffers.moved_pages([(1, a, {}, False), (2, a, {0: 50.0}, False)])["pages"] == 0
+    assert _moved_pages([(1, a, {}, False), (2, a, {0: 50.0}, False)]) == 0
 
 
 @pytest.fixture(scope="module")

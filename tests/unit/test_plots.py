@@ -284,10 +284,14 @@ def test_plots_leave_pyplot_alone(tmp_path):
     code = ("import sys; from writerprof.render import plots; from matplotlib.figure import Figure; "
             "plots.empty('t', 'w').savefig(__import__('io').BytesIO(), format='png'); "
             "print('matplotlib.pyplot' in sys.modules)")
+    assert _printed_by_fresh_python(code, tmp_path) == "False"
+
+
+def _printed_by_fresh_python(code: str, cwd) -> str:
     # Not from the checkout: `-c` puts the working directory first on sys.path.
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                          cwd=tmp_path)
-    assert done.stdout.strip() == "False", done.stderr
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=cwd)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
 
 
 def test_what_a_report_runs_in_its_own_process_does_not_import_matplotlib(tmp_path):
@@ -297,9 +301,7 @@ def test_what_a_report_runs_in_its_own_process_does_not_import_matplotlib(tmp_pa
     code = ("import sys; from writerprof.render import html, plots; from writerprof.render.plots import parallel; "
             "from writerprof.commands import report; names = list(plots.REPORT_FIGURES); plots.FILE_DPI; "
             "print('matplotlib' in sys.modules, end=' '); plots.chunk_timeline; print('matplotlib' in sys.modules)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                          cwd=tmp_path)
-    assert done.stdout.strip() == "False True", done.stderr
+    assert _printed_by_fresh_python(code, tmp_path) == "False True"
 
 
 def _rgb(colour: str) -> tuple:

@@ -2,7 +2,7 @@
 one pass over the run's shm and placement events (found once per run): the
 buffers a process created or attached, when it created each, its last
 reading of each buffer at a loop's end, its last reading with nodes, and the
-pages of each buffer that moved between readings (moved_pages)."""
+pages of each buffer that moved between readings (moved)."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def _readings(run) -> Readings:
 FULL_SHARE = 0.01
 
 
-def _node_matrix(count: int, cells: list[tuple], scale: np.ndarray | None = None) -> np.ndarray:
+def _node_matrix(count: int, cells: list[tuple], scale: np.ndarray) -> np.ndarray:
     """Readings x nodes of pages, from (reading, node, pages) cells (0 where
     none), each reading's scaled from its sample to its buffer (scale)."""
     if not cells:
@@ -89,21 +89,8 @@ def _node_matrix(count: int, cells: list[tuple], scale: np.ndarray | None = None
     reading, node = (np.array(column, dtype=np.int64) for column in list(zip(*cells))[:2])
     pages = np.array([c for _, _, c in cells], dtype=np.float64)
     matrix = np.zeros((count, int(node.max()) + 1))
-    matrix[reading, node] = pages if scale is None else pages * scale[reading]
+    matrix[reading, node] = pages * scale[reading]
     return matrix
-
-
-def moved_pages(readings: list[tuple]) -> dict | None:
-    """Pages of one buffer that left a node between its readings [(t_ns,
-    mapping, nodes, full)] (nodes: node -> pages); None without two that
-    compare (see moved)."""
-    numbers: dict = {}
-    mapping = np.array([numbers.setdefault(m, len(numbers)) for _, m, _, _ in readings], dtype=np.int64)
-    cells = [(i, n, c) for i, (_, _, nodes, _) in enumerate(readings) for n, c in nodes.items()]
-    found = moved(np.zeros(len(readings), dtype=np.int64), np.array([r[0] for r in readings], dtype=np.int64),
-                  mapping, np.array([r[3] for r in readings], dtype=bool), _node_matrix(len(readings), cells))
-    return {"pages": found[0][1], "compared": found[0][2], "from_ns": found[0][3], "to_ns": found[0][4]} \
-        if found else None
 
 
 def moved(series, times, mapping, full, nodes) -> list[tuple]:

@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from writerprof.analysis.compare import compare
-    from writerprof.analysis import collector_paused
+    from writerprof.collector import collector_paused
     from writerprof.analysis.summary import summarize
     from writerprof.render import terminal
     from writerprof.run import load

@@ -188,7 +188,7 @@ def _output(path: Path | None) -> Path:
 
 
 def _summarize(run_dir: Path) -> dict:
-    from writerprof.analysis import collector_paused
+    from writerprof.collector import collector_paused
     from writerprof.analysis.summary import summarize
     from writerprof.run import load
 

@@ -20,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from writerprof.analysis import collector_paused
+    from writerprof.collector import collector_paused
     from writerprof.analysis.summary import summarize
     from writerprof.commands.common import output_directory
     from writerprof.render import plots

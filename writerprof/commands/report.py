@@ -26,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # Imported before the plot workers fork, which then share them (numpy, the analysis).
-    from writerprof.analysis import collector_paused
+    from writerprof.collector import collector_paused
     from writerprof.analysis.summary import summarize
     from writerprof.commands.common import output_directory, write_markup
     from writerprof.render import terminal

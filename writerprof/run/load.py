@@ -13,7 +13,6 @@ and the earlier one ends (exited_ns) when the later one began."""
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import stat
@@ -26,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 import writerprof
+from writerprof.collector import collector_paused
 from writerprof.errors import WriterprofError
 from writerprof.probes.writerprof_probe import format as journal
 from writerprof.run import columns, fields, layout, times
@@ -156,16 +156,8 @@ class _Journal:
 
 
 def load(path: Path | str) -> Run:
-    # The loader makes a few objects per journal line, millions in a big
-    # run, and none in a reference cycle: the cyclic collector's passes over
-    # them while they are made cost a third of the JSON parsing (1M-chunk run).
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():  # a few objects per journal line, none in a cycle
         return _load(Path(path))
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _load(path: Path) -> Run:
