@@ -194,3 +194,16 @@ def test_a_journal_is_a_python_process_to_sample(tmp_path, monkeypatch):
         sleeper.wait()
     recorder.stop()
     assert tries.exists()
+
+
+def test_a_py_spy_that_ended_before_its_signal_is_still_reaped_with_its_cpu_time():
+    # The startup's end and a py-spy's own end can cross: the signal must not
+    # reap it (Popen.send_signal polls), or wait4 finds no child and the watch fails.
+    process = subprocess.Popen([sys.executable, "-c", "sum(range(10**6))"])
+    while collection._alive(process.pid):  # a zombie now, not yet reaped
+        time.sleep(0.01)
+    spy = collection._Spy(process.pid, [], 10, collection.WHOLE, "x.raw", [], process, 0)
+    collection._signal(process, collection.signal.SIGINT)
+    assert collection.StackRecorder._reaped(spy, 5.0)
+    assert process.returncode == 0 and spy.cpu_s > 0
+    collection._signal(process, collection.signal.SIGINT)  # reaped: no signal to a pid perhaps reused

@@ -528,10 +528,14 @@ def _alive(pid: int) -> bool:
 
 
 def _signal(process: subprocess.Popen, signum: int) -> None:
-    try:
-        process.send_signal(signum)
-    except ProcessLookupError:
-        pass
+    """Signal a py-spy that _reaped has not reaped (a zombie keeps its pid:
+    no other process has it). Not Popen.send_signal, whose poll() would reap
+    a py-spy that just ended: its wait4 then fails, its CPU time lost."""
+    if process.returncode is None:
+        try:
+            os.kill(process.pid, signum)
+        except ProcessLookupError:
+            pass
 
 
 def start(pid: int, stacks_dir: Path, options: StackOptions, warn,
