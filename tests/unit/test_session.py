@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from writerprof.analysis.summary import unmatched_probes
+from writerprof.analysis.hooks import unmatched_probes
 from writerprof.errors import UsageError
 from writerprof.probes.writerprof_probe import format as journal
 from writerprof.record import session

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from writerprof.analysis import affinity, binding, clocks, diagnoses, groups, placement, processes, ranks, saves
 from writerprof.analysis import numa_activity, starts, timeline
+from writerprof.analysis.hooks import unmatched_probes
 from writerprof.analysis.shapes import Summary, Throughput
 from writerprof.run import topology
 
@@ -88,14 +89,3 @@ def _shift(proc: dict, seconds: float) -> None:
             proc["exited_s"] += seconds
         for change in proc["affinity_changes"]:
             change["t_s"] += seconds
-
-
-def unmatched_probes(specs: list[str], hooks) -> dict[str, str]:
-    """The --probe specs applied in no process, each with why (from the
-    journal's hook events: "unavailable" with its reason, or no event at all
-    when no process imported the module)."""
-    applied = {e["data"].get("spec") for e in hooks if e["data"].get("status") == "applied"}
-    reasons = {e["data"].get("spec"): e["data"].get("reason") for e in hooks
-               if e["data"].get("status") in ("unavailable", "failed")}
-    return {spec: reasons.get(spec) or f"no process imported {spec.partition(':')[0]}"
-            for spec in specs if spec not in applied}
