@@ -26,6 +26,7 @@ from writerprof.errors import UsageError
 from writerprof.probes.writerprof_probe import specs
 from writerprof.record import pyspy, session
 from writerprof.record.pyspy import StackOptions
+from writerprof.record.stackrate import FULL_RATE_STARTS
 from writerprof.units import parse_duration
 
 
@@ -69,10 +70,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-sampler", action="store_true",
                         help="journal from inside the processes only; no /proc sampling")
     parser.add_argument("--stack-rate", type=_rate, default=pyspy.RATE_HZ, metavar="HZ",
-                        help="py-spy samples per second of the processes a Python process of CMD started "
-                        f"(writers, workers) (default: {pyspy.RATE_HZ})")
+                        help=f"py-spy samples per second of the first {FULL_RATE_STARTS} processes each Python process "
+                        f"of CMD started (writers, workers), in their start-up (default: {pyspy.RATE_HZ})")
     parser.add_argument("--sparse-stack-rate", type=_rate, default=pyspy.SPARSE_RATE_HZ, metavar="HZ",
-                        help="py-spy samples per second of the rest (CMD, MPI ranks; multiprocessing's daemons at "
+                        help="py-spy samples per second of the rest (CMD, MPI ranks, later writers; multiprocessing's daemons at "
                         f"{pyspy.DAEMON_RATE_HZ} at most) and of the writers after their start-up; at --stack-rate or "
                         f"above, every process is sampled at --stack-rate (default: {pyspy.SPARSE_RATE_HZ})")
     parser.add_argument("--busy-stack-rate", type=_rate, default=None, metavar="HZ",

@@ -9,15 +9,17 @@ writerprof.record.stackrate):
   process it finds (an executable named python*, or a journal in the run
   directory): no `--subprocesses`, whose look for new processes alone cost
   py-spy ~11 ms a second here, whatever the rate.
-- Each process that a Python process of the tree started (writers, workers:
-  `stackrate.full_rate`) is sampled at the full rate (StackOptions.rate_hz,
+- The first stackrate.FULL_RATE_STARTS (2) processes that each Python
+  process of the tree started (writers, workers: `stackrate.full_rate`) are
+  sampled at the full rate (StackOptions.rate_hz,
   100 Hz; StackOptions.busy_rate_hz, if given, for those that start while
   the CPUs have under a quarter of their time free) for its start-up
   (stackrate.StartupEnd: to half a second into its target, per its
   journal); then that py-spy is stopped (it writes its file) and a second
   one samples it at the sparse rate (StackOptions.sparse_rate_hz, 10 Hz) to
   its end.
-- The rest, CMD and MPI ranks, at the sparse rate for their whole life;
+- The rest, CMD, MPI ranks and a parent's later writers (which re-run the
+  same start-up), at the sparse rate for their whole life;
   multiprocessing's daemons (forkserver, resource tracker), which only
   wait, at DAEMON_RATE_HZ.
 
@@ -116,7 +118,7 @@ from writerprof.probes.writerprof_probe import format as journal
 from writerprof.record import procfs
 from writerprof.record.ptrace import FIX, PY_SPY_ENV, find_py_spy, ptrace_problem, py_spy_version, read_problem
 from writerprof.record.rawstacks import compress, keep_whole_lines, process_chain
-from writerprof.record.stackrate import FreeCpu, StartupEnd, adapted_rate, full_rate, is_daemon
+from writerprof.record.stackrate import FULL_RATE_STARTS, FreeCpu, StartupEnd, adapted_rate, full_rate, is_daemon
 from writerprof.record.system import HOST
 
 RATE_HZ = 100  # the writers' (processes started by a Python process of the tree)
@@ -198,6 +200,7 @@ class StackRecorder:
         self._lock = threading.Lock()  # segments and the index, read by outcome() from other threads
         self._spies: dict[int, _Spy] = {}  # pid -> its py-spy running now
         self._retry: dict[int, tuple[int, _Spy]] = {}  # pid -> (when, the py-spy that found no Python yet)
+        self._full_starts: dict[int, set[int]] = {}  # parent pid -> its children given the full rate
         self._names = 0  # the segments' files are numbered in one sequence
         self._ran = False  # whether any py-spy was started
         self._no_python = False  # whether py-spy said "No python processes found"
@@ -264,10 +267,12 @@ class StackRecorder:
             seen[pid] = (stat.ppid, cmdline)
             parent = seen.get(stat.ppid)
             writer = full_rate(pid, self.pid, cmdline, parent and (True, parent[1]))
-            self._begin(pid, self._chain(pid, seen), writer, self._free.share)
+            self._begin(pid, self._chain(pid, seen), stat.ppid if writer else None, self._free.share)
         for pid, spy in list(self._spies.items()):
             if spy.startup is not None and spy.ended is None:
                 spy.ended = "daemon" if _exec_into_daemon(pid, spy.chain[-1][1]) else spy.startup.ended(now)
+                if spy.ended == "daemon":  # no writer: its parent's next child may have the full rate
+                    self._full_starts.get(spy.chain[-2][0], set()).discard(pid)
                 if spy.ended:  # py-spy writes what it has on SIGINT
                     _signal(spy.process, signal.SIGINT)
             if self._reaped(spy):
@@ -298,16 +303,19 @@ class StackRecorder:
             at = seen[at][0] if at != self.pid else -1
         return chain
 
-    def _begin(self, pid: int, chain: list[tuple[int, str]], writer: bool, free_share: float) -> None:
-        """A new Python process's first py-spy: a writer's at the full rate
-        for its start-up (then AFTER_STARTUP at the sparse rate), the rest's
-        at the sparse rate for their whole life (multiprocessing's daemons at
-        DAEMON_RATE_HZ); every one at the full rate
-        for its whole life if the rates are not split."""
+    def _begin(self, pid: int, chain: list[tuple[int, str]], writer_of: int | None, free_share: float) -> None:
+        """A new Python process's first py-spy: a writer's (writer_of: its
+        parent's pid) at the full rate for its start-up (then AFTER_STARTUP at
+        the sparse rate) if its parent has had fewer than FULL_RATE_STARTS,
+        the rest's at the sparse rate for their whole life (multiprocessing's
+        daemons at DAEMON_RATE_HZ); every one at the full rate for its whole
+        life if the rates are not split."""
         o = self.options
+        full = self._full_starts.setdefault(writer_of, set()) if writer_of else None
         if not o.split:
             self._launch(pid, chain, o.rate_hz, WHOLE)
-        elif writer:
+        elif full is not None and len(full) < FULL_RATE_STARTS:
+            full.add(pid)
             rate = adapted_rate(o.rate_hz, free_share, o.busy_rate_hz)
             self._launch(pid, chain, rate, STARTUP, StartupEnd(self._journals, pid, time.monotonic_ns())
                          if o.sparse_rate_hz < rate else None)

@@ -1,8 +1,9 @@
 """At what rate py-spy samples which process of CMD's tree (issue 16): the
-processes a Python process of the tree started (writers, workers: their
-start-up and their saves are what the stacks are for) at the full rate; the
-rest (CMD, MPI ranks, multiprocessing's daemons) sparsely; each process by
-py-spys of its own (writerprof.record.pyspy). And, if asked (record
+first FULL_RATE_STARTS processes each Python process of the tree started
+(writers, workers: their start-up and their saves are what the stacks are
+for) at the full rate; the rest (CMD, MPI ranks, multiprocessing's daemons,
+a parent's later writers) sparsely; each process by py-spys of its own
+(writerprof.record.pyspy). And, if asked (record
 --busy-stack-rate), a lower rate for the writers that start while the CPUs
 have little free time: py-spy's reads compete with the run for CPU (about
 0.1 ms a sample for a shallow stack, 0.5 ms for one of 80 frames, the depth
@@ -43,6 +44,14 @@ _WINDOW_NS = 200_000_000  # the free share is measured over at least this long
 STARTUP_CAP_S = 3.0
 TARGET_START = "target_start"  # the journal's event: the first line of the target
 TARGET_HEAD_S = 0.5  # of the target kept at the full rate (its first save's calls)
+# A parent's writers re-run the same start-up (forkserver's and spawn's
+# __main__ re-run and its imports; little or none under fork): the first two
+# give the start-up's flamegraph at the full rate (~250 samples of a 1.2 s
+# start-up), and each later one, at the sparse rate from its start, adds its
+# own, weighted, for the cost of one shallow py-spy, not of ~130 samples of 80
+# frames (0.06-0.1 CPU s each: a 4-save forkserver reproducer's py-spys
+# took 0.56 CPU s, 0.34 of it its writers' start-ups).
+FULL_RATE_STARTS = 2
 
 
 def full_rate(pid: int, root: int, cmdline: str, parent: tuple[bool, str] | None) -> bool:
