@@ -184,27 +184,18 @@ def test_a_child_of_a_python_cmd_gets_its_own_py_spy(tmp_path, monkeypatch):
 def test_a_parent_s_later_children_are_sampled_at_the_sparse_rate(tmp_path, monkeypatch):
     """Its first FULL_RATE_STARTS children have their start-up at the full
     rate; the later ones, which re-run the same start-up, a sparse py-spy
-    each for their whole life."""
-    fake = tmp_path / "bin" / "py-spy"
-    fake.parent.mkdir()
-    fake.write_text(FAKE)
-    fake.chmod(0o755)
-    monkeypatch.setenv(pyspy.PY_SPY_ENV, str(fake))
-    monkeypatch.setattr(pyspy, "ptrace_problem", lambda system=None: None)
-    children = stackrate.FULL_RATE_STARTS + 1
-    parent = ("import subprocess, sys, time\n"
-              f"for _ in range({children}):\n"
-              "    subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(1)'])\n"
-              "    time.sleep(0.3)\n"
-              "time.sleep(1)")
-    cmd = subprocess.Popen([sys.executable, "-c", parent])
-    recorder, _ = pyspy.start(cmd.pid, tmp_path / "stacks", pyspy.StackOptions(), print)
-    cmd.wait()
-    outcome = recorder.stop()
-    index = json.loads((tmp_path / "stacks" / layout.STACKS_INDEX).read_text())
-    own = sorted((s for s in index["segments"] if s["pid"] != cmd.pid), key=lambda s: s["started_ns"])
-    assert [(s["rate_hz"], s["stage"]) for s in own] == [(100, "startup")] * (children - 1) + [(10, "whole")]
-    assert outcome["full_rate_processes"] == children - 1
+    each for their whole life: a forkserver's writers (its command line)
+    at the sparse rate, not at its daemon's."""
+    recorder = pyspy.StackRecorder(10, tmp_path, pyspy.StackOptions(), "py-spy", warn=print)
+    launched = []
+    monkeypatch.setattr(recorder, "_launch", lambda pid, chain, rate, stage, *more: launched.append((rate, stage)))
+    server = [(10, "python main.py"), (11, FORKSERVER)]
+    recorder._begin(11, server, None, 1.0)  # the forkserver itself
+    for pid in range(12, 12 + stackrate.FULL_RATE_STARTS + 2):
+        recorder._begin(pid, server + [(pid, FORKSERVER)], 11, 1.0)
+    recorder._begin(20, [(10, "python main.py"), (20, "python main.py")], 10, 1.0)  # CMD's own first child
+    full, sparse = (100, pyspy.STARTUP), (10, pyspy.WHOLE)
+    assert launched == [(pyspy.DAEMON_RATE_HZ, pyspy.WHOLE)] + [full] * stackrate.FULL_RATE_STARTS + [sparse] * 2 + [full]
 
 
 def test_a_writer_full_rate_py_spy_gives_way_to_a_sparse_one_at_its_target_start(tmp_path, monkeypatch):

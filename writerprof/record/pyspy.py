@@ -319,9 +319,9 @@ class StackRecorder:
             rate = adapted_rate(o.rate_hz, free_share, o.busy_rate_hz)
             self._launch(pid, chain, rate, STARTUP, StartupEnd(self._journals, pid, time.monotonic_ns())
                          if o.sparse_rate_hz < rate else None)
-        else:
-            self._launch(pid, chain, min(o.sparse_rate_hz, DAEMON_RATE_HZ) if is_daemon(chain[-1][1])
-                         else o.sparse_rate_hz, WHOLE)
+        else:  # (a forkserver's later writers have its command line: daemons by theirs, not writers)
+            daemon = full is None and is_daemon(chain[-1][1])
+            self._launch(pid, chain, min(o.sparse_rate_hz, DAEMON_RATE_HZ) if daemon else o.sparse_rate_hz, WHOLE)
 
     def _restart(self, spy: _Spy) -> None:
         self._launch(spy.pid, spy.chain, spy.rate_hz, spy.stage, spy.startup, name=spy.name)
