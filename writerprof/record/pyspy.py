@@ -279,6 +279,7 @@ class StackRecorder:
                 self._collect(spy)
                 if not _alive(pid):
                     seen.pop(pid, None)  # its pid may come back as another process
+                    self._full_starts.pop(pid, None)
         for pid, (when, spy) in list(self._retry.items()):
             if now >= when:
                 del self._retry[pid]
