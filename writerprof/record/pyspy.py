@@ -34,9 +34,12 @@ frames, 0.5 ms of 80, the depth of a writer's imports; ~13 ms to start a
 py-spy, which reads the interpreter's symbols), and the run loses that CPU
 where its CPUs are busy. One py-spy at 100 Hz for the whole tree took 3818
 samples of a 4-save forkserver reproducer with a CPU-bound generator (0.55
-CPU s, 10% of the run's); at two rates, 781 (525 of them the writers'). The
-writers' start-up and saves, which the stacks are for, keep the full rate;
-the producer's threads and the idle daemons do not take it. What each
+CPU s, 10% of the run's); at two rates, 781 (525 of them the writers'); with
+two writers' start-ups at the full rate, not four, 464-1005 (0.23-0.43 CPU
+s, against 0.42-0.54 with four; 410-499 samples and 0.28-0.33 CPU s on disk,
+against 0.43-0.64). The first writers' start-up and saves, which the stacks
+are for, keep the full rate; the producer's threads, the idle daemons and
+the later writers' repeats of the same start-up do not take it. What each
 py-spy cost is in its segment (cpu_s, from wait4). With
 StackOptions.sparse_rate_hz at or above rate_hz (record --sparse-stack-rate
 100), or py-spy pausing the processes, every process is sampled at rate_hz
