@@ -9,6 +9,7 @@ import matplotlib
 import pytest
 from matplotlib.figure import Figure
 
+from writerprof import forked
 from writerprof.render.plots import parallel
 
 PARENT = os.getpid()
@@ -130,7 +131,7 @@ def test_a_caller_interrupted_while_it_collects_leaves_no_worker(monkeypatch):
         os.close(fd)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(parallel, "_read_all", interrupted)  # here only: the worker forked before
+    monkeypatch.setattr(forked, "read_all", interrupted)  # here only: the worker forked before
     with pytest.raises(KeyboardInterrupt), pending:
         pending.collect()
     with pytest.raises(ChildProcessError):  # killed and reaped
