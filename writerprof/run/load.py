@@ -204,18 +204,22 @@ def _load(path: Path) -> Run:
                                  _int(j.identity.get("pid")), j.identity["t_ns"]))
     times.execs(journals, losses)
     processes = _processes(hosts, journals)
-    events = _events(hosts, journals)
     renumber, phase_names, unnamed = _phase_codes(journals)
     windows = times.chunk_windows(journals, meta)
-    chunk_columns, dropped = columns.read_chunks(
-        [(j.chunks, j.count) for j in journals], CHUNK_DTYPE, CHUNKS_DTYPE,
-        {"host_index": np.array([j.host_index for j in journals], dtype=np.int32), "pid": processes["pid"]},
-        lambda records, procs, counts: times.implausible(records, procs, counts, windows), renumber)
+    with columns.reading(
+            [(j.chunks, j.count) for j in journals], CHUNK_DTYPE, CHUNKS_DTYPE,
+            {"host_index": np.array([j.host_index for j in journals], dtype=np.int32), "pid": processes["pid"]},
+            lambda records, procs, counts: times.implausible(records, procs, counts, windows),
+            renumber) as chunks_read:
+        # Made while a worker may be reading chunk records (columns.reading).
+        events = _events(hosts, journals)
+        samples = _fill(SAMPLE_DTYPE, SAMPLES_DTYPE, [(f, n, {"host_index": h}) for h, f, n, _ in sample_files])
+        threads = _fill(THREAD_SAMPLE_DTYPE, THREAD_SAMPLES_DTYPE,
+                        [(f, n, {"host_index": h}) for h, f, n, _ in thread_files])
+        chunk_columns, dropped = chunks_read()
     times.impossible_losses(dropped, journals, losses)
     _unnamed_losses(journals, chunk_columns, unnamed, phase_names, losses)
-    samples = _fill(SAMPLE_DTYPE, SAMPLES_DTYPE, [(f, n, {"host_index": h}) for h, f, n, _ in sample_files])
     samples = times.plausible_samples(path, samples, hosts, sample_files, losses)
-    threads = _fill(THREAD_SAMPLE_DTYPE, THREAD_SAMPLES_DTYPE, [(f, n, {"host_index": h}) for h, f, n, _ in thread_files])
     threads = times.plausible_samples(path, threads, hosts, thread_files, losses)
     return Run(path=path, meta=meta, hosts=hosts, topology=topology, processes=processes,
                chunk_columns=chunk_columns, phase_names=phase_names, events=events, samples=samples,
