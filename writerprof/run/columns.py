@@ -34,7 +34,7 @@ BATCH_BYTES = 4 << 20
 # reading): the fork (of a process of some GB) and the shared pages' faults
 # cost tens of ms.
 PARALLEL_RECORDS = 2 << 20
-WORKER_SHARE = 0.75  # the caller has about as much else to do (the events, the samples) as to read a quarter
+WORKER_SHARE = 0.55  # the caller has little else to do meanwhile (read the samples)
 
 
 class Chunks:

@@ -204,6 +204,9 @@ def _load(path: Path) -> Run:
                                  _int(j.identity.get("pid")), j.identity["t_ns"]))
     times.execs(journals, losses)
     processes = _processes(hosts, journals)
+    # Before a worker is forked to read chunk records (columns.reading): the
+    # pages of the events' dicts, written (refcounts) here after a fork, would each be copied.
+    events = _events(hosts, journals)
     renumber, phase_names, unnamed = _phase_codes(journals)
     windows = times.chunk_windows(journals, meta)
     with columns.reading(
@@ -211,8 +214,7 @@ def _load(path: Path) -> Run:
             {"host_index": np.array([j.host_index for j in journals], dtype=np.int32), "pid": processes["pid"]},
             lambda records, procs, counts: times.implausible(records, procs, counts, windows),
             renumber) as chunks_read:
-        # Made while a worker may be reading chunk records (columns.reading).
-        events = _events(hosts, journals)
+        # Made while a worker may be reading chunk records.
         samples = _fill(SAMPLE_DTYPE, SAMPLES_DTYPE, [(f, n, {"host_index": h}) for h, f, n, _ in sample_files])
         threads = _fill(THREAD_SAMPLE_DTYPE, THREAD_SAMPLES_DTYPE,
                         [(f, n, {"host_index": h}) for h, f, n, _ in thread_files])
