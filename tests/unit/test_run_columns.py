@@ -132,6 +132,7 @@ def test_fieldwise_cleaning_is_recordwise_cleaning():
         {"kind": "shm", "t_ns": 5, "op": "attach", "name": "x", "size": -1, "index": 0},  # a negative size
         {"kind": "exit", "t_ns": 9, "via": "atexit", "code": None, "rusage": {"ru_maxrss": 1.5}},
         {"kind": "exit", "t_ns": 9, "via": "atexit", "code": "0", "rusage": {"a": float("nan")}},
+        {"kind": "exit", "t_ns": 9, "via": "atexit", "code": 0, "rusage": {"a": 2, "b": 2.5, "c": float("-inf")}},
         {"kind": "phase", "t_ns": 3, "code": -2, "name": "compress"},  # a phase code must be a count
         {"kind": "phase", "t_ns": 3, "code": 40, "name": "compress"},
         {"kind": "process_start", "t_ns": 4, "start_ns": 1},  # no end_ns: unreadable
