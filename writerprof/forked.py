@@ -1,6 +1,6 @@
-"""Work done in a forked process, its result sent back pickled over a pipe:
-for the caller to use the other CPU (the report's figures, a large run's
-journals). A worker that fails or cannot be forked gives no result, and the
+"""Work done in a forked process, its result sent back pickled (or
+marshalled) over a pipe: for the caller to use another CPU (the report's
+figures, a large run's journals and chunk records). A worker that fails or cannot be forked gives no result, and the
 caller does the work itself."""
 
 from __future__ import annotations
@@ -8,6 +8,29 @@ from __future__ import annotations
 import os
 import pickle
 import signal
+
+LOADAVG = "/proc/loadavg"  # its 4th field: the tasks runnable now / all tasks
+
+
+def free_cpus() -> int:
+    """CPUs of this process's affinity that no other task wants now."""
+    return max(0, round(len(os.sched_getaffinity(0)) - _others_runnable()))
+
+
+def _others_runnable() -> float:
+    """The other tasks runnable at this instant; where that is not known, the
+    load average. Not the load average first: it lags a minute, so a report
+    run just after another would count the one before as load."""
+    try:
+        with open(LOADAVG) as source:
+            return int(source.read().split()[3].split("/")[0]) - 1  # this process is one of them
+    except (OSError, ValueError, IndexError):
+        return os.getloadavg()[0]
+
+
+def spare_cpu() -> bool:
+    """Would a worker forked now have a CPU of its own (this process has one)?"""
+    return free_cpus() >= 2
 
 
 def fork(child) -> tuple[int, int] | None:
@@ -37,8 +60,8 @@ def fork(child) -> tuple[int, int] | None:
     return pid, read_end
 
 
-def collect(pid: int, read_end: int, default=None):
-    """A worker's result (unpickled; default if it failed), its pipe closed
+def collect(pid: int, read_end: int, default=None, loads=pickle.loads):
+    """A worker's result (loads of what it sent; default if it failed), its pipe closed
     and the worker reaped (killed first if this process is interrupted while
     it waits)."""
     try:
@@ -50,7 +73,7 @@ def collect(pid: int, read_end: int, default=None):
     if status != 0 or not data:
         return default
     try:
-        return pickle.loads(data)
+        return loads(data)
     except Exception:  # noqa: BLE001 (cut short: done here instead)
         return default
 

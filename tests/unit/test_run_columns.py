@@ -80,6 +80,7 @@ def impossible_run(tmp_path):
 def test_columns_read_partly_by_a_worker_are_those_read_here(tmp_path, monkeypatch, share, fails):
     here = load(impossible_run(tmp_path))
     monkeypatch.setattr(columns, "PARALLEL_RECORDS", 0)
+    monkeypatch.setattr(columns.forked, "spare_cpu", lambda: True)
     monkeypatch.setattr(columns, "WORKER_SHARE", share)
     monkeypatch.setattr(columns, "BATCH_BYTES", 2 * CHUNK_DTYPE.itemsize)
     if fails:  # the worker's result cannot be sent: read here instead

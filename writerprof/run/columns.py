@@ -107,12 +107,12 @@ def reading(files: list[tuple[str | Path, int]], file_dtype: np.dtype, dtype: np
     another) is plausible, else the rows that are not; renumber(phase,
     procs, counts) -> run-wide phase codes.
 
-    Of a run of PARALLEL_RECORDS or more, a forked worker reads the last
-    files' records (WORKER_SHARE of them) from the start, into columns in
-    shared memory, while the caller does its other work before it asks; the
-    caller's process reads the rest when it asks."""
+    Of a run of PARALLEL_RECORDS or more, with a CPU to spare, a forked
+    worker reads the last files' records (WORKER_SHARE of them) from the
+    start, into columns in shared memory, while the caller does its other
+    work before it asks; the caller's process reads the rest when it asks."""
     total = sum(count for _, count in files)
-    split = len(files) if total < PARALLEL_RECORDS else int(
+    split = len(files) if total < PARALLEL_RECORDS or not forked.spare_cpu() else int(
         np.searchsorted(np.cumsum([count for _, count in files]), total * (1 - WORKER_SHARE)))
     shared = split < len(files)
     columns = {name: _empty(total, dtype[name], shared) for name in dtype.names if name not in per_proc}

@@ -27,25 +27,6 @@ import threading
 from writerprof import forked
 
 
-LOADAVG = "/proc/loadavg"  # its 4th field: the tasks runnable now / all tasks
-
-
-def free_cpus() -> int:
-    """CPUs of this process's affinity that no other task wants now."""
-    return max(0, round(len(os.sched_getaffinity(0)) - _others_runnable()))
-
-
-def _others_runnable() -> float:
-    """The other tasks runnable at this instant; where that is not known, the
-    load average. Not the load average first: it lags a minute, so a report
-    run just after another would count the one before as load."""
-    try:
-        with open(LOADAVG) as source:
-            return int(source.read().split()[3].split("/")[0]) - 1  # this process is one of them
-    except (OSError, ValueError, IndexError):
-        return os.getloadavg()[0]
-
-
 class Rendered:
     """A figure's images, {(format, dpi): bytes}, with the part of Figure's
     interface that saving uses."""
@@ -174,10 +155,10 @@ class Pending:
 def start(makers: dict, formats: list[tuple[str, int]], cpus: int | None = None) -> Pending:
     """Start the workers that will make {name: make(summary) -> Figure} (at
     most 255 figures), each rendered in every (format, dpi) of `formats`, on
-    `cpus` CPUs (default: free_cpus(); at least one worker); `summary` is
+    `cpus` CPUs (default: forked.free_cpus(); at least one worker); `summary` is
     whatever the makers take (a run's summary, a contrast's sides), sent
     later with Pending.send."""
-    workers = min(len(makers), max(1, free_cpus() if cpus is None else cpus))
+    workers = min(len(makers), max(1, forked.free_cpus() if cpus is None else cpus))
     if not workers:
         return Pending(makers, formats, None, None)
     summary_read, summary_write = os.pipe()
