@@ -383,9 +383,11 @@ def _events_by_host(root: Path, files: list[list[str]]):
 
 def _worker_split(files: list[list[str]]) -> int:
     """The first host a worker should read (len(files): none)."""
+    if not forked.spare_cpu():  # first: the sizes take a stat a journal
+        return len(files)
     sizes = np.array([sum(map(_size, host)) for host in files], dtype=np.int64)
     total = sizes.sum()
-    if total < PARALLEL_BYTES or not forked.spare_cpu():
+    if total < PARALLEL_BYTES:
         return len(files)
     return int(np.searchsorted(np.cumsum(sizes), total * (1 - WORKER_SHARE)))
 
