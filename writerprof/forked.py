@@ -1,7 +1,7 @@
 """Work done in a forked process, its result sent back pickled (or
 marshalled) over a pipe: for the caller to use another CPU (the report's
-figures, a large run's journals and chunk records). A worker that fails or cannot be forked gives no result, and the
-caller does the work itself."""
+figures, a large run's journals and chunk records). A worker that fails or
+cannot be forked gives no result, and the caller does the work itself."""
 
 from __future__ import annotations
 
@@ -61,9 +61,9 @@ def fork(child) -> tuple[int, int] | None:
 
 
 def collect(pid: int, read_end: int, default=None, loads=pickle.loads):
-    """A worker's result (loads of what it sent; default if it failed), its pipe closed
-    and the worker reaped (killed first if this process is interrupted while
-    it waits)."""
+    """A worker's result (loads of what it sent; default if it failed), its
+    pipe closed and the worker reaped (killed first if this process is
+    interrupted while it waits)."""
     try:
         data = read_all(read_end)
     except BaseException:
