@@ -9,6 +9,7 @@ import matplotlib
 import pytest
 from matplotlib.figure import Figure
 
+from writerprof import forked
 from writerprof.render.plots import parallel
 
 PARENT = os.getpid()
@@ -111,14 +112,14 @@ def test_a_caller_that_fails_leaves_no_worker():
 def test_free_cpus_are_those_the_other_runnable_tasks_leave(monkeypatch, tmp_path):
     cpus = len(os.sched_getaffinity(0))
     loadavg = tmp_path / "loadavg"
-    monkeypatch.setattr(parallel, "LOADAVG", str(loadavg))
+    monkeypatch.setattr(forked, "LOADAVG", str(loadavg))
     monkeypatch.setattr(os, "getloadavg", lambda: (cpus + 1.0, 0.0, 0.0))  # a minute of load, gone now
     loadavg.write_text(f"{cpus + 1.0:.2f} 0.50 0.20 1/180 4242\n")  # this process alone runnable
-    assert parallel.free_cpus() == cpus
+    assert forked.free_cpus() == cpus
     loadavg.write_text(f"0.10 0.50 0.20 {cpus + 1}/180 4242\n")  # and one task per CPU besides
-    assert parallel.free_cpus() == 0
+    assert forked.free_cpus() == 0
     loadavg.unlink()  # not Linux: the load average
-    assert parallel.free_cpus() == 0
+    assert forked.free_cpus() == 0
 
 
 def test_a_caller_interrupted_while_it_collects_leaves_no_worker(monkeypatch):
@@ -130,7 +131,7 @@ def test_a_caller_interrupted_while_it_collects_leaves_no_worker(monkeypatch):
         os.close(fd)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(parallel, "_read_all", interrupted)  # here only: the worker forked before
+    monkeypatch.setattr(forked, "read_all", interrupted)  # here only: the worker forked before
     with pytest.raises(KeyboardInterrupt), pending:
         pending.collect()
     with pytest.raises(ChildProcessError):  # killed and reaped

@@ -66,6 +66,32 @@ def test_columns_hold_every_record_grouped_by_process_in_start_order(tmp_path, m
         in run.losses
 
 
+def impossible_run(tmp_path):
+    """Processes with impossible records among plausible ones, before and after the worker's first file."""
+    run = write_meta(tmp_path / "run", started_ns=1, ended_ns=10**9)
+    for i, pid in enumerate(range(100, 700, 100)):
+        impossible = [chunk(4, 2**62), chunk(4, 5000 + i, end_ns=4000)] if pid in (200, 500) else []
+        write_journal(run, "alpha", pid, 1000 + i, chunks=[chunk(4, 1300 + i), *impossible, chunk(3, 1200 + i, tid=i)])
+    return run
+
+
+@pytest.mark.parametrize("fails", [False, True])
+@pytest.mark.parametrize("share", [0.3, 0.7, 1.0])
+def test_columns_read_partly_by_a_worker_are_those_read_here(tmp_path, monkeypatch, share, fails):
+    here = load(impossible_run(tmp_path))
+    monkeypatch.setattr(columns, "PARALLEL_RECORDS", 0)
+    monkeypatch.setattr(columns.forked, "spare_cpu", lambda: True)
+    monkeypatch.setattr(columns, "WORKER_SHARE", share)
+    monkeypatch.setattr(columns, "BATCH_BYTES", 2 * CHUNK_DTYPE.itemsize)
+    if fails:  # the worker's result cannot be sent: read here instead
+        monkeypatch.setattr(columns.forked, "dumps", lambda value: 1 / 0)
+    there = load(impossible_run(tmp_path / "again"))
+    assert there.losses == here.losses and len(here.losses) == 2
+    assert len(there.chunk_columns) == len(here.chunk_columns) == 12
+    for name in here.chunk_columns.names:
+        assert there.chunk_columns[name].tolist() == here.chunk_columns[name].tolist(), name
+
+
 def test_run_chunks_are_the_records_interleaved_in_start_order(tmp_path):
     run = load(nested_run(tmp_path))
     records, extra = reference_chunks(run)
@@ -107,6 +133,7 @@ def test_fieldwise_cleaning_is_recordwise_cleaning():
         {"kind": "shm", "t_ns": 5, "op": "attach", "name": "x", "size": -1, "index": 0},  # a negative size
         {"kind": "exit", "t_ns": 9, "via": "atexit", "code": None, "rusage": {"ru_maxrss": 1.5}},
         {"kind": "exit", "t_ns": 9, "via": "atexit", "code": "0", "rusage": {"a": float("nan")}},
+        {"kind": "exit", "t_ns": 9, "via": "atexit", "code": 0, "rusage": {"a": 2, "b": 2.5, "c": float("-inf")}},
         {"kind": "phase", "t_ns": 3, "code": -2, "name": "compress"},  # a phase code must be a count
         {"kind": "phase", "t_ns": 3, "code": 40, "name": "compress"},
         {"kind": "process_start", "t_ns": 4, "start_ns": 1},  # no end_ns: unreadable

@@ -1,4 +1,6 @@
 import json
+import pickle
+import sys
 
 import numpy as np
 import pytest
@@ -7,6 +9,8 @@ from writerprof.errors import WriterprofError
 from writerprof.probes.writerprof_probe import format as journal
 from writerprof.run import RunDirectoryError, layout, load
 from writerprof.run.load import CHUNK_DTYPE, SAMPLE_DTYPE, UNNAMED_PHASE
+
+load_module = sys.modules[load.__module__]  # the module, not its function of that name
 
 PHASE = journal.PHASES
 
@@ -91,6 +95,23 @@ def two_hosts(tmp_path):
         json.dumps({"kind": "seen", "t_ns": 5, "pid": 100, "ppid": 1, "cmdline": ["python"], "exe": "/py"}) + "\n")
     (beta / layout.TOPOLOGY_FILE).write_text(json.dumps({"nodes": {"0": {"cpus": [0, 1]}}}))
     return run
+
+
+@pytest.mark.parametrize("fails", [False, True])
+@pytest.mark.parametrize("share", [0.3, 1.0])
+def test_journals_read_partly_by_a_worker_are_those_read_here(two_hosts, monkeypatch, share, fails):
+    (layout.procs_dir(two_hosts, "beta") / f"100-500{journal.EVENTS_SUFFIX}").open("ab").write(b"not json\n\n")
+    write_journal(two_hosts, "gamma", 100, 700, identity=False, events=[{"kind": "exit"}])
+    here = load(two_hosts)
+    monkeypatch.setattr(load_module, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(load_module, "WORKER_SHARE", share)
+    monkeypatch.setattr(load_module.forked, "spare_cpu", lambda: True)
+    if fails:  # the worker's result is lost: read here instead
+        monkeypatch.setattr(load_module.forked, "collect", lambda pid, end, **_: load_module.forked.discard(pid, end))
+    there = load(two_hosts)
+    assert there.losses == here.losses and len(here.losses) == 5
+    assert pickle.dumps(list(there.events["data"])) == pickle.dumps(list(here.events["data"]))
+    assert there.processes.tolist() == here.processes.tolist() and there.sampled == here.sampled
 
 
 def test_record_dtypes_are_the_structs():

@@ -16,15 +16,25 @@ per-record uses: exports, tests)."""
 from __future__ import annotations
 
 import mmap
+from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 import numpy as np
+
+from writerprof import forked
 
 # Bytes of records read per batch: small enough that the batch stays in the
 # CPU's cache while its fields are copied out one by one (a batch of tens of
 # MiB is read from memory once per field, three times slower), big enough
 # that numpy's per-call cost is nothing.
 BATCH_BYTES = 4 << 20
+
+# Runs of this many records or more are read partly by a forked worker (see
+# reading): the fork (of a process of some GB) and the shared pages' faults
+# cost tens of ms.
+PARALLEL_RECORDS = 2 << 20
+WORKER_SHARE = 0.55  # the caller has little else to do meanwhile (read the samples)
 
 
 class Chunks:
@@ -86,23 +96,63 @@ class Chunks:
         return f"Chunks({len(self)} records: {', '.join(self.names)})"
 
 
-def read_chunks(files: list[tuple[str | Path, int]], file_dtype: np.dtype, dtype: np.dtype,
-                per_proc: dict[str, np.ndarray], implausible, renumber) -> tuple[Chunks, np.ndarray]:
-    """The records of the journals' chunk files (files[p]: process p's file
-    and its complete records) as Chunks, grouped by process and in start
-    order within one. implausible(records, procs, counts) -> None if every
+@contextmanager
+def reading(files: list[tuple[str | Path, int]], file_dtype: np.dtype, dtype: np.dtype,
+            per_proc: dict[str, np.ndarray], implausible, renumber):
+    """A function that returns the records of the journals' chunk files
+    (files[p]: process p's file and its complete records) as Chunks, grouped
+    by process and in start order within one, and, per process, the records
+    implausible dropped. implausible(records, procs, counts) -> None if every
     record of a batch (counts[i] records of process procs[i], one after
     another) is plausible, else the rows that are not; renumber(phase,
-    procs, counts) -> run-wide phase codes. Also, per process, the records
-    implausible dropped."""
+    procs, counts) -> run-wide phase codes.
+
+    Of a run of PARALLEL_RECORDS or more, with a CPU to spare, a forked
+    worker reads the last files' records (WORKER_SHARE of them) from the
+    start, into columns in shared memory, while the caller does its other
+    work before it asks; the caller's process reads the rest when it asks."""
     total = sum(count for _, count in files)
-    columns = {name: _empty(total, dtype[name]) for name in dtype.names if name not in per_proc}
+    split = len(files) if total < PARALLEL_RECORDS or not forked.spare_cpu() else int(
+        np.searchsorted(np.cumsum([count for _, count in files]), total * (1 - WORKER_SHARE)))
+    shared = split < len(files)
+    columns = {name: _empty(total, dtype[name], shared) for name in dtype.names if name not in per_proc}
+    theirs = sum(count for _, count in files[:split])  # the worker's first row
+    fill = partial(_fill, files, file_dtype, columns, implausible, renumber)
+    worker = forked.fork(lambda: forked.dumps(fill(range(split, len(files)), theirs))) if shared else None
+
+    def result() -> tuple[Chunks, np.ndarray]:
+        nonlocal columns, worker
+        filled, dropped = fill(range(split), 0)
+        if shared:
+            done, worker = forked.collect(*worker) if worker else None, None
+            end, their_dropped = done if done is not None else fill(range(split, len(files)), theirs)
+            if filled < theirs:  # some of the first files' records dropped: the worker's follow on
+                for column in columns.values():
+                    column[filled:filled + end - theirs] = column[theirs:end]
+            filled += end - theirs
+            dropped += their_dropped
+        if filled < total:  # some dropped: let the unused tails go
+            columns = {name: column[:filled].copy() for name, column in columns.items()}
+        return Chunks(columns, dtype, per_proc), dropped
+
+    try:
+        yield result
+    finally:
+        if worker:  # the caller failed
+            forked.discard(*worker)
+
+
+def _fill(files, file_dtype: np.dtype, columns: dict[str, np.ndarray], implausible, renumber,
+          indices: range, start: int) -> tuple[int, np.ndarray]:
+    """Those files' plausible records into the columns from row start on, in
+    batches: the row after the last, and the records dropped per file."""
     dropped = np.zeros(len(files), dtype=np.int64)
-    filled = 0
+    filled = start
+    batches = list(_batches(files, indices, file_dtype))
     # One buffer for every batch (each is copied out of it), the size of the biggest.
-    buffer = memoryview(np.empty(max(_batch_bytes(files, batch, file_dtype) for batch in _batches(files, file_dtype))
-                                 if total else 0, dtype=np.uint8))
-    for batch in _batches(files, file_dtype):
+    buffer = memoryview(np.empty(max((_batch_bytes(files, batch, file_dtype) for batch in batches), default=0),
+                                 dtype=np.uint8))
+    for batch in batches:
         records, counts = _read_batch(files, batch, file_dtype, buffer)
         procs = np.array(batch, dtype=np.int32)
         bad = implausible(records, procs, counts)
@@ -121,21 +171,20 @@ def read_chunks(files: list[tuple[str | Path, int]], file_dtype: np.dtype, dtype
             else:
                 columns[name][filled:end] = records[name]
         filled = end
-    if filled < total:  # some dropped: let the unused tails go
-        columns = {name: column[:filled].copy() for name, column in columns.items()}
-    return Chunks(columns, dtype, per_proc), dropped
+    return filled, dropped
 
 
-def _empty(n: int, dtype: np.dtype) -> np.ndarray:
+def _empty(n: int, dtype: np.dtype, shared: bool = False) -> np.ndarray:
     """A column to fill, in plain pages: numpy asks for transparent huge
     pages for a big array, and on the 2-CPU VM the benchmarks run on their
     first touch cost 2-3x the kernel time of 4 KiB pages (loading the
     10M-chunk run, 2 GiB of columns: 5-8 s of system time with them, 3 s
-    without)."""
+    without). Shared: pages a forked worker fills for this process."""
     size = n * dtype.itemsize
-    if size < 1 << 22:  # numpy's threshold for huge pages
+    if size < 1 << 22 and not shared:  # numpy's threshold for huge pages
         return np.empty(n, dtype)
-    return np.frombuffer(mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS), dtype=dtype)
+    flags = (mmap.MAP_SHARED if shared else mmap.MAP_PRIVATE) | mmap.MAP_ANONYMOUS
+    return np.frombuffer(mmap.mmap(-1, max(size, 1), flags=flags), dtype=dtype, count=n)
 
 
 def _in_start_order(records: np.ndarray, counts: np.ndarray, file_dtype: np.dtype) -> np.ndarray:
@@ -158,11 +207,12 @@ def _in_start_order(records: np.ndarray, counts: np.ndarray, file_dtype: np.dtyp
     return records.view(np.dtype((np.void, file_dtype.itemsize)))[order].view(file_dtype)
 
 
-def _batches(files: list[tuple[str | Path, int]], file_dtype: np.dtype):
-    """Runs of consecutive file indices of about BATCH_BYTES of records (a
-    bigger file alone)."""
+def _batches(files: list[tuple[str | Path, int]], indices: range, file_dtype: np.dtype):
+    """Runs of consecutive file indices (of those) of about BATCH_BYTES of
+    records (a bigger file alone)."""
     batch, size = [], 0
-    for i, (_, count) in enumerate(files):
+    for i in indices:
+        count = files[i][1]
         if not count:
             continue
         if batch and size + count * file_dtype.itemsize > BATCH_BYTES:

@@ -9,6 +9,7 @@ named here are kept as they are."""
 from __future__ import annotations
 
 from itertools import chain, repeat
+from math import isnan
 from operator import itemgetter
 from typing import Callable
 
@@ -187,7 +188,8 @@ def _clean_all(files: list[list], checks: dict, kind_checks: dict, required: dic
     a field over all of them at once (a pass of builtins, many times faster
     than a check per record); the records of a kind in which any value fails
     are cleaned by clean_one one by one, so the outcome is clean_one's."""
-    records = [[r for r in parsed if isinstance(r, dict)] for parsed in files]
+    records = [parsed if set(map(type, parsed)) <= {dict} else [r for r in parsed if isinstance(r, dict)]
+               for parsed in files]
     kinds: dict = {}  # kind -> its records
     try:
         for rs in records:
@@ -215,6 +217,8 @@ def _clean_all(files: list[list], checks: dict, kind_checks: dict, required: dic
                 how.update(dict.fromkeys(map(id, group), "drop"))
         else:
             how.update((id(r), "drop") for r in group if not _has(r, required))
+    if how == {}:  # the common case: every record of every file kept as it is
+        return [(rs, []) for rs in records]
     out = []
     for rs in records:
         if how is not None and how.keys().isdisjoint(map(id, rs)):  # the common case: every record kept as it is
@@ -246,6 +250,8 @@ def _all_pass(check: Check, values) -> bool:
     if check in _INT_RANGES and types <= {int}:
         lo, hi = _INT_RANGES[check]
         return not values or (min(values) >= lo and max(values) < hi)
+    if check is is_number and types <= {int, float}:  # isnan last: only then is every value a float's size
+        return not values or (min(values) > -MAX_TIME and max(values) < MAX_TIME and not any(map(isnan, values)))
     made, inner = getattr(check, "made", (None, None))
     if made == "optional":
         return _all_pass(inner, [v for v in values if v is not None])

@@ -14,10 +14,11 @@ and the earlier one ends (exited_ns) when the later one began."""
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import stat
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from itertools import chain, compress, repeat
 from operator import eq, itemgetter
 from pathlib import Path
@@ -25,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 import writerprof
+from writerprof import forked
 from writerprof.collector import collector_paused
 from writerprof.errors import WriterprofError
 from writerprof.probes.writerprof_probe import format as journal
@@ -48,6 +50,12 @@ PROCESSES_DTYPE = np.dtype([
 EVENTS_DTYPE = np.dtype([
     ("host", "O"), ("pid", "<i4"), ("proc", "<i4"), ("t_ns", "<i8"), ("kind", "O"), ("data", "O"),
 ])
+
+# Journals of this many bytes of events or more are read partly in a forked
+# worker (see _events_by_host): the fork and the results' trip back cost
+# tens of ms, repaid from a few MB of JSON on.
+PARALLEL_BYTES = 16 << 20
+WORKER_SHARE = 0.6
 
 # Chunks whose phase code their process never named; not a word, so no
 # spec's phase can have this name.
@@ -170,7 +178,10 @@ def _load(path: Path) -> Run:
     hosts = sorted(p.name for p in hosts_root.iterdir() if p.is_dir()) if hosts_root.is_dir() else []
     topology, sampled, journals = {}, [], []
     sample_files, thread_files = [], []  # (host_index, path, complete records, window)
-    for host_index, host in enumerate(hosts):
+    listings = [_journal_names(hosts_root / host / layout.PROCS_DIR) for host in hosts]
+    read_events = _events_by_host(path, [[at + base + journal.EVENTS_SUFFIX for base in bases]
+                                         for at, _, bases in listings])
+    for host_index, (host, listing, events_read) in enumerate(zip(hosts, listings, read_events)):
         host_dir = hosts_root / host
         snapshot = _topology(path, host_dir / layout.TOPOLOGY_FILE, losses)
         if snapshot is not None:
@@ -186,7 +197,7 @@ def _load(path: Path) -> Run:
             losses.append(f"{times.rel(path, agent_error)}: the host's sampler agent failed ({last}): "
                           f"its processes are not sampled")
         samples = host_dir / layout.SAMPLES_FILE
-        found = _read_journals(path, host_index, host_dir / layout.PROCS_DIR, losses)
+        found = _read_journals(path, host_index, listing, events_read, losses)
         found = times.in_recording(path, meta, host, found, losses)
         window = times.host_window(meta, host, found)
         journals += found
@@ -204,18 +215,24 @@ def _load(path: Path) -> Run:
                                  _int(j.identity.get("pid")), j.identity["t_ns"]))
     times.execs(journals, losses)
     processes = _processes(hosts, journals)
+    # Before a worker is forked to read chunk records (columns.reading): the
+    # pages of the events' dicts, written (refcounts) here after a fork, would each be copied.
     events = _events(hosts, journals)
     renumber, phase_names, unnamed = _phase_codes(journals)
     windows = times.chunk_windows(journals, meta)
-    chunk_columns, dropped = columns.read_chunks(
-        [(j.chunks, j.count) for j in journals], CHUNK_DTYPE, CHUNKS_DTYPE,
-        {"host_index": np.array([j.host_index for j in journals], dtype=np.int32), "pid": processes["pid"]},
-        lambda records, procs, counts: times.implausible(records, procs, counts, windows), renumber)
+    with columns.reading(
+            [(j.chunks, j.count) for j in journals], CHUNK_DTYPE, CHUNKS_DTYPE,
+            {"host_index": np.array([j.host_index for j in journals], dtype=np.int32), "pid": processes["pid"]},
+            lambda records, procs, counts: times.implausible(records, procs, counts, windows),
+            renumber) as chunks_read:
+        # Made while a worker may be reading chunk records.
+        samples = _fill(SAMPLE_DTYPE, SAMPLES_DTYPE, [(f, n, {"host_index": h}) for h, f, n, _ in sample_files])
+        threads = _fill(THREAD_SAMPLE_DTYPE, THREAD_SAMPLES_DTYPE,
+                        [(f, n, {"host_index": h}) for h, f, n, _ in thread_files])
+        chunk_columns, dropped = chunks_read()
     times.impossible_losses(dropped, journals, losses)
     _unnamed_losses(journals, chunk_columns, unnamed, phase_names, losses)
-    samples = _fill(SAMPLE_DTYPE, SAMPLES_DTYPE, [(f, n, {"host_index": h}) for h, f, n, _ in sample_files])
     samples = times.plausible_samples(path, samples, hosts, sample_files, losses)
-    threads = _fill(THREAD_SAMPLE_DTYPE, THREAD_SAMPLES_DTYPE, [(f, n, {"host_index": h}) for h, f, n, _ in thread_files])
     threads = times.plausible_samples(path, threads, hosts, thread_files, losses)
     return Run(path=path, meta=meta, hosts=hosts, topology=topology, processes=processes,
                chunk_columns=chunk_columns, phase_names=phase_names, events=events, samples=samples,
@@ -332,18 +349,63 @@ def _count(root: Path, file: str | Path, dtype: np.dtype, writer: str, losses: l
     return count
 
 
-def _read_journals(root: Path, host_index: int, procs: Path, losses: list[str]) -> list[_Journal]:
+def _journal_names(procs: Path) -> tuple[str, set[str], list[str]]:
+    """A procs/ directory's path (with a trailing /), its file names and its
+    journals' (PID-CREATED), in order; none if it is missing."""
     if not procs.is_dir():
-        return []
+        return "", set(), []
     names = set(os.listdir(procs))
     bases = sorted({n[: -len(s)] for n in names for s in (journal.EVENTS_SUFFIX, journal.CHUNKS_SUFFIX)
                     if n.endswith(s)})
     # Paths as strings: making a Path a journal file costs more than reading it.
-    at = os.path.join(procs, "")
-    read = _read_jsonl_files(root, [at + base + journal.EVENTS_SUFFIX for base in bases], "target",
-                             fields.clean_events)
+    return os.path.join(procs, ""), names, bases
+
+
+def _events_by_host(root: Path, files: list[list[str]]):
+    """Per host (files[h]: its journals' events files), in order, what
+    _read_jsonl_files makes of them. Of a run with journals enough to pay
+    for a fork, and a CPU to spare, the last hosts' (WORKER_SHARE of the
+    bytes) are read by a forked worker while this process reads the first
+    hosts' and does the rest of each host's loading. The worker's lists of
+    dicts come back marshalled: made here in half the time parsing and
+    checking them takes, and marshal.dumps takes a fifth of pickle's."""
+    read = partial(_read_jsonl_files, root, writer="target", clean=fields.clean_events)
+    split = _worker_split(files)
+    worker = forked.fork(lambda: marshal.dumps(list(map(read, files[split:])))) if split < len(files) else None
+    try:
+        yield from map(read, files[:split])
+        done, worker = forked.collect(*worker, loads=marshal.loads) if worker else None, None
+        yield from done if done is not None else map(read, files[split:])
+    finally:
+        if worker:  # the caller failed
+            forked.discard(*worker)
+
+
+def _worker_split(files: list[list[str]]) -> int:
+    """The first host a worker should read (len(files): none)."""
+    if not forked.spare_cpu():  # first: the sizes take a stat a journal
+        return len(files)
+    sizes = np.array([sum(map(_size, host)) for host in files], dtype=np.int64)
+    total = sizes.sum()
+    if total < PARALLEL_BYTES:
+        return len(files)
+    return int(np.searchsorted(np.cumsum(sizes), total * (1 - WORKER_SHARE)))
+
+
+def _size(file: str) -> int:
+    try:
+        return os.stat(file).st_size
+    except OSError:  # missing or unreadable: said when it is read
+        return 0
+
+
+def _read_journals(root: Path, host_index: int, listing: tuple[str, set[str], list[str]],
+                   read: list[tuple[list[dict], list[str]]], losses: list[str]) -> list[_Journal]:
+    """A host's journals (listing: _journal_names of its procs/; read: its
+    events files read, with their loss lines)."""
+    at, names, bases = listing
     found = []
-    procs_rel = times.rel(root, procs)
+    procs_rel = times.rel(root, at) if bases else ""
     for base, (events, events_losses) in zip(bases, read):
         chunks_file = at + base + journal.CHUNKS_SUFFIX
         losses += events_losses

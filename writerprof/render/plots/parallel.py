@@ -21,28 +21,10 @@ from __future__ import annotations
 import io
 import os
 import pickle
-import signal
 import sys
 import threading
 
-
-LOADAVG = "/proc/loadavg"  # its 4th field: the tasks runnable now / all tasks
-
-
-def free_cpus() -> int:
-    """CPUs of this process's affinity that no other task wants now."""
-    return max(0, round(len(os.sched_getaffinity(0)) - _others_runnable()))
-
-
-def _others_runnable() -> float:
-    """The other tasks runnable at this instant; where that is not known, the
-    load average. Not the load average first: it lags a minute, so a report
-    run just after another would count the one before as load."""
-    try:
-        with open(LOADAVG) as source:
-            return int(source.read().split()[3].split("/")[0]) - 1  # this process is one of them
-    except (OSError, ValueError, IndexError):
-        return os.getloadavg()[0]
+from writerprof import forked
 
 
 class Rendered:
@@ -91,16 +73,6 @@ def _warm() -> None:
     font_manager.get_font(font_manager.findfont(font_manager.FontProperties()))
 
 
-def _read_all(fd: int) -> bytes:
-    with os.fdopen(fd, "rb") as source:
-        return source.read()
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    with os.fdopen(fd, "wb") as out:
-        out.write(data)
-
-
 def _draw_queued(makers: dict, queue: int, summary, formats) -> dict[str, dict[tuple[str, int], bytes]]:
     """The figures this worker takes off the queue (one byte per figure: its
     index in makers), one at a time until it is empty."""
@@ -113,59 +85,12 @@ def _draw_queued(makers: dict, queue: int, summary, formats) -> dict[str, dict[t
     return done
 
 
-def _fork(child) -> tuple[int, int] | None:
-    """(pid, read end) of a process that runs child() -> bytes, writes them
-    to the pipe and leaves without the parent's exit handlers; None if it
-    could not be forked."""
-    read_end, write_end = os.pipe()
-    try:
-        pid = os.fork()
-    except OSError:
-        os.close(read_end)
-        os.close(write_end)
-        return None
-    if pid == 0:
-        status = 1
-        try:
-            os.close(read_end)
-            _write_all(write_end, child())
-            status = 0
-        except BaseException:  # noqa: BLE001 (the caller renders them instead)
-            pass
-        finally:
-            os._exit(status)
-    os.close(write_end)
-    return pid, read_end
-
-
-def _collect(pid: int, read_end: int) -> dict:
-    """A worker's images, its pipe closed and the worker reaped (killed first
-    if this process is interrupted while it waits)."""
-    try:
-        data = _read_all(read_end)
-    except BaseException:
-        _end(pid)
-        raise
-    _, status = os.waitpid(pid, 0)
-    if status != 0 or not data:
-        return {}
-    try:
-        return pickle.loads(data)
-    except Exception:  # noqa: BLE001 (cut short: rendered here instead)
-        return {}
-
-
-def _end(pid: int) -> None:
-    os.kill(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)
-
-
 def _first_worker(makers: dict, workers: int, formats, summary_fd: int, callers_end: int) -> bytes:
     """The first worker: matplotlib imported while the summary is read, the
     other workers forked, their images and its own."""
     os.close(callers_end)  # else the summary's pipe never ends
     received = {}
-    reader = threading.Thread(target=lambda: received.update(data=_read_all(summary_fd)))
+    reader = threading.Thread(target=lambda: received.update(data=forked.read_all(summary_fd)))
     reader.start()  # drained at once, so that the caller's send never waits for the import
     _warm()
     reader.join()
@@ -173,16 +98,13 @@ def _first_worker(makers: dict, workers: int, formats, summary_fd: int, callers_
     queue, queued = os.pipe()
     os.write(queued, bytes(range(len(makers))))
     os.close(queued)
-    others = [_fork(lambda: _dumps(_draw_queued(makers, queue, summary, formats))) for _ in range(workers - 1)]
+    others = [forked.fork(lambda: forked.dumps(_draw_queued(makers, queue, summary, formats)))
+              for _ in range(workers - 1)]
     done = _draw_queued(makers, queue, summary, formats)
     for worker in others:
         if worker is not None:
-            done.update(_collect(*worker))
-    return _dumps(done)
-
-
-def _dumps(value) -> bytes:
-    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+            done.update(forked.collect(*worker, {}))
+    return forked.dumps(done)
 
 
 class Pending:
@@ -199,14 +121,14 @@ class Pending:
         if self.summary_fd is not None:
             fd, self.summary_fd = self.summary_fd, None
             try:
-                _write_all(fd, _dumps(summary))
+                forked.write_all(fd, forked.dumps(summary))
             except OSError:  # the worker died: collect() makes its figures here
                 pass
 
     def collect(self) -> dict[str, Rendered]:
         self._unsent()
         worker, self.worker = self.worker, None
-        done = _collect(*worker) if worker else {}
+        done = forked.collect(*worker, {}) if worker else {}
         return {name: Rendered(done[name] if name in done else _images(make, self.summary, self.formats))
                 for name, make in self.makers.items()}
 
@@ -214,9 +136,8 @@ class Pending:
         """End a worker that will not be collected (the caller failed)."""
         self._unsent()
         if self.worker:
-            (pid, read_end), self.worker = self.worker, None
-            os.close(read_end)
-            _end(pid)
+            worker, self.worker = self.worker, None
+            forked.discard(*worker)
 
     def _unsent(self) -> None:
         """No summary will come: the worker reads the end of its pipe, not a wait for ever."""
@@ -234,16 +155,16 @@ class Pending:
 def start(makers: dict, formats: list[tuple[str, int]], cpus: int | None = None) -> Pending:
     """Start the workers that will make {name: make(summary) -> Figure} (at
     most 255 figures), each rendered in every (format, dpi) of `formats`, on
-    `cpus` CPUs (default: free_cpus(); at least one worker); `summary` is
+    `cpus` CPUs (default: forked.free_cpus(); at least one worker); `summary` is
     whatever the makers take (a run's summary, a contrast's sides), sent
     later with Pending.send."""
-    workers = min(len(makers), max(1, free_cpus() if cpus is None else cpus))
-    if not workers or not hasattr(os, "fork"):
+    workers = min(len(makers), max(1, forked.free_cpus() if cpus is None else cpus))
+    if not workers:
         return Pending(makers, formats, None, None)
     summary_read, summary_write = os.pipe()
     sys.stdout.flush()  # nothing buffered twice
     sys.stderr.flush()
-    worker = _fork(lambda: _first_worker(makers, workers, formats, summary_read, summary_write))
+    worker = forked.fork(lambda: _first_worker(makers, workers, formats, summary_read, summary_write))
     os.close(summary_read)
     if worker is None:
         os.close(summary_write)

@@ -1,0 +1,103 @@
+"""Work done in a forked process, its result sent back pickled (or
+marshalled) over a pipe: for the caller to use another CPU (the report's
+figures, a large run's journals and chunk records). A worker that fails or
+cannot be forked gives no result, and the caller does the work itself."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+
+LOADAVG = "/proc/loadavg"  # its 4th field: the tasks runnable now / all tasks
+
+
+def free_cpus() -> int:
+    """CPUs of this process's affinity that no other task wants now."""
+    return max(0, round(len(os.sched_getaffinity(0)) - _others_runnable()))
+
+
+def _others_runnable() -> float:
+    """The other tasks runnable at this instant; where that is not known, the
+    load average. Not the load average first: it lags a minute, so a report
+    run just after another would count the one before as load."""
+    try:
+        with open(LOADAVG) as source:
+            return int(source.read().split()[3].split("/")[0]) - 1  # this process is one of them
+    except (OSError, ValueError, IndexError):
+        return os.getloadavg()[0]
+
+
+def spare_cpu() -> bool:
+    """Would a worker forked now have a CPU of its own (this process has one)?"""
+    return free_cpus() >= 2
+
+
+def fork(child) -> tuple[int, int] | None:
+    """(pid, read end) of a process that runs child() -> bytes, writes them
+    to the pipe and leaves without the parent's exit handlers; None if it
+    could not be forked."""
+    if not hasattr(os, "fork"):
+        return None
+    read_end, write_end = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_end)
+        os.close(write_end)
+        return None
+    if pid == 0:
+        status = 1
+        try:
+            os.close(read_end)
+            write_all(write_end, child())
+            status = 0
+        except BaseException:  # noqa: BLE001 (the caller does the work instead)
+            pass
+        finally:
+            os._exit(status)
+    os.close(write_end)
+    return pid, read_end
+
+
+def collect(pid: int, read_end: int, default=None, loads=pickle.loads):
+    """A worker's result (loads of what it sent; default if it failed), its
+    pipe closed and the worker reaped (killed first if this process is
+    interrupted while it waits)."""
+    try:
+        data = read_all(read_end)
+    except BaseException:
+        end(pid)
+        raise
+    _, status = os.waitpid(pid, 0)
+    if status != 0 or not data:
+        return default
+    try:
+        return loads(data)
+    except Exception:  # noqa: BLE001 (cut short: done here instead)
+        return default
+
+
+def discard(pid: int, read_end: int) -> None:
+    """End a worker whose result will not be collected (the caller failed)."""
+    os.close(read_end)
+    end(pid)
+
+
+def end(pid: int) -> None:
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+
+
+def dumps(value) -> bytes:
+    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def read_all(fd: int) -> bytes:
+    with os.fdopen(fd, "rb") as source:
+        return source.read()
+
+
+def write_all(fd: int, data: bytes) -> None:
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
