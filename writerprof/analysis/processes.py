@@ -5,6 +5,7 @@ kernel (faults, involuntary switches)."""
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -61,21 +62,38 @@ def _worked(by_threads, by_calls, by_samples) -> tuple[dict[str, float], str | N
     return {}, None
 
 
-def table(run, idx, saves: list[dict]) -> list[dict]:
+@dataclass(frozen=True)
+class Measured:
+    """What the table reads of the run's per-process readings: all of it
+    found without the saves (summarize finds it while a child finds those)."""
+
+    role_of: np.ndarray
+    affinity_log: dict
+    work_nodes: list
+    thread_work: dict
+    buffers: buffers.Readings
+
+
+def measured(run) -> Measured:
+    role_of = run_roles.roles(run)
+    work_nodes, thread_work = _thread_work(run, role_of)
+    return Measured(role_of, _affinity_log(run), work_nodes, thread_work, buffers.readings(run))
+
+
+def table(run, idx, saves: list[dict], found: Measured | None = None) -> list[dict]:
     # One row per process, field by field: long because the row is wide, not
     # because it branches; the per-run lookups before the loop serve every row.
-    role_of = run_roles.roles(run)
+    found = found or measured(run)
+    role_of, affinity_log, work_nodes, thread_work = (found.role_of, found.affinity_log, found.work_nodes,
+                                                      found.thread_work)
     p = run.processes
     origin = run.meta.get("started_ns") or 0
     node_of = {host: topology.cpu_nodes(t) for host, t in run.topology.items()}
     rows_of_samples = sample_rows(run)
     by_proc = np.argsort(rows_of_samples, kind="stable")
     bounds = np.searchsorted(rows_of_samples[by_proc], np.arange(-1, len(p) + 1))
-    affinity_log = _affinity_log(run)
     methods = _start_methods(saves)
-    work_nodes, thread_work = _thread_work(run, role_of)
-    found = buffers.readings(run)
-    mapped, last_nodes = found.mapped, found.last_nodes
+    mapped, last_nodes = found.buffers.mapped, found.buffers.last_nodes
     # The columns as lists, and the samples' CPUs and threads in process order once: a field
     # or a fancy index per row costs more than the row's work at 10k processes.
     hosts, pids, ppids = list(p["host"]), p["pid"].tolist(), p["ppid"].tolist()

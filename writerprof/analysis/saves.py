@@ -83,6 +83,11 @@ def _part_index(idx: _Index, first: int, stop: int) -> _Index:
     return _Index(range(int(bounds[-1] - bounds[0])), bounds - bounds[0], idx.events[first:stop])
 
 
+def in_parts(run, idx: _Index, parts: list[tuple[int, int]]) -> list[tuple[int, list[dict]]]:
+    """[(first process row, the saves of rows first to stop - 1)] per part (hostwise.parts), for hostwise.joined."""
+    return [(first, find(hostwise.part(run, first, stop), _part_index(idx, first, stop))) for first, stop in parts]
+
+
 def find(run, idx: _Index | None = None) -> list[dict]:
     """Every save of the run, in the order they started."""
     # Long, and one function on purpose: each step reads the column views and
@@ -90,8 +95,7 @@ def find(run, idx: _Index | None = None) -> list[dict]:
     idx = idx or index(run)
     parts = hostwise.parts(run)
     if parts is not None:  # a big run: a few hosts at a time (their saves are theirs alone), a bounded peak
-        return hostwise.joined([(first, find(hostwise.part(run, first, stop), _part_index(idx, first, stop)))
-                                for first, stop in parts])
+        return hostwise.joined(in_parts(run, idx, parts))
     codes = {name: code for code, name in run.phase_names.items()}
     # Field by field (views): whole records are wide, and there are millions of them.
     c = {name: run.chunk_columns[name] for name in ("proc", "phase", "depth", "tid", "writer_seq", "start_ns",

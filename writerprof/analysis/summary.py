@@ -6,18 +6,23 @@ runs of many ranks; the renderers only format it."""
 
 from __future__ import annotations
 
-from writerprof.analysis import affinity, binding, clocks, diagnoses, groups, placement, processes, ranks, saves
-from writerprof.analysis import numa_activity, starts, timeline
+from writerprof.analysis import affinity, binding, clocks, diagnoses, forked, groups, hostwise, placement, processes
+from writerprof.analysis import numa_activity, ranks, saves, starts, timeline
 from writerprof.analysis.shapes import Summary, Throughput
 from writerprof.run import topology
 
 SCHEMA = "writerprof.summary/1"
+# Of a big run's parts (hostwise.parts), the share whose saves a forked child
+# finds while this process reads the process table's readings and finds the
+# rest's: about as long each (the saves take about twice the readings, at 1M
+# and at 10M chunks).
+CHILD_PARTS = 0.7
 
 
 def summarize(run) -> Summary:
     idx = saves.index(run)
-    found = saves.find(run, idx)
-    procs = processes.table(run, idx, found)
+    found, measured = _saves_and_readings(run, idx)
+    procs = processes.table(run, idx, found, measured)
     origin = run.meta.get("started_ns") or 0
     clock = clocks.alignment(run)
     offsets = {host: a["offset_ns"] for host, a in clock.items()}
@@ -68,6 +73,20 @@ def summarize(run) -> Summary:
         "chunk_timeline": timeline.chunk_timeline(run, idx, procs, found, offsets),
         "numa_activity": numa_activity.numa_activity(run, procs, found),
     }
+
+
+def _saves_and_readings(run, idx) -> tuple[list[dict], processes.Measured]:
+    """The run's saves and the process table's readings: for a big run, in two processes at once."""
+    parts = hostwise.parts(run)
+    if parts is None or len(parts) < 2 or not forked.can_fork():
+        return saves.find(run, idx), processes.measured(run)
+    cut = min(len(parts) - 1, round(len(parts) * CHILD_PARTS))
+
+    def here():
+        return processes.measured(run), saves.in_parts(run, idx, parts[cut:])
+
+    theirs, (measured, ours) = forked.beside(lambda: saves.in_parts(run, idx, parts[:cut]), here)
+    return hostwise.joined(theirs + ours), measured
 
 
 def throughput(found: list[dict]) -> Throughput:

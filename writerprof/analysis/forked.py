@@ -1,0 +1,46 @@
+"""Two parts of a big run's analysis at once: one in a forked child, whose
+result comes back pickled, the other in this process meanwhile. The analysis
+is one thread of numpy and Python: a second CPU would otherwise sit idle. The
+child's part is chosen for a small result (saves, not the per-process
+readings), so that little crosses the pipe."""
+
+from __future__ import annotations
+
+import os
+import pickle
+
+
+def can_fork() -> bool:
+    """Whether a second CPU is there to use: the child would only queue behind this process otherwise."""
+    return hasattr(os, "fork") and len(os.sched_getaffinity(0)) > 1
+
+
+def beside(child, parent) -> tuple:
+    """(child(), parent()), child() run in a forked process while parent()
+    runs here. Where the fork fails, or the child does, child() runs here
+    after parent(): its exception, if it raises again, is then this process's."""
+    try:
+        read, write = os.pipe()
+        pid = os.fork()
+    except OSError:
+        return child(), parent()
+    if pid == 0:  # the child: its result down the pipe, then gone without the parent's exit handlers
+        status = 1
+        try:
+            os.close(read)
+            data = pickle.dumps(child(), protocol=pickle.HIGHEST_PROTOCOL)
+            with os.fdopen(write, "wb") as out:
+                out.write(data)
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write)
+    try:
+        mine = parent()
+    finally:  # the child's result read, even when parent() failed: it then exits, and is reaped
+        with os.fdopen(read, "rb") as source:
+            data = source.read()
+        _, status = os.waitpid(pid, 0)
+    if status or not data:
+        return child(), mine
+    return pickle.loads(data), mine
