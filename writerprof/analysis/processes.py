@@ -5,7 +5,6 @@ kernel (faults, involuntary switches)."""
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -62,38 +61,22 @@ def _worked(by_threads, by_calls, by_samples) -> tuple[dict[str, float], str | N
     return {}, None
 
 
-@dataclass(frozen=True)
-class Measured:
-    """What the table reads of the run's per-process readings: all of it
-    found without the saves (summarize finds it while a child finds those)."""
-
-    role_of: np.ndarray
-    affinity_log: dict
-    work_nodes: list
-    thread_work: dict
-    buffers: buffers.Readings
-
-
-def measured(run) -> Measured:
+def table(run, idx) -> list[dict]:
+    """One row per process, its start_method None until with_start_methods
+    (the one field the saves give: summarize finds them beside the table)."""
+    # Field by field: long because the row is wide, not because it branches;
+    # the per-run lookups before the loop serve every row.
     role_of = run_roles.roles(run)
-    work_nodes, thread_work = _thread_work(run, role_of)
-    return Measured(role_of, _affinity_log(run), work_nodes, thread_work, buffers.readings(run))
-
-
-def table(run, idx, saves: list[dict], found: Measured | None = None) -> list[dict]:
-    # One row per process, field by field: long because the row is wide, not
-    # because it branches; the per-run lookups before the loop serve every row.
-    found = found or measured(run)
-    role_of, affinity_log, work_nodes, thread_work = (found.role_of, found.affinity_log, found.work_nodes,
-                                                      found.thread_work)
     p = run.processes
     origin = run.meta.get("started_ns") or 0
     node_of = {host: topology.cpu_nodes(t) for host, t in run.topology.items()}
     rows_of_samples = sample_rows(run)
     by_proc = np.argsort(rows_of_samples, kind="stable")
     bounds = np.searchsorted(rows_of_samples[by_proc], np.arange(-1, len(p) + 1))
-    methods = _start_methods(saves)
-    mapped, last_nodes = found.buffers.mapped, found.buffers.last_nodes
+    affinity_log = _affinity_log(run)
+    work_nodes, thread_work = _thread_work(run, role_of)
+    found = buffers.readings(run)
+    mapped, last_nodes = found.mapped, found.last_nodes
     # The columns as lists, and the samples' CPUs and threads in process order once: a field
     # or a fancy index per row costs more than the row's work at 10k processes.
     hosts, pids, ppids = list(p["host"]), p["pid"].tolist(), p["ppid"].tolist()
@@ -130,7 +113,7 @@ def table(run, idx, saves: list[dict], found: Measured | None = None) -> list[di
             "ppid": ppids[row],
             "parent": _parent(row, hosts, ppids, created, rows_of_pid),
             "role": str(role_of[row]),
-            "start_method": methods.get(row),
+            "start_method": None,
             "python": identity.get("python"),
             "created_s": (created[row] - origin) / 1e9,
             "exited_s": (exited[row] - origin) / 1e9 if exited[row] >= 0 else None,
@@ -184,16 +167,17 @@ def _affinity_log(run) -> dict:
     return log
 
 
-def _start_methods(saves: list[dict]) -> dict[int, str]:
-    """Writer row -> the method it was started with; producer row -> the methods it used."""
-    out: dict = {}
+def with_start_methods(rows: list[dict], saves: list[dict]) -> list[dict]:
+    """The table's rows with their start_method: a writer's, the method it
+    was started with; a producer's, the methods it used."""
     used: dict = {}
     for save in saves:
         if save["writer"] is not None:
-            out[save["writer"]] = save["start_method"]
+            rows[save["writer"]]["start_method"] = save["start_method"]
         used.setdefault(save["producer"], set()).add(save["start_method"] or "?")
-    out.update((row, ",".join(sorted(methods))) for row, methods in used.items())
-    return out
+    for row, methods in used.items():
+        rows[row]["start_method"] = ",".join(sorted(methods))
+    return rows
 
 
 BLOCK_RECORDS = 1 << 21

@@ -13,16 +13,14 @@ from writerprof.run import topology
 
 SCHEMA = "writerprof.summary/1"
 # Of a big run's parts (hostwise.parts), the share whose saves a forked child
-# finds while this process reads the process table's readings and finds the
-# rest's: about as long each (the saves take about twice the readings, at 1M
-# and at 10M chunks).
+# finds while this process makes the process table and finds the rest's:
+# about as long each (the saves take about twice the table, at 1M and at 10M chunks).
 CHILD_PARTS = 0.7
 
 
 def summarize(run) -> Summary:
     idx = saves.index(run)
-    found, measured = _saves_and_readings(run, idx)
-    procs = processes.table(run, idx, found, measured)
+    found, procs = _saves_and_processes(run, idx)
     origin = run.meta.get("started_ns") or 0
     clock = clocks.alignment(run)
     offsets = {host: a["offset_ns"] for host, a in clock.items()}
@@ -75,18 +73,20 @@ def summarize(run) -> Summary:
     }
 
 
-def _saves_and_readings(run, idx) -> tuple[list[dict], processes.Measured]:
-    """The run's saves and the process table's readings: for a big run, in two processes at once."""
+def _saves_and_processes(run, idx) -> tuple[list[dict], list[dict]]:
+    """The run's saves and its process table: for a big run, in two processes at once."""
     parts = hostwise.parts(run)
     if parts is None or len(parts) < 2 or not forked.can_fork():
-        return saves.find(run, idx), processes.measured(run)
-    cut = min(len(parts) - 1, round(len(parts) * CHILD_PARTS))
+        found, procs = saves.find(run, idx), processes.table(run, idx)
+    else:
+        cut = min(len(parts) - 1, round(len(parts) * CHILD_PARTS))
 
-    def here():
-        return processes.measured(run), saves.in_parts(run, idx, parts[cut:])
+        def here():
+            return processes.table(run, idx), saves.in_parts(run, idx, parts[cut:])
 
-    theirs, (measured, ours) = forked.beside(lambda: saves.in_parts(run, idx, parts[:cut]), here)
-    return hostwise.joined(theirs + ours), measured
+        theirs, (procs, ours) = forked.beside(lambda: saves.in_parts(run, idx, parts[:cut]), here)
+        found = hostwise.joined(theirs + ours)
+    return found, processes.with_start_methods(procs, found)
 
 
 def throughput(found: list[dict]) -> Throughput:
