@@ -20,7 +20,9 @@ CHILD_PARTS = 0.7
 
 def summarize(run) -> Summary:
     idx = saves.index(run)
-    found, procs = _saves_and_processes(run, idx)
+    parts = hostwise.parts(run)
+    big = parts is not None and len(parts) >= 2 and forked.can_fork()  # else no fork: a small run's is quick
+    found, procs = _saves_and_processes(run, idx, parts if big else None)
     origin = run.meta.get("started_ns") or 0
     clock = clocks.alignment(run)
     offsets = {host: a["offset_ns"] for host, a in clock.items()}
@@ -35,6 +37,18 @@ def summarize(run) -> Summary:
     topology_of = {host: {"nodes": {n: info["cpus"] for n, info in t.get("nodes", {}).items()},
                           "cpus": len(topology.cpu_nodes(t)), "cpu_model": t.get("cpu_model")}
                    for host, t in run.topology.items()}
+
+    def diagnosed():
+        return diagnoses.diagnose(run, procs, found), placement.buffer_placement(run, procs, found)
+
+    def plotted():
+        return (affinity.affinity(run, procs, found, offsets), timeline.chunk_timeline(run, idx, procs, found, offsets),
+                numa_activity.numa_activity(run, procs, found), groups.process_groups(procs),
+                groups.save_indices(found))
+
+    # The diagnoses and the buffers' placement (about half of what is left) forked on a big run, beside the rest.
+    (found_diagnoses, buffers_placed), (affinities, chunk_timeline, numa, process_groups, save_indices) = (
+        forked.beside if big else forked.in_turn)(diagnosed, plotted)
     return {
         "schema": SCHEMA,
         "run": {
@@ -63,20 +77,19 @@ def summarize(run) -> Summary:
         "stragglers": ranks.stragglers(found),
         "placement": ranks.placement_consistency(procs, topology_of),
         "binding": binding.launcher_binding(procs, topology_of),
-        "diagnoses": diagnoses.diagnose(run, procs, found),
-        "process_groups": groups.process_groups(procs),
-        "save_indices": groups.save_indices(found),
-        "affinity": affinity.affinity(run, procs, found, offsets),
-        "buffer_placement": placement.buffer_placement(run, procs, found),
-        "chunk_timeline": timeline.chunk_timeline(run, idx, procs, found, offsets),
-        "numa_activity": numa_activity.numa_activity(run, procs, found),
+        "diagnoses": found_diagnoses,
+        "process_groups": process_groups,
+        "save_indices": save_indices,
+        "affinity": affinities,
+        "buffer_placement": buffers_placed,
+        "chunk_timeline": chunk_timeline,
+        "numa_activity": numa,
     }
 
 
-def _saves_and_processes(run, idx) -> tuple[list[dict], list[dict]]:
-    """The run's saves and its process table: for a big run, in two processes at once."""
-    parts = hostwise.parts(run)
-    if parts is None or len(parts) < 2 or not forked.can_fork():
+def _saves_and_processes(run, idx, parts) -> tuple[list[dict], list[dict]]:
+    """The run's saves and its process table: given a big run's parts, in two processes at once."""
+    if parts is None:
         found, procs = saves.find(run, idx), processes.table(run, idx)
     else:
         cut = min(len(parts) - 1, round(len(parts) * CHILD_PARTS))
