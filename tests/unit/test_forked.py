@@ -1,0 +1,38 @@
+"""A big run's analysis in two processes (analysis.forked) gives the summary one process gives."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from writerprof.analysis import forked, hostwise, summary
+from writerprof.run import load
+from writerprof.synthetic import Scenario, write_run
+
+
+def test_a_child_s_result_comes_back_and_the_parent_s_is_its_own():
+    child, parent = forked.beside(lambda: {"pid": os.getpid(), "list": [1.5, None]}, os.getpid)
+    assert parent == os.getpid() and child["pid"] != os.getpid() and child["list"] == [1.5, None]
+
+
+def test_a_failed_child_s_part_runs_again_here_and_raises_here():
+    with pytest.raises(ZeroDivisionError):
+        forked.beside(lambda: 1 / 0, lambda: None)
+
+
+def test_a_big_run_s_summary_in_two_processes_is_the_one_in_one(tmp_path, monkeypatch):
+    write_run(tmp_path / "run", Scenario(hosts=4, ranks_per_host=2, saves=2, chunks_per_save=6, jitter=0.2,
+                                         start_method="forkserver"))
+    run = load(tmp_path / "run")
+    monkeypatch.setattr(hostwise, "PART_RECORDS", len(run.chunk_columns) // 4)
+    assert len(hostwise.parts(run)) >= 3
+    monkeypatch.setattr(forked, "can_fork", lambda: False)
+    alone = json.dumps(summary.summarize(run))
+    forks = []
+    beside = forked.beside
+    monkeypatch.setattr(forked, "can_fork", lambda: True)
+    monkeypatch.setattr(forked, "beside", lambda child, parent: forks.append(1) or beside(child, parent))
+    assert json.dumps(summary.summarize(run)) == alone
+    assert len(forks) == 2
