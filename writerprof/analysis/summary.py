@@ -14,8 +14,8 @@ from writerprof.run import topology
 SCHEMA = "writerprof.summary/1"
 # Of a big run's parts (hostwise.parts), the share whose saves a forked child
 # finds while this process makes the process table and finds the rest's:
-# about as long each (the saves take about twice the table, at 1M and at 10M chunks).
-CHILD_PARTS = 0.7
+# about as long each, as measured at 1M and 10M chunks.
+CHILD_PARTS = 0.8
 
 
 def summarize(run) -> Summary:
