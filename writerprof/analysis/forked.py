@@ -1,28 +1,35 @@
 """Two parts of a big run's analysis at once: one in a forked child, whose
 result comes back pickled, the other in this process meanwhile. The analysis
-is one thread of numpy and Python: a second CPU would otherwise sit idle. The
-child's part is chosen for a small result (saves, not the per-process
-readings), so that little crosses the pipe."""
+is one thread of numpy and Python: a second CPU would otherwise sit idle.
+The child's part is one whose result is quick to send back (the saves, the
+diagnoses, JSON text), not the per-process readings the rest reads."""
 
 from __future__ import annotations
 
 import os
 import pickle
+import threading
 
 
 def can_fork() -> bool:
-    """Whether a second CPU is there to use: the child would only queue behind this process otherwise."""
-    return hasattr(os, "fork") and len(os.sched_getaffinity(0)) > 1
+    """Whether a second CPU is there to use (the child would only queue
+    behind this process otherwise), and this is the process's one thread: a
+    child has only the thread that forked, another's locks stay locked in it
+    (a notebook's kernel has several)."""
+    return (hasattr(os, "fork") and hasattr(os, "sched_getaffinity") and len(os.sched_getaffinity(0)) > 1
+            and threading.active_count() == 1)
 
 
 def beside(child, parent) -> tuple:
     """(child(), parent()), child() run in a forked process while parent()
     runs here. Where the fork fails, or the child does, child() runs here
     after parent(): its exception, if it raises again, is then this process's."""
+    read, write = os.pipe()
     try:
-        read, write = os.pipe()
         pid = os.fork()
     except OSError:
+        os.close(read)
+        os.close(write)
         return in_turn(child, parent)
     if pid == 0:  # the child: its result down the pipe, then gone without the parent's exit handlers
         status = 1
