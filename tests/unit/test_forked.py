@@ -47,3 +47,16 @@ def test_a_big_summary_s_json_made_in_two_processes_is_json_dumps(tmp_path, monk
     monkeypatch.setattr(report, "FORK_ROWS", 1)
     monkeypatch.setattr(forked, "can_fork", lambda: True)
     assert report._json(made) == json.dumps(made, separators=(",", ":"))
+
+
+def test_free_cpus_are_those_the_other_runnable_tasks_leave(monkeypatch, tmp_path):
+    cpus = len(os.sched_getaffinity(0))
+    loadavg = tmp_path / "loadavg"
+    monkeypatch.setattr(forked, "LOADAVG", str(loadavg))
+    monkeypatch.setattr(os, "getloadavg", lambda: (cpus + 1.0, 0.0, 0.0))  # a minute of load, gone now
+    loadavg.write_text(f"{cpus + 1.0:.2f} 0.50 0.20 1/180 4242\n")  # this process alone runnable
+    assert forked.free_cpus() == cpus
+    loadavg.write_text(f"0.10 0.50 0.20 {cpus + 1}/180 4242\n")  # and one task per CPU besides
+    assert forked.free_cpus() == 0
+    loadavg.unlink()  # not Linux: the load average
+    assert forked.free_cpus() == 0

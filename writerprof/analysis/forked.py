@@ -11,13 +11,32 @@ import pickle
 import threading
 
 
+LOADAVG = "/proc/loadavg"  # its 4th field: the tasks runnable now / all tasks
+
+
+def free_cpus() -> int:
+    """CPUs of this process's affinity that no other task wants now."""
+    return max(0, round(len(os.sched_getaffinity(0)) - _others_runnable()))
+
+
+def _others_runnable() -> float:
+    """The other tasks runnable at this instant; where that is not known, the
+    load average. Not the load average first: it lags a minute, so a report
+    run just after another would count the one before as load."""
+    try:
+        with open(LOADAVG) as source:
+            return int(source.read().split()[3].split("/")[0]) - 1  # this process is one of them
+    except (OSError, ValueError, IndexError):
+        return os.getloadavg()[0]
+
+
 def can_fork() -> bool:
-    """Whether a second CPU is there to use (the child would only queue
-    behind this process otherwise), and this is the process's one thread: a
-    child has only the thread that forked, another's locks stay locked in it
-    (a notebook's kernel has several)."""
-    return (hasattr(os, "fork") and hasattr(os, "sched_getaffinity") and len(os.sched_getaffinity(0)) > 1
-            and threading.active_count() == 1)
+    """Whether a CPU is free now for a child (else it would only queue beside
+    this process, and its copy-on-write faults cost more than it saves), and
+    this is the process's one thread: a child has only the thread that forked,
+    another's locks stay locked in it (a notebook's kernel has several)."""
+    return (hasattr(os, "fork") and hasattr(os, "sched_getaffinity") and threading.active_count() == 1
+            and free_cpus() >= 2)
 
 
 def beside(child, parent) -> tuple:

@@ -25,24 +25,7 @@ import signal
 import sys
 import threading
 
-
-LOADAVG = "/proc/loadavg"  # its 4th field: the tasks runnable now / all tasks
-
-
-def free_cpus() -> int:
-    """CPUs of this process's affinity that no other task wants now."""
-    return max(0, round(len(os.sched_getaffinity(0)) - _others_runnable()))
-
-
-def _others_runnable() -> float:
-    """The other tasks runnable at this instant; where that is not known, the
-    load average. Not the load average first: it lags a minute, so a report
-    run just after another would count the one before as load."""
-    try:
-        with open(LOADAVG) as source:
-            return int(source.read().split()[3].split("/")[0]) - 1  # this process is one of them
-    except (OSError, ValueError, IndexError):
-        return os.getloadavg()[0]
+from writerprof.analysis.forked import free_cpus
 
 
 class Rendered:
