@@ -1,13 +1,15 @@
 """Work done in a forked process, its result sent back pickled (or
 marshalled) over a pipe: for the caller to use another CPU (the report's
-figures, a large run's journals and chunk records). A worker that fails or
-cannot be forked gives no result, and the caller does the work itself."""
+figures, a large run's journals and chunk records, two parts of a large
+run's analysis). A worker that fails or cannot be forked gives no result,
+and the caller does the work itself."""
 
 from __future__ import annotations
 
 import os
 import pickle
 import signal
+import threading
 
 LOADAVG = "/proc/loadavg"  # its 4th field: the tasks runnable now / all tasks
 
@@ -29,8 +31,12 @@ def _others_runnable() -> float:
 
 
 def spare_cpu() -> bool:
-    """Would a worker forked now have a CPU of its own (this process has one)?"""
-    return free_cpus() >= 2
+    """Would a worker forked now have a CPU of its own (this process has
+    one)? Else it would only queue beside this process, and its
+    copy-on-write faults cost more than it saves. Only in a process of one
+    thread: a child has only the thread that forked, another's locks stay
+    locked in it (a notebook's kernel has several)."""
+    return hasattr(os, "fork") and threading.active_count() == 1 and free_cpus() >= 2
 
 
 def fork(child) -> tuple[int, int] | None:
@@ -101,3 +107,27 @@ def read_all(fd: int) -> bytes:
 def write_all(fd: int, data: bytes) -> None:
     with os.fdopen(fd, "wb") as out:
         out.write(data)
+
+
+def beside(child, parent) -> tuple:
+    """(child(), parent()), child() run in a forked worker while parent()
+    runs here. Where the fork fails, or the worker does, child() runs here
+    after parent(): its exception, if it raises again, is then this process's."""
+    worker = fork(lambda: dumps(child()))
+    if worker is None:
+        return in_turn(child, parent)
+    try:
+        mine = parent()
+    except BaseException:
+        discard(*worker)
+        raise
+    done = collect(*worker, default=_FAILED)
+    return (child() if done is _FAILED else done), mine
+
+
+_FAILED = object()  # collect's default: a worker's result may be None
+
+
+def in_turn(child, parent) -> tuple:
+    """(child(), parent()) in this process: beside's results, where a fork does not pay."""
+    return child(), parent()

@@ -134,12 +134,12 @@ def test_rank_tables_in_the_report(two_hosts):
     assert max(map(len, text.splitlines())) <= terminal.WIDTH
 
 
-def test_interval_labels_are_those_of_the_latest_interval_begun_and_not_ended():
-    """saves._label_at, which paints the critical path's segments, against
-    its definition point by point: of the intervals begun at or before a
-    point the latest (the later given of equal starts), if the point is
-    before its end; else -1."""
-    from writerprof.analysis.saves import _label_at
+def test_interval_pieces_hold_the_latest_interval_begun_and_not_ended():
+    """saves._pieces, the critical path's layers, against their definition
+    point by point: of the intervals begun at or before a point the latest
+    (the later given of equal starts), if the point is before its end; else
+    none. The pieces do not overlap."""
+    from writerprof.analysis.saves import _pieces
 
     rng = np.random.default_rng(7)
     for _ in range(200):
@@ -152,4 +152,7 @@ def test_interval_labels_are_those_of_the_latest_interval_begun_and_not_ended():
             begun = [i for i in range(len(starts)) if starts[i] <= p]
             latest = max(begun, key=lambda i: (starts[i], i), default=None)
             want.append(int(labels[latest]) if latest is not None and p < ends[latest] else -1)
-        assert _label_at(points, starts, ends, labels).tolist() == want
+        start, stop, label = _pieces(starts, ends, labels)
+        assert (start[1:] >= stop[:-1]).all() and (stop > start).all()
+        assert [next((int(lab) for a, b, lab in zip(start, stop, label) if a <= p < b), -1)
+                for p in points.tolist()] == want

@@ -109,19 +109,6 @@ def test_a_caller_that_fails_leaves_no_worker():
         os.waitpid(pid, os.WNOHANG)
 
 
-def test_free_cpus_are_those_the_other_runnable_tasks_leave(monkeypatch, tmp_path):
-    cpus = len(os.sched_getaffinity(0))
-    loadavg = tmp_path / "loadavg"
-    monkeypatch.setattr(forked, "LOADAVG", str(loadavg))
-    monkeypatch.setattr(os, "getloadavg", lambda: (cpus + 1.0, 0.0, 0.0))  # a minute of load, gone now
-    loadavg.write_text(f"{cpus + 1.0:.2f} 0.50 0.20 1/180 4242\n")  # this process alone runnable
-    assert forked.free_cpus() == cpus
-    loadavg.write_text(f"0.10 0.50 0.20 {cpus + 1}/180 4242\n")  # and one task per CPU besides
-    assert forked.free_cpus() == 0
-    loadavg.unlink()  # not Linux: the load average
-    assert forked.free_cpus() == 0
-
-
 def test_a_caller_interrupted_while_it_collects_leaves_no_worker(monkeypatch):
     pending = parallel.start({"line": _line, "bars": _bars}, FORMATS, cpus=2)
     pid = pending.worker[0]

@@ -172,17 +172,20 @@ def _label_by_search(points, starts, ends, labels):
     return np.where(inside, labels[np.maximum(at, 0)], -1)
 
 
-def test_painted_labels_are_the_searched_ones():
+def test_pieces_hold_the_searched_labels():
     rng = np.random.default_rng(3)
     for _ in range(50):
         points = np.unique(rng.integers(0, 200, 120))
         starts = rng.integers(0, 200, 30)  # overlapping, tied and empty intervals too
         ends = starts + rng.integers(0, 40, 30)
         labels = rng.integers(0, 9, 30)
-        assert saves._label_at(points, starts, ends, labels).tolist() == \
+        start, stop, label = saves._pieces(starts, ends, labels)
+        at = np.searchsorted(start, points, side="right") - 1
+        inside = (at >= 0) & (points < stop[np.maximum(at, 0)])
+        assert np.where(inside, label[np.maximum(at, 0)], -1).tolist() == \
             _label_by_search(points, starts, ends, labels).tolist()
-    assert saves._label_at(np.arange(3), np.zeros(0, np.int64), np.zeros(0, np.int64),
-                           np.zeros(0, np.int64)).tolist() == [-1] * 3
+    assert [len(a) for a in saves._pieces(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))] == \
+        [0, 0, 0]
 
 
 def test_saves_host_by_host_are_the_whole_runs(tmp_path, monkeypatch):

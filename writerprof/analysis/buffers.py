@@ -13,11 +13,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 
+PAGE = 4096  # bytes: the pages of a buffer's size
+
+
 @dataclass
 class Readings:
     """Per process row."""
 
     mapped: dict = field(default_factory=lambda: defaultdict(set))  # buffers it created or attached
+    pages: dict = field(default_factory=lambda: defaultdict(int))  # pages (PAGE bytes) of each create and attach
     created: dict = field(default_factory=lambda: defaultdict(list))  # (t_ns, buffer) it created
     last_end: dict = field(default_factory=lambda: defaultdict(dict))  # buffer -> its last end-of-loop reading
     last_nodes: dict = field(default_factory=lambda: defaultdict(dict))  # buffer -> its last reading's nodes
@@ -44,6 +48,7 @@ def _readings(run) -> Readings:
         op = d.get("op")
         if op == "create" or op == "attach":
             out.mapped[proc].add(d.get("index"))
+            out.pages[proc] += -(-int(d.get("size") or 0) // PAGE)
             if op == "create":
                 out.created[proc].append((d.get("t_ns") or 0, d.get("index")))
     placed = np.flatnonzero(e["kind"] == "placement")

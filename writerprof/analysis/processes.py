@@ -61,9 +61,11 @@ def _worked(by_threads, by_calls, by_samples) -> tuple[dict[str, float], str | N
     return {}, None
 
 
-def table(run, idx, saves: list[dict]) -> list[dict]:
-    # One row per process, field by field: long because the row is wide, not
-    # because it branches; the per-run lookups before the loop serve every row.
+def table(run, idx) -> list[dict]:
+    """One row per process, its start_method None until with_start_methods
+    (the one field the saves give: summarize finds them beside the table)."""
+    # Field by field: long because the row is wide, not because it branches;
+    # the per-run lookups before the loop serve every row.
     role_of = run_roles.roles(run)
     p = run.processes
     origin = run.meta.get("started_ns") or 0
@@ -72,7 +74,6 @@ def table(run, idx, saves: list[dict]) -> list[dict]:
     by_proc = np.argsort(rows_of_samples, kind="stable")
     bounds = np.searchsorted(rows_of_samples[by_proc], np.arange(-1, len(p) + 1))
     affinity_log = _affinity_log(run)
-    methods = _start_methods(saves)
     work_nodes, thread_work = _thread_work(run, role_of)
     found = buffers.readings(run)
     mapped, last_nodes = found.mapped, found.last_nodes
@@ -112,7 +113,7 @@ def table(run, idx, saves: list[dict]) -> list[dict]:
             "ppid": ppids[row],
             "parent": _parent(row, hosts, ppids, created, rows_of_pid),
             "role": str(role_of[row]),
-            "start_method": methods.get(row),
+            "start_method": None,
             "python": identity.get("python"),
             "created_s": (created[row] - origin) / 1e9,
             "exited_s": (exited[row] - origin) / 1e9 if exited[row] >= 0 else None,
@@ -166,16 +167,17 @@ def _affinity_log(run) -> dict:
     return log
 
 
-def _start_methods(saves: list[dict]) -> dict[int, str]:
-    """Writer row -> the method it was started with; producer row -> the methods it used."""
-    out: dict = {}
+def with_start_methods(rows: list[dict], saves: list[dict]) -> list[dict]:
+    """The table's rows with their start_method: a writer's, the method it
+    was started with; a producer's, the methods it used."""
     used: dict = {}
     for save in saves:
         if save["writer"] is not None:
-            out[save["writer"]] = save["start_method"]
+            rows[save["writer"]]["start_method"] = save["start_method"]
         used.setdefault(save["producer"], set()).add(save["start_method"] or "?")
-    out.update((row, ",".join(sorted(methods))) for row, methods in used.items())
-    return out
+    for row, methods in used.items():
+        rows[row]["start_method"] = ",".join(sorted(methods))
+    return rows
 
 
 BLOCK_RECORDS = 1 << 21

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from writerprof.analysis import hostwise, nesting
+from writerprof.analysis import hostwise, nesting, threads
 from writerprof.analysis.samples import CREATED_SLACK_NS
 
 # Start-up phases, in order: Process.start() until the child exists; the
@@ -83,6 +83,11 @@ def _part_index(idx: _Index, first: int, stop: int) -> _Index:
     return _Index(range(int(bounds[-1] - bounds[0])), bounds - bounds[0], idx.events[first:stop])
 
 
+def in_parts(run, idx: _Index, parts: list[tuple[int, int]]) -> list[tuple[int, list[dict]]]:
+    """[(first process row, the saves of rows first to stop - 1)] per part (hostwise.parts), for hostwise.joined."""
+    return [(first, find(hostwise.part(run, first, stop), _part_index(idx, first, stop))) for first, stop in parts]
+
+
 def find(run, idx: _Index | None = None) -> list[dict]:
     """Every save of the run, in the order they started."""
     # Long, and one function on purpose: each step reads the column views and
@@ -90,8 +95,7 @@ def find(run, idx: _Index | None = None) -> list[dict]:
     idx = idx or index(run)
     parts = hostwise.parts(run)
     if parts is not None:  # a big run: a few hosts at a time (their saves are theirs alone), a bounded peak
-        return hostwise.joined([(first, find(hostwise.part(run, first, stop), _part_index(idx, first, stop)))
-                                for first, stop in parts])
+        return hostwise.joined(in_parts(run, idx, parts))
     codes = {name: code for code, name in run.phase_names.items()}
     # Field by field (views): whole records are wide, and there are millions of them.
     c = {name: run.chunk_columns[name] for name in ("proc", "phase", "depth", "tid", "writer_seq", "start_ns",
@@ -360,30 +364,18 @@ def _startup(run, writer, events, firsts, t_start) -> tuple[dict, list]:
     return phases, list(zip([n for n, _ in marks], times))
 
 
-def _label_at(points, starts, ends, labels) -> np.ndarray:
-    """The label of the interval each point (in increasing order) is in, or
-    -1: of the intervals begun at or before the point, the latest, if the
-    point is before its end."""
-    if not len(starts):
-        return np.full(len(points), -1)
+def _pieces(starts, ends, labels) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Intervals as what each holds: at a time, of the intervals begun at or
+    before it, the latest (the later given of equal starts), if the time is
+    before its end. (start, stop, label) pieces that do not overlap, in
+    order, each from an interval's start until it ends or the next begins;
+    empty ones left out."""
     if not (starts[1:] >= starts[:-1]).all():  # (the callers' are mostly in order already)
         order = np.argsort(starts, kind="stable")
         starts, ends, labels = starts[order], ends[order], labels[order]
-    # Interval i holds the points from its start until it ends or the next begins:
-    # ranges that do not overlap, found by searching the points (sorted) for their ends.
     stop = np.minimum(ends, np.append(starts[1:], np.iinfo(np.int64).max))
-    first, last = np.searchsorted(points, starts), np.searchsorted(points, stop)
-    some = last > first
-    first, last, labels = first[some], last[some], labels[some]
-    # The ranges are in order and apart (each stops by the next's start): the
-    # labels painted as one run-length repeat, -1 in the gaps between them.
-    values = np.full(2 * len(labels) + 1, -1, dtype=np.int64)  # gap, range, gap, range, ..., gap
-    values[1::2] = labels
-    lengths = np.empty(len(values), dtype=np.int64)
-    lengths[0], lengths[2:-1:2] = (first[0], first[1:] - last[:-1]) if len(first) else (0, 0)
-    lengths[1::2] = last - first
-    lengths[-1] = len(points) - (int(last[-1]) if len(last) else 0)
-    return np.repeat(values, lengths)
+    kept = stop > starts
+    return starts[kept], stop[kept], labels[kept]
 
 
 def _blocks_in_order(values: np.ndarray) -> np.ndarray:
@@ -407,8 +399,8 @@ def _loop_components(codes) -> dict[int, int]:
 
 def _critical_paths(found, w0, w1, gen, loop, codes) -> np.ndarray:
     """Seconds of each component, then the unexplained, per save."""
-    # Long on purpose: one key space for every save's intervals, cut once; the
-    # priority rules below read as one sequence (producer first, then writer).
+    # Long on purpose: one key space for every save's intervals; the priority
+    # rules below read as one sequence (producer first, then writer).
     n = len(found)
     saves = np.arange(n)
     shift = nesting.key_bits(int((w1 - w0).max()), n)
@@ -427,7 +419,7 @@ def _critical_paths(found, w0, w1, gen, loop, codes) -> np.ndarray:
     t_started = np.array([f["t_started"] for f in found], dtype=np.int64)
     gen_start, gen_end, gen_save = gen["start_ns"], gen["end_ns"], gen["save"]
     # The writer's calls by save (each writer's are together and in time order):
-    # each level's intervals are then in order for _label_at, with no sort.
+    # each level's intervals are then in order for _pieces, with no sort.
     by_save = _blocks_in_order(loop["save"])
     loop_start, loop_end, loop_depth, loop_phase, loop_save = (
         loop[name][by_save] for name in ("start_ns", "end_ns", "depth", "phase", "save"))
@@ -442,48 +434,45 @@ def _critical_paths(found, w0, w1, gen, loop, codes) -> np.ndarray:
             up_end.append(t_next)
             up_save.append(i)
     up_save = np.array(up_save, dtype=np.int64)
-    last_loop_end = np.full(n, np.iinfo(np.int64).max)  # as a key; none: no teardown
-    if len(loop_end):  # each save's calls together (by_save): its last end, a reduce per save
-        first = np.flatnonzero(np.append(True, loop_save[1:] != loop_save[:-1]))
-        has = loop_save[first]
-        last_loop_end[has] = keys(np.maximum.reduceat(loop_end, first), has)
-    points = np.concatenate([
-        keys(w0, saves), keys(w1, saves), keys(t_start, saves), keys(t_started, saves),
-        keys(gen_start, gen_save), keys(gen_end, gen_save), keys(loop_start, loop_save),
-        keys(loop_end, loop_save), keys(up_start, up_save)])
-    points.sort()  # then drop repeats (np.unique hashes: several times slower here)
-    points = points[np.append(True, points[1:] != points[:-1])]
-    same = (points[1:] >> shift) == (points[:-1] >> shift)  # a segment lies within one save
-    lengths = np.diff(points)[same]
-    mid = points[:-1][same] + lengths // 2
-    seg_save = mid >> shift
-    # What the writer is doing: start-up phases, then its calls (deeper calls
-    # inside outer ones win), after its last call its teardown, else nothing known.
-    # (Each rule paints over `label` in place: no new array of every segment per rule.)
-    label = np.full(len(mid), UNEXPLAINED)
-    hit = _label_at(mid, keys(up_start, up_save), keys(up_end, up_save), np.array(up_name, dtype=np.int64))
-    np.copyto(label, hit, where=hit >= 0)
-    label[mid >= last_loop_end[seg_save]] = _CODE["teardown"]
     components = _loop_components(codes)
     component_of = np.full(max(components, default=0) + 1, UNEXPLAINED)
     component_of[list(components)] = list(components.values())
-    for depth in range(int(loop_depth.max()) + 1 if len(loop_depth) else 0):
+    # What each side is doing, as layers of pieces, the one that wins first: the
+    # producer where it is doing something (generating; before and during
+    # Process.start()), then the writer's calls (deeper calls inside outer ones
+    # win), after its last call its teardown, its start-up phases.
+    begun, started = keys(t_start, saves), keys(t_started, saves)
+    layers = [_pieces(keys(gen_start, gen_save), keys(gen_end, gen_save),
+                      np.full(len(gen_start), _CODE["generation"])),
+              (np.concatenate([keys(w0, saves), begun]), np.concatenate([begun, started]),
+               np.repeat([_CODE["setup"], _CODE["startup:start"]], n))]
+    for depth in reversed(range(int(loop_depth.max()) + 1 if len(loop_depth) else 0)):
         level = loop_depth == depth
         level = slice(None) if level.all() else level  # one level (the usual): no copies
-        hit = _label_at(mid, keys(loop_start[level], loop_save[level]), keys(loop_end[level], loop_save[level]),
-                        component_of[loop_phase[level]])
-        np.copyto(label, hit, where=hit >= 0)
-    # What the producer is doing wins where it is doing something.
-    begun = keys(t_start, saves)[seg_save]
-    label[mid < begun] = _CODE["setup"]
-    label[(mid >= begun) & (mid < keys(t_started, saves)[seg_save])] = _CODE["startup:start"]
-    del begun
-    hit = _label_at(mid, keys(gen_start, gen_save), keys(gen_end, gen_save),
-                    np.full(len(gen_start), _CODE["generation"]))
-    np.copyto(label, hit, where=hit >= 0)
+        layers.append(_pieces(keys(loop_start[level], loop_save[level]), keys(loop_end[level], loop_save[level]),
+                              component_of[loop_phase[level]]))
+    if len(loop_end):  # each save's calls together (by_save): its last end, a reduce per save
+        first = np.flatnonzero(np.append(True, loop_save[1:] != loop_save[:-1]))
+        has = loop_save[first]
+        layers.append((keys(np.maximum.reduceat(loop_end, first), has), keys(w1[has], has),
+                       np.full(len(has), _CODE["teardown"])))
+    layers.append(_pieces(keys(up_start, up_save), keys(up_end, up_save), np.array(up_name, dtype=np.int64)))
+    # Each piece holds the save for its time outside the layers above it (their
+    # union, as intervals in order); the rest of the save is unexplained.
+    # Times in whole nanoseconds, summed exactly (as floats up to 2**53 ns).
     width = UNEXPLAINED + 1
-    totals = np.bincount(seg_save * width + label, weights=lengths, minlength=n * width)
-    return totals.reshape(n, width) / 1e9
+    totals = np.zeros(n * width)
+    above = np.zeros(0, np.int64), np.zeros(0, np.int64)
+    for k, (start, stop, label) in enumerate(layers):
+        kept = stop > start
+        start, stop, label = start[kept], stop[kept], label[kept]
+        hidden = threads.time_inside(*above, stop) - threads.time_inside(*above, start)
+        totals += np.bincount((start >> shift) * width + label, weights=stop - start - hidden, minlength=n * width)
+        if k < len(layers) - 1:  # (none below the last)
+            above = threads.merged(np.concatenate([above[0], start]), np.concatenate([above[1], stop]))
+    totals = totals.reshape(n, width)
+    totals[:, UNEXPLAINED] = span - totals.sum(axis=1)
+    return totals / 1e9
 
 
 def group_seconds(critical_path: dict[str, float], group: str) -> float:

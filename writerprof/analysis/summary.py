@@ -6,19 +6,25 @@ runs of many ranks; the renderers only format it."""
 
 from __future__ import annotations
 
-from writerprof.analysis import affinity, binding, clocks, diagnoses, groups, placement, processes, ranks, saves
-from writerprof.analysis import numa_activity, starts, timeline
+from writerprof import forked
+from writerprof.analysis import affinity, binding, clocks, diagnoses, groups, hostwise, placement, processes
+from writerprof.analysis import numa_activity, ranks, saves, starts, timeline
 from writerprof.analysis.hooks import unmatched_probes
 from writerprof.analysis.shapes import Summary, Throughput
 from writerprof.run import topology
 
 SCHEMA = "writerprof.summary/1"
+# Of a big run's parts (hostwise.parts), the share whose saves a forked child
+# finds while this process makes the process table and finds the rest's:
+# about as long each, as measured at 1M and 10M chunks.
+CHILD_PARTS = 0.8
 
 
 def summarize(run) -> Summary:
     idx = saves.index(run)
-    found = saves.find(run, idx)
-    procs = processes.table(run, idx, found)
+    parts = hostwise.parts(run)
+    big = parts is not None and len(parts) >= 2 and forked.spare_cpu()  # else no fork: a small run's is quick
+    found, procs = _saves_and_processes(run, idx, parts if big else None)
     origin = run.meta.get("started_ns") or 0
     clock = clocks.alignment(run)
     offsets = {host: a["offset_ns"] for host, a in clock.items()}
@@ -33,6 +39,18 @@ def summarize(run) -> Summary:
     topology_of = {host: {"nodes": {n: info["cpus"] for n, info in t.get("nodes", {}).items()},
                           "cpus": len(topology.cpu_nodes(t)), "cpu_model": t.get("cpu_model")}
                    for host, t in run.topology.items()}
+
+    def diagnosed():
+        return diagnoses.diagnose(run, procs, found), placement.buffer_placement(run, procs, found)
+
+    def plotted():
+        return (affinity.affinity(run, procs, found, offsets), timeline.chunk_timeline(run, idx, procs, found, offsets),
+                numa_activity.numa_activity(run, procs, found), groups.process_groups(procs),
+                groups.save_indices(found))
+
+    # The diagnoses and the buffers' placement (about half of what is left) forked on a big run, beside the rest.
+    (found_diagnoses, buffers_placed), (affinities, chunk_timeline, numa, process_groups, save_indices) = (
+        forked.beside if big else forked.in_turn)(diagnosed, plotted)
     return {
         "schema": SCHEMA,
         "run": {
@@ -61,14 +79,29 @@ def summarize(run) -> Summary:
         "stragglers": ranks.stragglers(found),
         "placement": ranks.placement_consistency(procs, topology_of),
         "binding": binding.launcher_binding(procs, topology_of),
-        "diagnoses": diagnoses.diagnose(run, procs, found),
-        "process_groups": groups.process_groups(procs),
-        "save_indices": groups.save_indices(found),
-        "affinity": affinity.affinity(run, procs, found, offsets),
-        "buffer_placement": placement.buffer_placement(run, procs, found),
-        "chunk_timeline": timeline.chunk_timeline(run, idx, procs, found, offsets),
-        "numa_activity": numa_activity.numa_activity(run, procs, found),
+        "diagnoses": found_diagnoses,
+        "process_groups": process_groups,
+        "save_indices": save_indices,
+        "affinity": affinities,
+        "buffer_placement": buffers_placed,
+        "chunk_timeline": chunk_timeline,
+        "numa_activity": numa,
     }
+
+
+def _saves_and_processes(run, idx, parts) -> tuple[list[dict], list[dict]]:
+    """The run's saves and its process table: given a big run's parts, in two processes at once."""
+    if parts is None:
+        found, procs = saves.find(run, idx), processes.table(run, idx)
+    else:
+        cut = min(len(parts) - 1, round(len(parts) * CHILD_PARTS))
+
+        def here():
+            return processes.table(run, idx), saves.in_parts(run, idx, parts[cut:])
+
+        theirs, (procs, ours) = forked.beside(lambda: saves.in_parts(run, idx, parts[:cut]), here)
+        found = hostwise.joined(theirs + ours)
+    return found, processes.with_start_methods(procs, found)
 
 
 def throughput(found: list[dict]) -> Throughput:

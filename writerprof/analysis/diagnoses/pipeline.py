@@ -7,6 +7,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from writerprof.analysis import buffers
 from writerprof.analysis.diagnoses.base import INFO, WARNING, Code, diagnosis, emits, per_producer, producer_of
 from writerprof.analysis.samples import sample_rows
 from writerprof.run import roles as run_roles
@@ -27,7 +28,7 @@ PREEMPTIONS_PER_CPU_S = 200
 # FAULTS_FLOOR more than that at least: a few faults on tiny buffers are no storm.
 FAULTS_PER_PAGE = 2.0
 FAULTS_FLOOR = 1000
-PAGE = 4096
+PAGE = buffers.PAGE
 # fsync-bound: the final flush on the critical path, share of the save time.
 FSYNC_SHARE = 0.30
 
@@ -133,7 +134,7 @@ def cpu_oversubscription(run, procs, saves):
 def page_fault_storm(run, procs, saves):
     out = []
     faults = _call_faults(run)
-    pages = _buffer_pages(run)
+    pages = buffers.readings(run).pages
     for proc in procs:
         own = pages.get(proc["id"], 0)
         count = faults.get(proc["id"], 0)
@@ -215,12 +216,3 @@ def _call_faults(run) -> dict[int, int]:
         if has.any():
             counts[has] += np.add.reduceat(c[name], bounds[:-1][has], dtype=np.int64)
     return {i: int(n) for i, n in enumerate(counts)}
-
-
-def _buffer_pages(run) -> dict[int, int]:
-    pages: dict = defaultdict(int)
-    shm = np.flatnonzero(run.events["kind"] == "shm")  # the few shm events, as Python values (not numpy scalars)
-    for proc, data in zip(run.events["proc"][shm].tolist(), run.events["data"][shm].tolist()):
-        if data.get("op") in ("create", "attach"):
-            pages[proc] += -(-int(data.get("size") or 0) // PAGE)
-    return pages

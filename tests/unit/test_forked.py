@@ -1,0 +1,63 @@
+"""A big run's analysis in two processes (writerprof.forked) gives the summary one process gives."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from writerprof import forked
+from writerprof.analysis import hostwise, summary
+from writerprof.run import load
+from writerprof.synthetic import Scenario, write_run
+
+
+def test_a_child_s_result_comes_back_and_the_parent_s_is_its_own():
+    child, parent = forked.beside(lambda: {"pid": os.getpid(), "list": [1.5, None]}, os.getpid)
+    assert parent == os.getpid() and child["pid"] != os.getpid() and child["list"] == [1.5, None]
+
+
+def test_a_failed_child_s_part_runs_again_here_and_raises_here():
+    with pytest.raises(ZeroDivisionError):
+        forked.beside(lambda: 1 / 0, lambda: None)
+
+
+def test_a_big_run_s_summary_in_two_processes_is_the_one_in_one(tmp_path, monkeypatch):
+    write_run(tmp_path / "run", Scenario(hosts=4, ranks_per_host=2, saves=2, chunks_per_save=6, jitter=0.2,
+                                         start_method="forkserver"))
+    run = load(tmp_path / "run")
+    monkeypatch.setattr(hostwise, "PART_RECORDS", len(run.chunk_columns) // 4)
+    assert len(hostwise.parts(run)) >= 3
+    monkeypatch.setattr(forked, "spare_cpu", lambda: False)
+    alone = json.dumps(summary.summarize(run))
+    forks = []
+    beside = forked.beside
+    monkeypatch.setattr(forked, "spare_cpu", lambda: True)
+    monkeypatch.setattr(forked, "beside", lambda child, parent: forks.append(1) or beside(child, parent))
+    assert json.dumps(summary.summarize(run)) == alone
+    assert len(forks) == 2
+
+
+def test_a_big_summary_s_json_made_in_two_processes_is_json_dumps(tmp_path, monkeypatch):
+    from writerprof.commands import report
+
+    write_run(tmp_path / "run", Scenario(hosts=2, ranks_per_host=2, saves=2, chunks_per_save=4))
+    made = summary.summarize(load(tmp_path / "run"))
+    made["run"]["command"] = ["é", 1.5e-7, None, float("nan")]  # escapes, floats and NaN as json writes them
+    monkeypatch.setattr(report, "FORK_ROWS", 1)
+    monkeypatch.setattr(forked, "spare_cpu", lambda: True)
+    assert report._json(made) == json.dumps(made, separators=(",", ":"))
+
+
+def test_free_cpus_are_those_the_other_runnable_tasks_leave(monkeypatch, tmp_path):
+    cpus = len(os.sched_getaffinity(0))
+    loadavg = tmp_path / "loadavg"
+    monkeypatch.setattr(forked, "LOADAVG", str(loadavg))
+    monkeypatch.setattr(os, "getloadavg", lambda: (cpus + 1.0, 0.0, 0.0))  # a minute of load, gone now
+    loadavg.write_text(f"{cpus + 1.0:.2f} 0.50 0.20 1/180 4242\n")  # this process alone runnable
+    assert forked.free_cpus() == cpus
+    loadavg.write_text(f"0.10 0.50 0.20 {cpus + 1}/180 4242\n")  # and one task per CPU besides
+    assert forked.free_cpus() == 0
+    loadavg.unlink()  # not Linux: the load average
+    assert forked.free_cpus() == 0
