@@ -2,6 +2,9 @@
 one CHUNK record (phase, depth, CPU, buffer, times, bytes, page faults)."""
 
 import _thread
+import marshal
+import os
+import sys
 import time
 
 from . import format
@@ -128,14 +131,52 @@ def inline(name, scope, returns, body="", names=(), doc=None):
     `result`, and returns them."""
     params = "args, result" if body else "args"
     namespace = {}
-    exec("def %s(%s):\n%s    return %s\n" % (name, params, _indent(body, 4), returns), scope, namespace)
+    where = "%s.%s" % (scope.get("__name__"), name)
+    exec(_compiled("def %s(%s):\n%s    return %s\n" % (name, params, _indent(body, 4), returns), where),
+         scope, namespace)
     fn = namespace[name]
     clash = (set(fn.__code__.co_varnames) | set(names)) & _WRAPPER_NAMES
     if clash:
         raise ValueError("%s names %s, as the wrappers do" % (name, ", ".join(sorted(clash))))
     fn.__doc__ = doc
-    fn.inline = (returns, body, tuple(names))
+    fn.inline = (returns, body, tuple(names), where)
     return fn
+
+
+_CACHE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
+
+
+def _compiled(source, name):
+    """compile(source), kept beside the probe's bytecode: a process's first
+    compile() costs ~10M instructions (~2 ms: the compiler's own set-up),
+    more than the rest of the probe's start-up, so the first probed process
+    of an interpreter compiles each source and later ones load its code.
+    Nothing here may fail: a cache that cannot be read or written is only
+    a compile."""
+    tag = sys.implementation.cache_tag
+    path = os.path.join(_CACHE, "%s.%s%s.marshal" % (name, tag, ".opt-%d" % sys.flags.optimize
+                                                       if sys.flags.optimize else ""))
+    try:
+        with open(path, "rb") as cached:
+            cached_source, code = marshal.loads(cached.read())
+        if cached_source == source:
+            return code
+    except Exception:  # none yet, or another probe version's, or torn
+        pass
+    code = compile(source, "<writerprof_probe %s>" % name, "exec")
+    if tag is not None:
+        partial = "%s.%d.tmp" % (path, os.getpid())
+        try:
+            os.makedirs(_CACHE, exist_ok=True)
+            with open(partial, "wb") as cache:
+                cache.write(marshal.dumps((source, code)))
+            os.replace(partial, path)  # whole or not at all, for the processes starting with this one
+        except Exception:  # read-only, full, racing: the next process tries again
+            try:
+                os.unlink(partial)
+            except OSError:
+                pass
+    return code
 
 
 def _indent(body, spaces):
@@ -206,7 +247,7 @@ def _inlined(hook):
     """The inline sources of a hook's accept and describe, pasted only where
     its describe has one: inlining pays on the hot hooks (writes, spec
     hooks); every other kind of hook shares the one wrapper that calls both,
-    so that start-up makes only two."""
+    so that a process makes only two at start-up (from _compiled's cache)."""
     describe = getattr(hook.describe, "inline", None)
     return (getattr(hook.accept, "inline", None) if describe else None), describe
 
@@ -223,8 +264,10 @@ def _maker(hook):
             test = " or not accept(args)" if hook.accept is not None else ""
         returns, body = describe[:2] if describe else ("describe(args, result)", "")
         source = _indent(body, 16) + ("" if returns == "buffer, nbytes" else _indent("buffer, nbytes = " + returns, 16))
-        code = compile(_TEMPLATE.format(names="".join(", " + name for name in names), accept=test,
-                                        describe=source.rstrip("\n")), "<writerprof_probe.calls timed>", "exec")
+        code = _compiled(_TEMPLATE.format(names="".join(", " + name for name in names), accept=test,
+                                          describe=source.rstrip("\n")),
+                         "timed-%s-%s" % (accept[3] if accept else "call" if hook.accept is not None else "all",
+                                          describe[3] if describe else "call"))
         namespace = {}
         exec(code, globals(), namespace)
         make = _makers[key] = namespace["make"]
@@ -236,9 +279,10 @@ def timed(fn, hook):
     the same phase (write_chunk -> os.write) is the outer one's: not recorded.
 
     The hot path (<= 1 us a call, benchmarks/probe_overhead.py): the wrapper
-    is made from _TEMPLATE per kind of hook, without an accept test where
-    the hook has none, and with its describe and accept pasted in where
-    made by inline() (on 3.9 and 3.10 a Python call costs ~100 ns); the
+    is made from _TEMPLATE per kind of hook (compiled once per interpreter:
+    _compiled), without an accept test where the hook has none, and with
+    its describe and accept pasted in where made by inline() (on 3.9 and
+    3.10 a Python call costs ~100 ns); the
     hook's phase, describe and accept, the constants, the module's containers
     and the inlined sources' names are bound here, once, as closure cells,
     and so is `on` (a hook that failed stands aside); only the thread's state

@@ -2,6 +2,7 @@
 fd bookkeeping, in this process."""
 
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -167,3 +168,25 @@ def test_a_hook_records_the_same_with_its_describe_and_accept_inlined_or_called(
     got = records(journal)[["phase", "buffer", "bytes"]].tolist()
     assert got == [(40, 2, 3), (40, 1, 6), (41, 2, 3), (41, 1, 6)]
     assert calls._inlined(inlined) == (accept.inline, describe.inline) and calls._inlined(called) == (None, None)
+
+
+def test_a_source_is_compiled_once_and_its_code_loaded_after(tmp_path, monkeypatch):
+    monkeypatch.setattr(calls, "_CACHE", str(tmp_path / "__pycache__"))
+    compiled = []
+    real_compile = compile
+    monkeypatch.setattr(calls, "compile", lambda *args: compiled.append(args[0]) or real_compile(*args),
+                        raising=False)
+    namespace = {}
+    exec(calls._compiled("x = 1\n", "t"), namespace)
+    exec(calls._compiled("x = 1\n", "t"), namespace)  # from the cache
+    assert namespace["x"] == 1 and compiled == ["x = 1\n"]
+    exec(calls._compiled("x = 2\n", "t"), namespace)  # another source under that name: compiled again
+    exec(calls._compiled("x = 2\n", "t"), namespace)
+    assert namespace["x"] == 2 and compiled == ["x = 1\n", "x = 2\n"]
+    assert [p.name for p in (tmp_path / "__pycache__").iterdir()] == ["t.%s.marshal" % sys.implementation.cache_tag]
+    (tmp_path / "__pycache__" / os.listdir(tmp_path / "__pycache__")[0]).write_bytes(b"torn")
+    exec(calls._compiled("x = 3\n", "t"), namespace)  # a torn cache is only a compile
+    assert namespace["x"] == 3
+    monkeypatch.setattr(calls, "_CACHE", "/proc/no-such-dir")  # one that cannot be written: only a compile
+    exec(calls._compiled("x = 4\n", "t"), namespace)
+    assert namespace["x"] == 4
