@@ -7,7 +7,7 @@ import os
 import stat
 
 from . import calls
-from .calls import buffer_of
+from .calls import view_buffer
 from .format import PHASES
 
 # fd -> what the hooks know of it: NOT_FILE, FILE, or WRITTEN (a file with a
@@ -76,9 +76,9 @@ _describe_write = calls.inline("_describe_write", globals(), "buffer, nbytes", "
         data = args[1]
     except IndexError:
         data = None
-    buffer = buffer_of(data) if type(data) is memoryview else -1
+    buffer = view_buffer(data) if type(data) is memoryview else -1
     nbytes = -1 if result is None else result  # os.write's: an int, or None where it raised
-""", names=("buffer_of",))
+""", names=("view_buffer",))
 
 
 def _describe_writev(args, result):
