@@ -59,13 +59,17 @@ def child(kind: str, hooked: bool, count: int, scratch: str) -> None:
         fn(*args)
 
 
-def instructions(python: str, kind: str, hooked: bool, count: int) -> int:
+def instructions(python: str, kind: str, hooked: bool, count: int, valgrind: bool = True) -> int:
+    """The child's instructions, under valgrind; without it (the count
+    unknown: 0), a warm-up: the first probed process compiles the probe's
+    wrappers (calls._compiled) and later ones load them, so that a first
+    child would count a compile the others do not."""
+    tool = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"] if valgrind else []
     with tempfile.TemporaryDirectory(prefix="writerprof-instructions-", dir="/dev/shm") as scratch:
         done = subprocess.run(
-            ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
-             python, os.path.abspath(__file__), "--child", kind, "hooked" if hooked else "bare", str(count), scratch],
-            capture_output=True, text=True, check=True, env={**os.environ, "PYTHONHASHSEED": "0"})
-    return int(re.search(r"I\s+refs:\s+([\d,]+)", done.stderr).group(1).replace(",", ""))
+            [*tool, python, os.path.abspath(__file__), "--child", kind, "hooked" if hooked else "bare", str(count),
+             scratch], capture_output=True, text=True, check=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+    return int(re.search(r"I\s+refs:\s+([\d,]+)", done.stderr).group(1).replace(",", "")) if valgrind else 0
 
 
 def main() -> None:
@@ -85,6 +89,7 @@ def main() -> None:
                                  capture_output=True, text=True, check=True).stdout.strip()
         row = []
         for kind in ("spec", "write"):
+            instructions(python, kind, True, 0, valgrind=False)
             counts = {(hooked, n): instructions(python, kind, hooked, n)
                       for hooked in (True, False) for n in (0, args.calls)}
             bare = counts[False, args.calls] - counts[False, 0]

@@ -2,6 +2,9 @@
 one CHUNK record (phase, depth, CPU, buffer, times, bytes, page faults)."""
 
 import _thread
+import marshal
+import os
+import sys
 import time
 
 from . import format
@@ -60,6 +63,16 @@ class _Thread:
         self.minflt, self.majflt = usage.ru_minflt, usage.ru_majflt
         return minflt, majflt
 
+    def read(self, t0, t1, fault_read_min_ns, cpu_read_ns):
+        """At the end of a call that was long or ends when the CPU is due:
+        its (minflt, majflt) where it was long, else zeros; the CPU where
+        due, and then, as rarely, whether a batch is due."""
+        minflt, majflt = self.faults() if t1 - t0 >= fault_read_min_ns else (0, 0)
+        if t1 >= self.cpu_due:
+            self.cpu, self.cpu_due = _getcpu(), t1 + cpu_read_ns
+            journal.flush_if_due(t1)
+        return minflt, majflt
+
 
 def _new_thread_state():
     global _pack
@@ -80,12 +93,16 @@ def reset_after_fork():
 
 def buffer_of(data):
     """Index of the shared-memory buffer a memoryview reads, or -1."""
-    if type(data) is memoryview:
-        try:
-            return shm_index.get(id(data.obj), -1)
-        except ValueError:  # released
-            return -1
-    return -1
+    return view_buffer(data) if type(data) is memoryview else -1
+
+
+def view_buffer(view):
+    """buffer_of a memoryview, where the caller (a describe) has checked
+    that it is one: on 3.9 a type() call costs ~100 ns."""
+    try:
+        return shm_index.get(id(view.obj), -1)
+    except ValueError:  # released
+        return -1
 
 
 class Hook:
@@ -106,27 +123,85 @@ class Hook:
             pass
 
 
-def timed(fn, hook):
-    """fn, timed into a CHUNK record per call. A call inside another call of
-    the same phase (write_chunk -> os.write) is the outer one's: not recorded.
+def inline(name, scope, returns, body="", names=(), doc=None):
+    """A function that timed() can also paste into its wrappers: on 3.9 and
+    3.10 a Python call costs ~100 ns, as much as all else a describe or an
+    accept does. Called, it is `def name(args[, result]): body; return
+    returns` in the module whose globals are `scope`. Pasted, `body` runs in
+    the wrapper and `returns` is the expression it reads; `names`, the
+    module's globals that the source reads, are bound once, as the wrapper's
+    closure cells. An accept has no body (`returns` is the whole test) and
+    takes `args`; a describe's body sets `buffer` and `nbytes` from `args` and
+    `result`, and returns them."""
+    params = "args, result" if body else "args"
+    namespace = {}
+    where = "%s.%s" % (scope.get("__name__"), name)
+    exec(_compiled("def %s(%s):\n%s    return %s\n" % (name, params, _indent(body, 4), returns), where),
+         scope, namespace)
+    fn = namespace[name]
+    clash = (set(fn.__code__.co_varnames) | set(names)) & _WRAPPER_NAMES
+    if clash:
+        raise ValueError("%s names %s, as the wrappers do" % (name, ", ".join(sorted(clash))))
+    fn.__doc__ = doc
+    fn.inline = (returns, body, tuple(names), where)
+    return fn
 
-    The hot path (<= 1 us a call, benchmarks/probe_overhead.py): the hook's
-    phase, describe and accept, the constants and the module's containers
-    are bound here, once, as closure cells, and so is `on` (a hook that
-    failed stands aside); only the thread's state and the journal (set by
-    activate(), replaced in tests) are looked up per call. The record is
-    queued inline, not through a method call (on 3.9 and 3.10 a Python call
-    costs ~100 ns), and whether a batch is due is asked at the thread's CPU
-    readings only."""
-    phase, describe, accept = hook.phase, hook.describe, hook.accept
-    fault_read_min_ns, cpu_read_ns = format.FAULT_READ_MIN_NS, format.CPU_READ_NS
-    now, tls, seq = _now, _tls, writer_seq
+
+_CACHE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
+
+
+def _compiled(source, name):
+    """compile(source), kept beside the probe's bytecode: a process's first
+    compile() costs ~10M instructions (~2 ms: the compiler's own set-up),
+    more than the rest of the probe's start-up, so the first probed process
+    of an interpreter compiles each source and later ones load its code.
+    Nothing here may fail: a cache that cannot be read or written is only
+    a compile."""
+    tag = sys.implementation.cache_tag
+    path = os.path.join(_CACHE, "%s.%s%s.marshal" % (name, tag, ".opt-%d" % sys.flags.optimize
+                                                       if sys.flags.optimize else ""))
+    try:
+        with open(path, "rb") as cached:
+            cached_source, code = marshal.loads(cached.read())
+        if cached_source == source:
+            return code
+    except Exception:  # none yet, or another probe version's, or torn
+        pass
+    code = compile(source, "<writerprof_probe %s>" % name, "exec")
+    if tag is not None:
+        partial = "%s.%d.tmp" % (path, os.getpid())
+        try:
+            os.makedirs(_CACHE, exist_ok=True)
+            with open(partial, "wb") as cache:
+                cache.write(marshal.dumps((source, code)))
+            os.replace(partial, path)  # whole or not at all, for the processes starting with this one
+        except Exception:  # read-only, full, racing: the next process tries again
+            try:
+                os.unlink(partial)
+            except OSError:
+                pass
+    return code
+
+
+def _indent(body, spaces):
+    """body's lines at `spaces` more indentation than its first line's."""
+    lines = [line for line in body.splitlines() if line.strip()]
+    margin = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
+    return "".join(" " * spaces + line[margin:] + "\n" for line in lines)
+
+
+# The wrapper, made per kind of hook (timed below): {accept} is empty (no
+# accept), a call of the hook's accept, or its source; {describe} a call of
+# the hook's describe, or its source.
+_TEMPLATE = """
+def make(fn, hook, describe, accept, now, tls, seq, fault_read_min_ns, cpu_read_ns{names}):
+    phase = hook.phase
     own = (phase,)  # () + own is own: the outermost call makes no tuple
     on = True
 
     def wrapper(*args, **kwargs):
         nonlocal on
-        if not on or (accept is not None and not accept(args)):
+        if not on{accept}:
             return fn(*args, **kwargs) if kwargs else fn(*args)
         try:
             state = tls.state
@@ -150,21 +225,82 @@ def timed(fn, hook):
             t1 = now()
             state.phases = outer
             try:
-                buffer, nbytes = describe(args, result)
-                if t1 - t0 >= fault_read_min_ns:
-                    minflt, majflt = state.faults()
+{describe}
+                if t1 >= state.cpu_due or t1 - t0 >= fault_read_min_ns:
+                    minflt, majflt = state.read(t0, t1, fault_read_min_ns, cpu_read_ns)
                 else:
                     minflt = majflt = 0
-                if t1 >= state.cpu_due:  # and, as rarely, whether a batch is due
-                    state.cpu, state.cpu_due = _getcpu(), t1 + cpu_read_ns
-                    journal.flush_if_due(t1)
-                depth = len(outer) if outer else 0  # the builtin call only where nested
-                journal.records.append(_pack(phase, depth, state.cpu, buffer, seq[0], state.tid, t0, t1, nbytes,
-                                             minflt, majflt))
+                journal.records.append(_pack(phase, len(outer) if outer else 0, state.cpu, buffer, seq[0], state.tid,
+                                             t0, t1, nbytes, minflt, majflt))  # len() only where nested
             except Exception as exc:
                 on = False
                 hook.fail(exc)
 
+    return wrapper
+"""
+_makers = {}  # (whether there is an accept, the inlined sources) -> make
+# The names in _TEMPLATE but those an inlined source shares with it (args,
+# result, buffer, nbytes): what it may not name (tests/unit/test_probe_calls.py
+# checks this against the template).
+_WRAPPER_NAMES = frozenset((
+    "fn", "hook", "describe", "accept", "now", "tls", "seq", "fault_read_min_ns", "cpu_read_ns", "phase",
+    "own", "on", "wrapper", "kwargs", "state", "exc", "outer", "t0", "t1", "minflt", "majflt"))
+
+
+def _inlined(hook):
+    """The inline sources of a hook's accept and describe, pasted only where
+    its describe has one: inlining pays on the hot hooks (writes, spec
+    hooks); every other kind of hook shares the one wrapper that calls both,
+    so that a process makes only two at start-up (from _compiled's cache)."""
+    describe = getattr(hook.describe, "inline", None)
+    return (getattr(hook.accept, "inline", None) if describe else None), describe
+
+
+def _maker(hook):
+    accept, describe = _inlined(hook)
+    key = (hook.accept is not None, accept, describe)
+    make = _makers.get(key)
+    if make is None:
+        names = dict.fromkeys(name for part in (accept, describe) if part for name in part[2])
+        if accept:
+            test = " or not (%s)" % accept[0]
+        else:
+            test = " or not accept(args)" if hook.accept is not None else ""
+        returns, body = describe[:2] if describe else ("describe(args, result)", "")
+        source = _indent(body, 16) + ("" if returns == "buffer, nbytes" else _indent("buffer, nbytes = " + returns, 16))
+        code = _compiled(_TEMPLATE.format(names="".join(", " + name for name in names), accept=test,
+                                          describe=source.rstrip("\n")),
+                         "timed-%s-%s" % (accept[3] if accept else "call" if hook.accept is not None else "all",
+                                          describe[3] if describe else "call"))
+        namespace = {}
+        exec(code, globals(), namespace)
+        make = _makers[key] = namespace["make"]
+    return make
+
+
+def timed(fn, hook):
+    """fn, timed into a CHUNK record per call. A call inside another call of
+    the same phase (write_chunk -> os.write) is the outer one's: not recorded.
+
+    The hot path (<= 1 us a call, benchmarks/probe_overhead.py): the wrapper
+    is made from _TEMPLATE per kind of hook (compiled once per interpreter:
+    _compiled), without an accept test where the hook has none, and with
+    its describe and accept pasted in where made by inline() (on 3.9 and
+    3.10 a Python call costs ~100 ns); the
+    hook's phase, describe and accept, the constants, the module's containers
+    and the inlined sources' names are bound here, once, as closure cells,
+    and so is `on` (a hook that failed stands aside); only the thread's state
+    and the journal (set by activate(), replaced in tests) are looked up per
+    call. The record is queued inline, not through a method call, and the
+    CPU, faults and whether a batch is due are read at the thread's CPU
+    readings and after long calls only (_Thread.read)."""
+    bound = {}  # the inlined sources' names, each from the globals of the source that names it
+    for part, inlined in zip((hook.accept, hook.describe), _inlined(hook)):
+        for name in inlined[2] if inlined else ():
+            if bound.setdefault(name, part.__globals__[name]) is not part.__globals__[name]:
+                raise ValueError("%s: the accept's and the describe's %s differ" % (hook.name, name))
+    wrapper = _maker(hook)(fn, hook, hook.describe, hook.accept, _now, _tls, writer_seq, format.FAULT_READ_MIN_NS,
+                           format.CPU_READ_NS, **bound)
     for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
         try:
             setattr(wrapper, attr, getattr(fn, attr))
@@ -177,18 +313,17 @@ def timed(fn, hook):
 _BUFFERS = (memoryview, bytearray, bytes)  # bound once: built per call it costs ~100 ns
 
 
-def describe_args(args, result):
-    """For spec hooks: the first buffer argument's index and size; the bytes
-    are the call's int result where it returns one (a write's count)."""
-    buffer, nbytes = -1, -1
+describe_args = inline("describe_args", globals(), "buffer, nbytes", """
+    buffer = nbytes = -1
     for arg in args:
         kind = type(arg)  # the exact types first: cheaper than isinstance
         if kind is memoryview:  # (which cannot be subclassed)
-            buffer, nbytes = buffer_of(arg), arg.nbytes
+            buffer, nbytes = view_buffer(arg), arg.nbytes
             break
         if kind is bytearray or kind is bytes or isinstance(arg, _BUFFERS):
             nbytes = len(arg)
             break
-    if type(result) is int:
+    if result is not None and type(result) is int:  # None, most writers', without a type() call
         nbytes = result
-    return buffer, nbytes
+""", doc="""For spec hooks: the first buffer argument's index and size; the bytes
+    are the call's int result where it returns one (a write's count).""")

@@ -7,6 +7,7 @@ import os
 import stat
 
 from . import calls
+from .calls import view_buffer
 from .format import PHASES
 
 # fd -> what the hooks know of it: NOT_FILE, FILE, or WRITTEN (a file with a
@@ -45,19 +46,21 @@ def _fd_of(arg):
         return None
 
 
-def _accept_write(args):
-    if not args:
-        return False
-    fd = args[0]
+def _written(fd):
+    """os.write's accept for an fd not known yet as written to."""
     known = _fd_state_get(fd)
-    if known == WRITTEN:  # the steady state of a writer: one lookup
-        return True
     if known is None:
         known = _learn(fd)
     if known == NOT_FILE:
         return False
     _fd_state[fd] = WRITTEN
     return True
+
+
+# Pasted in the write hooks: in the steady state of a writer, one lookup.
+_accept_write = calls.inline(
+    "_accept_write", globals(), "args and (_fd_state_get(args[0]) == WRITTEN or _written(args[0]))",
+    names=("_fd_state_get", "WRITTEN", "_written"))
 
 
 def _accept_close(args):
@@ -68,9 +71,14 @@ def _forget(fd):
     _fd_state.pop(fd, None)
 
 
-def _describe_write(args, result):
-    data = args[1] if len(args) > 1 else None
-    return calls.buffer_of(data) if type(data) is memoryview else -1, result if type(result) is int else -1
+_describe_write = calls.inline("_describe_write", globals(), "buffer, nbytes", """
+    try:
+        data = args[1]
+    except IndexError:
+        data = None
+    buffer = view_buffer(data) if type(data) is memoryview else -1
+    nbytes = -1 if result is None else result  # os.write's: an int, or None where it raised
+""", names=("view_buffer",))
 
 
 def _describe_writev(args, result):

@@ -2,6 +2,7 @@
 fd bookkeeping, in this process."""
 
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -136,3 +137,56 @@ def test_writes_are_timed_on_files_only_and_a_written_files_close_too(tmp_path, 
     finally:
         for end in (fd, read_end, write_end):
             os.close(end)
+
+
+def _names(code):
+    """Every local, cell and free name of code and of the code inside it."""
+    inner = (const for const in code.co_consts if hasattr(const, "co_varnames"))
+    return frozenset(code.co_varnames + code.co_cellvars + code.co_freevars).union(*map(_names, inner))
+
+
+def test_the_names_inlined_sources_may_not_use_are_the_wrappers():
+    code = compile(calls._TEMPLATE.format(names="", accept="", describe=" " * 16 + "pass"), "", "exec")
+    assert _names(code) - {"args", "result", "buffer", "nbytes"} == calls._WRAPPER_NAMES
+    with pytest.raises(ValueError, match="state"):
+        calls.inline("clashing", {}, "buffer, nbytes", "state = buffer = nbytes = -1")
+
+
+def test_a_hook_records_the_same_with_its_describe_and_accept_inlined_or_called(journal, monkeypatch):
+    clock = iter(range(1000, 10**9, 1000))
+    monkeypatch.setattr(calls, "_now", lambda: next(clock))
+    monkeypatch.setattr(calls, "_load_getcpu", lambda: lambda: 3)
+    scope = {"limit": 2}
+    accept = calls.inline("accept", scope, "len(args) <= limit", names=("limit",))
+    describe = calls.inline("describe", scope, "count, result", "count = len(args)  # buffer: the count",
+                            names=("limit",))  # both name limit: bound once
+    called = calls.Hook("called", 40, lambda args, result: describe(args, result), lambda args: accept(args))
+    inlined = calls.Hook("inlined", 41, describe, accept)
+    for hook in (called, inlined):
+        hooked = calls.timed(lambda *args, **kwargs: sum(args) + len(kwargs), hook)
+        assert hooked(1, 2) == 3 and hooked(1, 2, 3) == 6 and hooked(5, x=1) == 6  # the second not accepted
+    got = records(journal)[["phase", "buffer", "bytes"]].tolist()
+    assert got == [(40, 2, 3), (40, 1, 6), (41, 2, 3), (41, 1, 6)]
+    assert calls._inlined(inlined) == (accept.inline, describe.inline) and calls._inlined(called) == (None, None)
+
+
+def test_a_source_is_compiled_once_and_its_code_loaded_after(tmp_path, monkeypatch):
+    monkeypatch.setattr(calls, "_CACHE", str(tmp_path / "__pycache__"))
+    compiled = []
+    real_compile = compile
+    monkeypatch.setattr(calls, "compile", lambda *args: compiled.append(args[0]) or real_compile(*args),
+                        raising=False)
+    namespace = {}
+    exec(calls._compiled("x = 1\n", "t"), namespace)
+    exec(calls._compiled("x = 1\n", "t"), namespace)  # from the cache
+    assert namespace["x"] == 1 and compiled == ["x = 1\n"]
+    exec(calls._compiled("x = 2\n", "t"), namespace)  # another source under that name: compiled again
+    exec(calls._compiled("x = 2\n", "t"), namespace)
+    assert namespace["x"] == 2 and compiled == ["x = 1\n", "x = 2\n"]
+    assert [p.name for p in (tmp_path / "__pycache__").iterdir()] == ["t.%s.marshal" % sys.implementation.cache_tag]
+    (tmp_path / "__pycache__" / os.listdir(tmp_path / "__pycache__")[0]).write_bytes(b"torn")
+    exec(calls._compiled("x = 3\n", "t"), namespace)  # a torn cache is only a compile
+    assert namespace["x"] == 3
+    monkeypatch.setattr(calls, "_CACHE", "/proc/no-such-dir")  # one that cannot be written: only a compile
+    exec(calls._compiled("x = 4\n", "t"), namespace)
+    assert namespace["x"] == 4
