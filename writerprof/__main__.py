@@ -1,5 +1,3 @@
-import sys
+from writerprof.cli import entry
 
-from writerprof.cli import main
-
-sys.exit(main())
+entry()

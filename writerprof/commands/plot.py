@@ -20,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from writerprof.collector import collector_paused
+    from writerprof.collector import collector_paused, keep_until_exit
     from writerprof.analysis.summary import summarize
     from writerprof.commands.common import output_directory
     from writerprof.render import plots
@@ -29,6 +29,7 @@ def run(args: argparse.Namespace) -> int:
     with collector_paused():
         recorded = load(args.run_dir)
         summary = summarize(recorded)
+    keep_until_exit(recorded, summary)
     out = output_directory(args.output or args.run_dir / "plots", "plots directory")
     written = plots.save_figures(plots.report_figures(summary), out)
     for path in written:

@@ -26,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # Imported before the plot workers fork, which then share them (numpy, the analysis).
-    from writerprof.collector import collector_paused
+    from writerprof.collector import collector_paused, keep_until_exit
     from writerprof.analysis.summary import summarize
     from writerprof.commands.common import output_directory, write_markup
     from writerprof.render import terminal
@@ -36,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
         with collector_paused():
             recorded = load(args.run_dir)
             summary = summarize(recorded)
+        keep_until_exit(recorded, summary)
         if pending:
             pending.send(summary)
         if args.json:
