@@ -38,9 +38,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.perfetto is None and args.speedscope is None:
         raise UsageError("say what to write: --perfetto FILE and/or --speedscope FILE")
+    from writerprof.collector import keep_until_exit
     from writerprof.run import load
 
     recorded = load(args.run_dir)
+    keep_until_exit(recorded)
     # Each output on its own: one that cannot be written (a run without
     # stacks has no speedscope file) is a line, and the others are written.
     failed = 0

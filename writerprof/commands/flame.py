@@ -102,10 +102,12 @@ def _what(stacks, role, pid) -> str:
 
 
 def _one(args) -> int:
+    from writerprof.collector import keep_until_exit
     from writerprof.render import flame
     from writerprof.run import load
 
     recorded = load(args.run_dir)
+    keep_until_exit(recorded)
     stacks = _chosen(recorded, args.role, args.pid, args.probe_frames)
     name = Path(recorded.path).resolve().name
     tag = f"pid{args.pid}" if args.pid is not None else (args.role or "writer")
@@ -133,9 +135,12 @@ def _method(recorded) -> str:
 
 
 def _diff(args) -> int:
+    from writerprof.collector import keep_until_exit
     from writerprof.render import flame
     from writerprof.run import load
+
     runs = [load(path) for path in args.diff]
+    keep_until_exit(runs)
     chosen = [_chosen(r, args.role, None, args.probe_frames) for r in runs]
     names = [Path(r.path).resolve().name for r in runs]
     labels = tuple(f"{tag} {name}{_method(r)}" for tag, name, r in zip("AB", names, runs))
