@@ -31,10 +31,12 @@ def test_the_console_script_s_report_is_main_s_and_its_errors_exit_non_zero(tmp_
     write_run(tmp_path / "run", Scenario(hosts=1, ranks_per_host=2, saves=2, chunks_per_save=4))
     assert main(["report", "--json", str(tmp_path / "run")]) == 0
     in_process = capsys.readouterr().out
+    # Run from tmp_path: -m puts the working directory first on sys.path, and
+    # a checkout's writerprof/ would shadow the installed one (which has writerprof.probes).
     done = subprocess.run([sys.executable, "-m", "writerprof", "report", "--json", str(tmp_path / "run")],
-                          capture_output=True, text=True, check=False)
+                          capture_output=True, text=True, check=False, cwd=tmp_path)
     assert done.returncode == 0 and done.stdout == in_process
     assert json.loads(done.stdout)["schema"] == "writerprof.summary/1"
     missing = subprocess.run([sys.executable, "-m", "writerprof", "report", str(tmp_path / "none")],
-                             capture_output=True, text=True, check=False)
+                             capture_output=True, text=True, check=False, cwd=tmp_path)
     assert missing.returncode == 1 and missing.stderr.startswith("writerprof report: ")
