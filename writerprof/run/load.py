@@ -277,13 +277,10 @@ def _read_jsonl(root: Path, file: Path, writer: str, losses: list[str], clean) -
 def _read_jsonl_files(root: Path, files: list[str | Path], writer: str, clean) -> list[tuple[list[dict], list[str]]]:
     """Per file, as _read_jsonl: its records and its loss lines; cleaned all
     at once (a field over every file's records of a kind: see fields)."""
-    parsed, lost = [], []
-    for file in files:
-        text, losses = _jsonl_text(root, file, writer)
-        lost.append(losses)
-        parsed.append(_parse_lines(text))
+    read = [_jsonl_text(root, file, writer) for file in files]
+    parsed = _parse_texts([text for text, _ in read])
     out = []
-    for file, (records, wrong), (_, count), losses in zip(files, clean([p for p, _ in parsed]), parsed, lost):
+    for file, (records, wrong), (_, count), (_, losses) in zip(files, clean([p for p, _ in parsed]), parsed, read):
         bad = count - len(records)
         if bad:
             losses.append(f"{times.rel(root, file)}: {bad} unreadable line{'s' * (bad > 1)} dropped")
@@ -296,7 +293,7 @@ def _read_jsonl_files(root: Path, files: list[str | Path], writer: str, clean) -
 def _jsonl_text(root: Path, file: str | Path, writer: str) -> tuple[bytes, list[str]]:
     """A JSON-lines file's complete lines (b"" if it is missing) and the loss lines of reading it."""
     try:
-        with open(file, "rb") as f:
+        with open(file, "rb", buffering=0) as f:  # unbuffered: read whole, without a copy
             data = f.read()
     except FileNotFoundError:
         return b"", []
@@ -307,6 +304,22 @@ def _jsonl_text(root: Path, file: str | Path, writer: str) -> tuple[bytes, list[
         return data[:cut], [f"{times.rel(root, file)}: a cut-off last line ({len(data) - cut} bytes) dropped "
                             f"({writer} killed mid-write?)"]
     return data, []
+
+
+def _parse_texts(texts: list[bytes]) -> list[tuple[list, int]]:
+    """_parse_lines of each text, all in one parse (a parse per file costs
+    more), each an array in it; a text whose array does not have a value
+    per line (a blank line) is parsed on its own, and every text if one
+    is no JSON (a bad line)."""
+    counts = [text.count(b"\n") for text in texts]
+    try:
+        arrays = json.loads(b"[" + b",".join(b"[" + text[:-1].replace(b"\n", b",") + b"]" for text in texts) + b"]")
+    except ValueError:
+        arrays = []
+    if len(arrays) != len(texts):
+        return list(map(_parse_lines, texts))
+    return [(values, count) if type(values) is list and len(values) == count else _parse_lines(text)
+            for values, count, text in zip(arrays, counts, texts)]
 
 
 def _parse_lines(text: bytes) -> tuple[list, int]:
