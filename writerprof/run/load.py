@@ -19,8 +19,8 @@ import os
 import stat
 from dataclasses import dataclass, field
 from functools import cached_property, partial
-from itertools import chain, compress, repeat
-from operator import eq, itemgetter
+from itertools import chain
+from operator import itemgetter
 from pathlib import Path
 
 import numpy as np
@@ -217,8 +217,9 @@ def _load(path: Path) -> Run:
     processes = _processes(hosts, journals)
     # Before a worker is forked to read chunk records (columns.reading): the
     # pages of the events' dicts, written (refcounts) here after a fork, would each be copied.
-    events = _events(hosts, journals)
-    renumber, phase_names, unnamed = _phase_codes(journals)
+    every, kinds, journal_of = _flat(journals)
+    events = _events(hosts, journals, every, kinds, journal_of)
+    renumber, phase_names, unnamed = _phase_codes(journals, every, kinds, journal_of)
     windows = times.chunk_windows(journals, meta)
     with columns.reading(
             [(j.chunks, j.count) for j in journals], CHUNK_DTYPE, CHUNKS_DTYPE,
@@ -473,20 +474,28 @@ def _processes(hosts: list[str], journals: list[_Journal]) -> np.ndarray:
     return out
 
 
-def _events(hosts: list[str], journals: list[_Journal]) -> np.ndarray:
+def _flat(journals: list[_Journal]) -> tuple[list[dict], np.ndarray, np.ndarray]:
+    """Every journal's events one after another, their kinds and their journals (rows of run.processes)."""
     every = list(chain.from_iterable(j.events for j in journals))
     # Every kept event has an int t_ns and a str kind (fields.clean_events).
+    kinds = np.fromiter(map(itemgetter("kind"), every), dtype=object, count=len(every))
+    journal_of = np.repeat(np.arange(len(journals), dtype=np.int32), [len(j.events) for j in journals])
+    return every, kinds, journal_of
+
+
+def _events(hosts: list[str], journals: list[_Journal], every: list[dict], kinds: np.ndarray,
+            journal_of: np.ndarray) -> np.ndarray:
     t_ns = np.fromiter(map(itemgetter("t_ns"), every), dtype=np.int64, count=len(every))
     order = np.argsort(t_ns, kind="stable")
     # Each column put in time order on its own: moving whole rows with
     # objects in them, or np.empty's filling of them with None, costs more.
-    proc = np.repeat(np.arange(len(journals), dtype=np.int32), [len(j.events) for j in journals])[order]
+    proc = journal_of[order]
     out = np.zeros(len(every), EVENTS_DTYPE)
     out["t_ns"] = t_ns[order]
     out["proc"] = proc
     out["pid"] = np.array([_int(j.identity.get("pid")) for j in journals], dtype=np.int32)[proc]
     out["host"] = np.array([hosts[j.host_index] for j in journals], dtype=object)[proc]
-    out["kind"] = np.fromiter(map(itemgetter("kind"), every), dtype=object, count=len(every))[order]
+    out["kind"] = kinds[order]
     out["data"] = np.fromiter(every, dtype=object, count=len(every))[order]  # through an object array: the dicts stay whole
     return out
 
@@ -513,15 +522,15 @@ def _sorted(records: np.ndarray, key: str) -> np.ndarray:
     return records.view(np.dtype((np.void, records.dtype.itemsize)))[order].view(records.dtype)
 
 
-def _phase_codes(journals: list[_Journal]):
+def _phase_codes(journals: list[_Journal], every: list[dict], kinds: np.ndarray, journal_of: np.ndarray):
     """Run-wide phase codes for each process's own (its added phases' codes
     are in the order it met them): renumber(phase, procs, counts) -> run codes, the
-    run's code -> name, and the code of phases a process never named."""
+    run's code -> name, and the code of phases a process never named (every,
+    kinds, journal_of: _flat of the journals)."""
     base = {code: name for name, code in journal.PHASES.items()}  # the codes of a process that named none
     own: dict[int, dict] = {}  # the processes that named phases: process -> code -> name
-    every = list(chain.from_iterable(j.events for j in journals))
-    procs = chain.from_iterable(repeat(proc, len(j.events)) for proc, j in enumerate(journals))
-    for proc, e in compress(zip(procs, every), map(eq, map(itemgetter("kind"), every), repeat("phase"))):
+    phases = np.flatnonzero(kinds == "phase")
+    for proc, e in zip(journal_of[phases].tolist(), map(every.__getitem__, phases.tolist())):
         if type(e.get("code")) is int and isinstance(e.get("name"), str):
             own.setdefault(proc, dict(base))[e["code"]] = e["name"]
     local = [base, *own.values()]
