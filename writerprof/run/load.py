@@ -19,8 +19,8 @@ import os
 import stat
 from dataclasses import dataclass, field
 from functools import cached_property, partial
-from itertools import chain, compress, repeat
-from operator import eq, itemgetter
+from itertools import chain
+from operator import itemgetter
 from pathlib import Path
 
 import numpy as np
@@ -217,8 +217,9 @@ def _load(path: Path) -> Run:
     processes = _processes(hosts, journals)
     # Before a worker is forked to read chunk records (columns.reading): the
     # pages of the events' dicts, written (refcounts) here after a fork, would each be copied.
-    events = _events(hosts, journals)
-    renumber, phase_names, unnamed = _phase_codes(journals)
+    every, kinds, journal_of = _flat(journals)
+    events = _events(hosts, journals, every, kinds, journal_of)
+    renumber, phase_names, unnamed = _phase_codes(journals, every, kinds, journal_of)
     windows = times.chunk_windows(journals, meta)
     with columns.reading(
             [(j.chunks, j.count) for j in journals], CHUNK_DTYPE, CHUNKS_DTYPE,
@@ -277,13 +278,10 @@ def _read_jsonl(root: Path, file: Path, writer: str, losses: list[str], clean) -
 def _read_jsonl_files(root: Path, files: list[str | Path], writer: str, clean) -> list[tuple[list[dict], list[str]]]:
     """Per file, as _read_jsonl: its records and its loss lines; cleaned all
     at once (a field over every file's records of a kind: see fields)."""
-    parsed, lost = [], []
-    for file in files:
-        text, losses = _jsonl_text(root, file, writer)
-        lost.append(losses)
-        parsed.append(_parse_lines(text))
+    read = [_jsonl_text(root, file, writer) for file in files]
+    parsed = _parse_texts([text for text, _ in read])
     out = []
-    for file, (records, wrong), (_, count), losses in zip(files, clean([p for p, _ in parsed]), parsed, lost):
+    for file, (records, wrong), (_, count), (_, losses) in zip(files, clean([p for p, _ in parsed]), parsed, read):
         bad = count - len(records)
         if bad:
             losses.append(f"{times.rel(root, file)}: {bad} unreadable line{'s' * (bad > 1)} dropped")
@@ -296,7 +294,7 @@ def _read_jsonl_files(root: Path, files: list[str | Path], writer: str, clean) -
 def _jsonl_text(root: Path, file: str | Path, writer: str) -> tuple[bytes, list[str]]:
     """A JSON-lines file's complete lines (b"" if it is missing) and the loss lines of reading it."""
     try:
-        with open(file, "rb") as f:
+        with open(file, "rb", buffering=0) as f:  # unbuffered: read whole, without a copy
             data = f.read()
     except FileNotFoundError:
         return b"", []
@@ -307,6 +305,22 @@ def _jsonl_text(root: Path, file: str | Path, writer: str) -> tuple[bytes, list[
         return data[:cut], [f"{times.rel(root, file)}: a cut-off last line ({len(data) - cut} bytes) dropped "
                             f"({writer} killed mid-write?)"]
     return data, []
+
+
+def _parse_texts(texts: list[bytes]) -> list[tuple[list, int]]:
+    """_parse_lines of each text, all in one parse (a parse per file costs
+    more), each an array in it; a text whose array does not have a value
+    per line (a blank line) is parsed on its own, and every text if one
+    is no JSON (a bad line)."""
+    counts = [text.count(b"\n") for text in texts]
+    try:
+        arrays = json.loads(b"[" + b",".join(b"[" + text[:-1].replace(b"\n", b",") + b"]" for text in texts) + b"]")
+    except ValueError:
+        arrays = []
+    if len(arrays) != len(texts):
+        return list(map(_parse_lines, texts))
+    return [(values, count) if type(values) is list and len(values) == count else _parse_lines(text)
+            for values, count, text in zip(arrays, counts, texts)]
 
 
 def _parse_lines(text: bytes) -> tuple[list, int]:
@@ -460,18 +474,30 @@ def _processes(hosts: list[str], journals: list[_Journal]) -> np.ndarray:
     return out
 
 
-def _events(hosts: list[str], journals: list[_Journal]) -> np.ndarray:
-    counts = [len(j.events) for j in journals]
-    out = np.empty(sum(counts), EVENTS_DTYPE)
-    out["host"] = np.repeat(np.array([hosts[j.host_index] for j in journals], dtype=object), counts)
-    out["pid"] = np.repeat([_int(j.identity.get("pid")) for j in journals], counts)
-    out["proc"] = np.repeat(np.arange(len(journals)), counts)
+def _flat(journals: list[_Journal]) -> tuple[list[dict], np.ndarray, np.ndarray]:
+    """Every journal's events one after another, their kinds and their journals (rows of run.processes)."""
     every = list(chain.from_iterable(j.events for j in journals))
     # Every kept event has an int t_ns and a str kind (fields.clean_events).
-    out["t_ns"] = np.fromiter(map(itemgetter("t_ns"), every), dtype=np.int64, count=len(every))
-    out["kind"] = np.fromiter(map(itemgetter("kind"), every), dtype=object, count=len(every))
-    out["data"] = np.fromiter(every, dtype=object, count=len(every))  # through an object array: the dicts stay whole
-    return out[np.argsort(out["t_ns"], kind="stable")]
+    kinds = np.fromiter(map(itemgetter("kind"), every), dtype=object, count=len(every))
+    journal_of = np.repeat(np.arange(len(journals), dtype=np.int32), [len(j.events) for j in journals])
+    return every, kinds, journal_of
+
+
+def _events(hosts: list[str], journals: list[_Journal], every: list[dict], kinds: np.ndarray,
+            journal_of: np.ndarray) -> np.ndarray:
+    t_ns = np.fromiter(map(itemgetter("t_ns"), every), dtype=np.int64, count=len(every))
+    order = np.argsort(t_ns, kind="stable")
+    # Each column put in time order on its own: moving whole rows with
+    # objects in them, or np.empty's filling of them with None, costs more.
+    proc = journal_of[order]
+    out = np.zeros(len(every), EVENTS_DTYPE)
+    out["t_ns"] = t_ns[order]
+    out["proc"] = proc
+    out["pid"] = np.array([_int(j.identity.get("pid")) for j in journals], dtype=np.int32)[proc]
+    out["host"] = np.array([hosts[j.host_index] for j in journals], dtype=object)[proc]
+    out["kind"] = kinds[order]
+    out["data"] = np.fromiter(every, dtype=object, count=len(every))[order]  # through an object array: the dicts stay whole
+    return out
 
 
 def _fill(file_dtype: np.dtype, dtype: np.dtype, parts: list[tuple[Path, int, dict]]) -> np.ndarray:
@@ -496,15 +522,15 @@ def _sorted(records: np.ndarray, key: str) -> np.ndarray:
     return records.view(np.dtype((np.void, records.dtype.itemsize)))[order].view(records.dtype)
 
 
-def _phase_codes(journals: list[_Journal]):
+def _phase_codes(journals: list[_Journal], every: list[dict], kinds: np.ndarray, journal_of: np.ndarray):
     """Run-wide phase codes for each process's own (its added phases' codes
     are in the order it met them): renumber(phase, procs, counts) -> run codes, the
-    run's code -> name, and the code of phases a process never named."""
+    run's code -> name, and the code of phases a process never named (every,
+    kinds, journal_of: _flat of the journals)."""
     base = {code: name for name, code in journal.PHASES.items()}  # the codes of a process that named none
     own: dict[int, dict] = {}  # the processes that named phases: process -> code -> name
-    every = list(chain.from_iterable(j.events for j in journals))
-    procs = chain.from_iterable(repeat(proc, len(j.events)) for proc, j in enumerate(journals))
-    for proc, e in compress(zip(procs, every), map(eq, map(itemgetter("kind"), every), repeat("phase"))):
+    phases = np.flatnonzero(kinds == "phase")
+    for proc, e in zip(journal_of[phases].tolist(), map(every.__getitem__, phases.tolist())):
         if type(e.get("code")) is int and isinstance(e.get("name"), str):
             own.setdefault(proc, dict(base))[e["code"]] = e["name"]
     local = [base, *own.values()]
