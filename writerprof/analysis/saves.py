@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
+from itertools import accumulate
 
 import numpy as np
 
@@ -227,7 +228,9 @@ def _per_process(run, c):
 def _starts(run, idx, codes, c) -> list[dict]:
     """Each save's producer, writer, Process.start() event, window, thread and start-up."""
     child_rows = _children_by_pid(run)
-    firsts = _first_calls(run, idx, codes, c)
+    # Columns as lists: read a value at a time, a save at a time.
+    firsts = {name: column.tolist() for name, column in _first_calls(run, idx, codes, c).items()}
+    hosts, created = run.processes["host"].tolist(), run.processes["created_ns"].tolist()
     # The hooked calls that span a save, per process (few: one a save), as
     # (start_ns, end_ns, tid) values: each process's are read a save at a time.
     rows = np.flatnonzero(np.isin(c["phase"], [codes.get(p, -1) for p in _SAVE_PHASES]))
@@ -243,7 +246,7 @@ def _starts(run, idx, codes, c) -> list[dict]:
         save_calls = calls_of.get(proc, [])
         count = 0
         for start in starts:
-            writer = _child(run, child_rows, proc, start)
+            writer = _child(child_rows, hosts, created, proc, start)
             if writer is not None and not any(k == "bootstrap" for k, _ in idx.events[writer]):
                 continue  # a child that is not a writer (a pool worker, ...)
             count += 1
@@ -252,11 +255,11 @@ def _starts(run, idx, codes, c) -> list[dict]:
             if window is None:  # no hooked call spans the save: from the start to the writer's end
                 ends = [t_started]
                 if writer is not None:
-                    ends += [int(firsts["last_end"][writer])] if firsts["last_end"][writer] >= 0 else []
+                    ends += [firsts["last_end"][writer]] if firsts["last_end"][writer] >= 0 else []
                     ends += [int(d["t_ns"]) for k, d in idx.events[writer] if k == "exit"]
                 window = (t_start, max(ends))
             thread = _main_thread(save_calls, *window)
-            startup, boundaries = _startup(run, writer, idx.events[writer] if writer is not None else [],
+            startup, boundaries = _startup(created, writer, idx.events[writer] if writer is not None else [],
                                            firsts, t_start)
             found.append({"proc": proc, "writer": -1 if writer is None else writer, "start": start,
                           "count": count, "w0": window[0], "w1": window[1],
@@ -321,12 +324,12 @@ def _children_by_pid(run) -> dict:
     return out
 
 
-def _child(run, child_rows, proc: int, start: dict) -> int | None:
-    """The journal of the child that Process.start() started, if the probe was in it."""
-    host = run.processes["host"][proc]
-    rows = child_rows.get((host, start.get("child_pid")), [])
-    rows = [r for r in rows if run.processes["created_ns"][r] >= start["start_ns"] - CREATED_SLACK_NS]
-    return min(rows, key=lambda r: run.processes["created_ns"][r]) if rows else None
+def _child(child_rows, hosts, created, proc: int, start: dict) -> int | None:
+    """The journal of the child that Process.start() started, if the probe was
+    in it (hosts, created: run.processes' columns as lists)."""
+    rows = child_rows.get((hosts[proc], start.get("child_pid")), [])
+    rows = [r for r in rows if created[r] >= start["start_ns"] - CREATED_SLACK_NS]
+    return min(rows, key=lambda r: created[r]) if rows else None
 
 
 def _window(save_calls, t_start, t_started) -> tuple[int, int] | None:
@@ -343,15 +346,15 @@ def _main_thread(save_calls, w0, w1):
     return next((tid for start, end, tid in save_calls if start == w0 and end == w1), None)
 
 
-def _startup(run, writer, events, firsts, t_start) -> tuple[dict, list]:
+def _startup(created, writer, events, firsts, t_start) -> tuple[dict, list]:
     """Start-up phase -> seconds, and the phases' (name, start_ns) boundaries
-    up to the writer's first wait for a chunk (its loop starts there)."""
+    up to the writer's first wait for a chunk (its loop starts there);
+    created: run.processes' column, firsts: _first_calls', as lists."""
     if writer is None:
         return {}, []
     spans = {k: d for k, d in events if k in ("main_rerun", "unpickle")}
     at = {k: int(d["t_ns"]) for k, d in events if k in ("bootstrap", "target_start")}
-    created = max(int(run.processes["created_ns"][writer]), t_start)
-    marks = [("start", t_start), ("interpreter", created)]
+    marks = [("start", t_start), ("interpreter", max(created[writer], t_start))]
     for name in ("main_rerun", "unpickle"):
         if name in spans:
             marks.append((name, int(spans[name]["start_ns"])))
@@ -359,12 +362,12 @@ def _startup(run, writer, events, firsts, t_start) -> tuple[dict, list]:
         if name in at:
             marks.append(("bootstrap" if name == "bootstrap" else "target_setup", at[name]))
     if firsts["loop"][writer] >= 0:
-        marks.append(("first_chunk", int(firsts["loop"][writer])))
-    end = int(firsts["write"][writer])
+        marks.append(("first_chunk", firsts["loop"][writer]))
+    end = firsts["write"][writer]
     if end < 0:
         return {}, marks
     times = [max(t, marks[0][1]) for _, t in marks]  # never before Process.start()
-    times = [int(t) for t in np.maximum.accumulate(times)]
+    times = list(accumulate(times, max))  # (np.maximum.accumulate: slower on a few)
     phases = {name: 0.0 for name in STARTUP_PHASES}
     for (name, _), a, b in zip(marks, times, times[1:] + [end]):
         phases[name] += max(0, min(b, end) - a) / 1e9
@@ -471,6 +474,8 @@ def _critical_paths(found, w0, w1, gen, loop, codes) -> np.ndarray:
     totals = np.zeros(n * width)
     above = np.zeros(0, np.int64), np.zeros(0, np.int64)
     for k, (start, stop, label) in enumerate(layers):
+        if not len(start):  # (a depth without calls): hides nothing below
+            continue
         kept = stop > start
         start, stop, label = start[kept], stop[kept], label[kept]
         hidden = threads.time_inside(*above, stop) - threads.time_inside(*above, start)
