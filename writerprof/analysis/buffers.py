@@ -23,7 +23,8 @@ class Readings:
     mapped: dict = field(default_factory=lambda: defaultdict(set))  # buffers it created or attached
     pages: dict = field(default_factory=lambda: defaultdict(int))  # pages (PAGE bytes) of each create and attach
     created: dict = field(default_factory=lambda: defaultdict(list))  # (t_ns, buffer) it created
-    last_end: dict = field(default_factory=lambda: defaultdict(dict))  # buffer -> its last end-of-loop reading
+    # buffer -> its last end-of-loop reading's (nodes, unfaulted, scale: of its sample to the buffer's pages)
+    last_end: dict = field(default_factory=lambda: defaultdict(dict))
     last_nodes: dict = field(default_factory=lambda: defaultdict(dict))  # buffer -> its last reading's nodes
     names: dict = field(default_factory=lambda: defaultdict(dict))  # buffer index -> its segment's name
     moved: dict = field(default_factory=dict)  # (host, name) -> Moved, with two comparable readings or more
@@ -59,9 +60,10 @@ def _readings(run) -> Readings:
         [(d.get("index"), d.get("name"), d.get("nodes"), d.get("when"), d.get("pages"), d.get("sampled"),
           d.get("unfaulted")) for d in data], 7)
     last_end, last_nodes, names = out.last_end, out.last_nodes, out.names
-    for proc, i, d, n, found, w in zip(procs, index, data, name, nodes, when):
-        if w == "end":
-            last_end[proc][i] = d
+    readings = zip(procs, index, name, nodes, when, pages, sampled, unfaulted)
+    for proc, i, n, found, w, buffer_pages, sample_pages, not_faulted in readings:
+        if w == "end":  # what placement reads of it, read here (the dict is out of the cache by then)
+            last_end[proc][i] = (found, not_faulted, buffer_pages / sample_pages if sample_pages and buffer_pages else 1.0)
         if found:
             last_nodes[proc][i] = found
         if n is not None:
