@@ -136,40 +136,43 @@ def find(run, idx: _Index | None = None) -> list[dict]:
     del c, owner, mine, in_loop, is_gen  # the columns are big: let them go before the next peak
     paths = _critical_paths(found, w0, w1, gen, loop, codes)
     at = {name: codes.get(name, size) for name in ("gen", "put", "get", "write", "fadvise", "fsync", "close")}
-    seconds, calls, nbytes = (np.pad(t, ((0, 1), (0, 1))) for t in per_proc)  # row -1, column `size`: none
-    producer_s, producer_calls = (np.pad(t, ((0, 0), (0, 1))) for t in (producer_s, producer_calls))
-    p = run.processes
+    # As lists: a numpy scalar per field of a save cost more than the save.
+    seconds, calls, nbytes = (np.pad(t, ((0, 1), (0, 1))).tolist() for t in per_proc)  # row -1, column `size`: none
+    producer_s, producer_calls = (np.pad(t, ((0, 0), (0, 1))).tolist() for t in (producer_s, producer_calls))
+    hosts, ranks, pids = (run.processes[name][proc].tolist() for name in ("host", "rank", "pid"))
+    put_s, puts, paths = put_s.tolist(), puts.tolist(), paths.tolist()
+    proc, writer, w0, w1 = proc.tolist(), writer.tolist(), w0.tolist(), w1.tolist()
     saves = []
     for i, f in enumerate(found):
-        row, start, path = int(writer[i]), f["start"], paths[i]
-        critical = {name: float(x) for name, x in zip(COMPONENTS, path[:-1])}
+        row, start, path = writer[i], f["start"], paths[i]
+        critical = dict(zip(COMPONENTS, path[:-1]))
         bound, bound_s = bound_by(critical)
         duration = (w1[i] - w0[i]) / 1e9
-        written = int(nbytes[row, at["write"]])
+        written = nbytes[row][at["write"]]
         saves.append({
             "save": f["count"],
-            "host": p["host"][proc[i]],
-            "rank": int(p["rank"][proc[i]]),
-            "producer": int(proc[i]),
-            "producer_pid": int(p["pid"][proc[i]]),
+            "host": hosts[i],
+            "rank": ranks[i],
+            "producer": proc[i],
+            "producer_pid": pids[i],
             "writer": row if row >= 0 else None,
             "writer_pid": int(start["child_pid"]) if start.get("child_pid") is not None else None,
             "start_method": start.get("method"),
             "target": start.get("target"),
-            "start_ns": int(w0[i]),
-            "end_ns": int(w1[i]),
+            "start_ns": w0[i],
+            "end_ns": w1[i],
             "duration_s": duration,
             "bytes": written,
-            "chunks": int(calls[row, at["write"]]),
+            "chunks": calls[row][at["write"]],
             "gib_s": written / duration / 2**30 if duration > 0 else None,
             "startup": f["startup"],
             "startup_s": sum(f["startup"].values()) if f["startup"] else None,
-            "gen_s": measured(producer_s[i, at["gen"]], producer_calls[i, at["gen"]]),
+            "gen_s": measured(producer_s[i][at["gen"]], producer_calls[i][at["gen"]]),
             "put_wait_s": measured(put_s[i], puts[i]),
-            "get_wait_s": measured(seconds[row, at["get"]], calls[row, at["get"]]),
-            **{f"{phase}_s": float(seconds[row, at[phase]]) for phase in ("write", "fadvise", "fsync", "close")},
+            "get_wait_s": measured(seconds[row][at["get"]], calls[row][at["get"]]),
+            **{f"{phase}_s": seconds[row][at[phase]] for phase in ("write", "fadvise", "fsync", "close")},
             "critical_path": critical,
-            "unexplained_s": float(path[-1]),
+            "unexplained_s": path[-1],
             "bottleneck": bound,
             "bottleneck_s": bound_s,
         })
