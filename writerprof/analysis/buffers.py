@@ -63,7 +63,8 @@ def _readings(run) -> Readings:
     readings = zip(procs, index, name, nodes, when, pages, sampled, unfaulted)
     for proc, i, n, found, w, buffer_pages, sample_pages, not_faulted in readings:
         if w == "end":  # what placement reads of it, read here (the dict is out of the cache by then)
-            last_end[proc][i] = (found, not_faulted, buffer_pages / sample_pages if sample_pages and buffer_pages else 1.0)
+            per_sample = buffer_pages / sample_pages if sample_pages and buffer_pages else 1.0
+            last_end[proc][i] = (found, not_faulted, per_sample)
         if found:
             last_nodes[proc][i] = found
         if n is not None:

@@ -498,5 +498,6 @@ def group_seconds(critical_path: dict[str, float], group: str) -> float:
 def bound_by(critical_path: dict[str, float]) -> tuple[str, float]:
     """The bottleneck of a save: the group (BOTTLENECK_GROUPS) with the most
     critical-path seconds, and those seconds."""
-    group = max(BOTTLENECK_GROUPS, key=lambda g: group_seconds(critical_path, g))
-    return group, group_seconds(critical_path, group)
+    seconds = {group: group_seconds(critical_path, group) for group in BOTTLENECK_GROUPS}
+    group = max(seconds, key=seconds.get)  # the first of the largest, in BOTTLENECK_GROUPS' order
+    return group, seconds[group]
