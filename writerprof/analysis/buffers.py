@@ -23,7 +23,8 @@ class Readings:
     mapped: dict = field(default_factory=lambda: defaultdict(set))  # buffers it created or attached
     pages: dict = field(default_factory=lambda: defaultdict(int))  # pages (PAGE bytes) of each create and attach
     created: dict = field(default_factory=lambda: defaultdict(list))  # (t_ns, buffer) it created
-    last_end: dict = field(default_factory=lambda: defaultdict(dict))  # buffer -> its last end-of-loop reading
+    # buffer -> its last end-of-loop reading's (nodes, unfaulted, scale: of its sample to the buffer's pages)
+    last_end: dict = field(default_factory=lambda: defaultdict(dict))
     last_nodes: dict = field(default_factory=lambda: defaultdict(dict))  # buffer -> its last reading's nodes
     names: dict = field(default_factory=lambda: defaultdict(dict))  # buffer index -> its segment's name
     moved: dict = field(default_factory=dict)  # (host, name) -> Moved, with two comparable readings or more
@@ -39,25 +40,31 @@ def readings(run) -> Readings:
 
 
 def _readings(run) -> Readings:
-    # The per-process dicts in one lean pass per kind; the named readings'
-    # numbers as columns, compared for every buffer at once (moved).
+    # Each event's fields read in one pass over its dict (read again later, a
+    # dict is out of the cache: a pass per field took twice as long); then the
+    # per-process dicts, and the named readings' numbers as columns, compared
+    # for every buffer at once (moved).
     e = run.events
     out = Readings()
     shm = np.flatnonzero(e["kind"] == "shm")
-    for proc, d in zip(e["proc"][shm].tolist(), e["data"][shm].tolist()):
-        op = d.get("op")
+    fields = [(d.get("op"), d.get("index"), d.get("size"), d.get("t_ns")) for d in e["data"][shm].tolist()]
+    for proc, (op, index, size, t_ns) in zip(e["proc"][shm].tolist(), fields):
         if op == "create" or op == "attach":
-            out.mapped[proc].add(d.get("index"))
-            out.pages[proc] += -(-int(d.get("size") or 0) // PAGE)
+            out.mapped[proc].add(index)
+            out.pages[proc] += -(-int(size or 0) // PAGE)
             if op == "create":
-                out.created[proc].append((d.get("t_ns") or 0, d.get("index")))
+                out.created[proc].append((t_ns or 0, index))
     placed = np.flatnonzero(e["kind"] == "placement")
     procs, data = e["proc"][placed].tolist(), e["data"][placed].tolist()
-    index, name, nodes = ([d.get(key) for d in data] for key in ("index", "name", "nodes"))
+    index, name, nodes, when, pages, sampled, unfaulted = _columns(
+        [(d.get("index"), d.get("name"), d.get("nodes"), d.get("when"), d.get("pages"), d.get("sampled"),
+          d.get("unfaulted")) for d in data], 7)
     last_end, last_nodes, names = out.last_end, out.last_nodes, out.names
-    for proc, i, d, n, found in zip(procs, index, data, name, nodes):
-        if d.get("when") == "end":
-            last_end[proc][i] = d
+    readings = zip(procs, index, name, nodes, when, pages, sampled, unfaulted)
+    for proc, i, n, found, w, buffer_pages, sample_pages, not_faulted in readings:
+        if w == "end":  # what placement reads of it, read here (the dict is out of the cache by then)
+            per_sample = buffer_pages / sample_pages if sample_pages and buffer_pages else 1.0
+            last_end[proc][i] = (found, not_faulted, per_sample)
         if found:
             last_nodes[proc][i] = found
         if n is not None:
@@ -68,8 +75,8 @@ def _readings(run) -> Readings:
     mapping_of: dict = {}
     series = [series_of.setdefault((host, name[k]), len(series_of)) for host, k in zip(hosts, named)]
     mapping = [mapping_of.setdefault((procs[k], index[k]), len(mapping_of)) for k in named]
-    pages, sampled, unfaulted = (np.array([data[k].get(key) or 0 for k in named], dtype=np.float64)
-                                 for key in ("pages", "sampled", "unfaulted"))
+    pages, sampled, unfaulted = (np.array([x or 0 for x in column], dtype=np.float64)[named]
+                                 for column in (pages, sampled, unfaulted))
     scale = np.where((sampled != 0) & (pages != 0), pages / np.where(sampled != 0, sampled, 1), 1.0)
     full = (pages != 0) & (unfaulted * scale <= FULL_SHARE * pages)
     cells = [(at, int(n), c) for at, k in enumerate(named) if nodes[k] for n, c in nodes[k].items()]
@@ -79,6 +86,11 @@ def _readings(run) -> Readings:
     for number, fell, compared, first_ns, last_ns in found:
         out.moved[keys[number]] = {"pages": fell, "compared": compared, "from_ns": first_ns, "to_ns": last_ns}
     return out
+
+
+def _columns(rows: list[tuple], width: int) -> list[tuple]:
+    """Rows of `width` fields as `width` columns (empty ones without rows)."""
+    return list(zip(*rows)) or [()] * width
 
 
 # A reading with at most this share of its pages not mapped in its process

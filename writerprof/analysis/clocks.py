@@ -19,8 +19,9 @@ def alignment(run) -> dict[str, dict]:
     a different moment: the alignment is no better than this)."""
     wall, mono = run.meta.get("started_wall_ns"), run.meta.get("started_ns")
     anchors = defaultdict(list)
-    for host, kind, data in zip(run.events["host"], run.events["kind"], run.events["data"]):
-        if kind == "process" and isinstance(data.get("wall_ns"), int) and isinstance(data.get("mono_ns"), int):
+    identities = run.events["kind"] == "process"  # (each process's first event: few of a run's)
+    for host, data in zip(run.events["host"][identities].tolist(), run.events["data"][identities].tolist()):
+        if isinstance(data.get("wall_ns"), int) and isinstance(data.get("mono_ns"), int):
             anchors[host].append(data["wall_ns"] - data["mono_ns"])
     out = {}
     for host in run.hosts:

@@ -27,6 +27,11 @@ def parents(c: dict) -> np.ndarray:
     # thread's on a range of one line of keys (the outer levels are few calls).
     for level in range(int(depth.max())):
         outer, inner = np.flatnonzero(depth == level), np.flatnonzero(depth == level + 1)
+        # An inner call of a process without outer calls has no parent (a
+        # writer's, half of a run's): left out before the searches.
+        has_outer = np.zeros(int(c["proc"].max()) + 1, bool)
+        has_outer[c["proc"][outer]] = True
+        inner = inner[has_outer[c["proc"][inner]]]
         if not len(outer) or not len(inner):
             continue
         threads, number = np.unique(thread[outer], return_inverse=True)

@@ -61,12 +61,11 @@ def _save(readings: buffers.Readings, procs: list[dict], save: dict) -> dict:
             own = {index for t, index in readings.created.get(proc, []) if window[0] <= t <= window[1]}
         last = readings.last_end.get(proc, {})
         for index in sorted(own & last.keys()):
-            d = last[index]
-            scale = d["pages"] / d["sampled"] if d.get("sampled") and d.get("pages") else 1.0
+            nodes, unfaulted, scale = last[index]
             moved = readings.moved.get((save["host"], readings.names[proc].get(index)))
             found.append({"index": index,
-                          "nodes": {str(int(n)): c * scale for n, c in (d.get("nodes") or {}).items()},
-                          "unfaulted": (d.get("unfaulted") or 0) * scale,
+                          "nodes": {str(int(n)): c * scale for n, c in (nodes or {}).items()},
+                          "unfaulted": (unfaulted or 0) * scale,
                           "moved": moved["pages"] if moved else None})
         if found:
             break

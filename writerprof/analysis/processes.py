@@ -72,7 +72,7 @@ def table(run, idx) -> list[dict]:
     node_of = {host: topology.cpu_nodes(t) for host, t in run.topology.items()}
     rows_of_samples = sample_rows(run)
     by_proc = np.argsort(rows_of_samples, kind="stable")
-    bounds = np.searchsorted(rows_of_samples[by_proc], np.arange(-1, len(p) + 1))
+    bounds = np.searchsorted(rows_of_samples[by_proc], np.arange(-1, len(p) + 1)).tolist()
     affinity_log = _affinity_log(run)
     work_nodes, thread_work = _thread_work(run, role_of)
     found = buffers.readings(run)
@@ -81,7 +81,7 @@ def table(run, idx) -> list[dict]:
     # or a fancy index per row costs more than the row's work at 10k processes.
     hosts, pids, ppids = list(p["host"]), p["pid"].tolist(), p["ppid"].tolist()
     created, exited, rank = p["created_ns"].tolist(), p["exited_ns"].tolist(), p["rank"].tolist()
-    sample_cpus, sample_threads = run.samples["cpu"][by_proc], run.samples["threads"][by_proc]
+    sample_cpus, sample_threads = run.samples["cpu"][by_proc].tolist(), run.samples["threads"][by_proc].tolist()
     rows_of_pid: dict = {}
     for row, (h, pid) in enumerate(zip(hosts, pids)):
         rows_of_pid.setdefault((h, pid), []).append(row)
@@ -102,7 +102,7 @@ def table(run, idx) -> list[dict]:
                    if t >= created[row] and (exited[row] < 0 or t <= exited[row])]
         usage = next((d.get("rusage") for k, d in reversed(idx.events[row]) if k == "exit"), None) or {}
         last = run.samples[by_proc[end - 1]] if end > first else None
-        sampled_nodes = shares(Counter(nodes[c] for c in cpus.tolist() if c in nodes))
+        sampled_nodes = shares(Counter(nodes[c] for c in cpus if c in nodes))
         by_threads = thread_work.get(row, {})
         worked, worked_from = _worked(by_threads.get("nodes"), work_nodes[row], sampled_nodes)
         out.append({
@@ -121,7 +121,7 @@ def table(run, idx) -> list[dict]:
             "inherited_cpus": inherited,
             "allowed_nodes": sorted({nodes[c] for c in allowed if c in nodes}),
             "affinity_changes": [{"t_s": (t - origin) / 1e9, "cpus": cpus} for t, cpus in changes],
-            "samples": int(end - first),
+            "samples": end - first,
             "cpu_nodes": sampled_nodes,
             "work_nodes": work_nodes[row],
             "thread_nodes": by_threads.get("nodes", {}),
@@ -136,7 +136,7 @@ def table(run, idx) -> list[dict]:
             "voluntary_switches": _counter(usage, "nvcsw", last, "voluntary_ctxt"),
             "cpu_s": (usage["utime_s"] + usage["stime_s"]) if "utime_s" in usage else (
                 (int(last["utime_ns"]) + int(last["stime_ns"])) / 1e9 if last is not None else None),
-            "threads_max": int(sample_threads[first:end].max()) if end > first else None,
+            "threads_max": max(sample_threads[first:end]) if end > first else None,
         })
     return out
 

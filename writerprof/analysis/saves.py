@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
+from itertools import accumulate
 
 import numpy as np
 
@@ -54,7 +55,12 @@ class _Index:
 
     chunks_of: range  # rows of run.chunk_columns in process, then time order (all: they are so grouped)
     chunk_bounds: np.ndarray  # process p's are chunks_of[bounds[p]:bounds[p + 1]]
-    events: list  # per process: [(kind, data)] in time order
+    events: list  # per process: [(kind, data)] in time order, but for BUFFER_KINDS
+
+
+# The buffers' events, four in five of a run's: buffers reads them by kind,
+# the index's readers never (left out, their scans of a process are short).
+BUFFER_KINDS = ("shm", "placement")
 
 
 _indexed: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # run -> its _Index, made once
@@ -70,9 +76,11 @@ def _make_index(run) -> _Index:
     proc = run.chunk_columns["proc"]
     order = range(len(proc))  # chunk_columns are grouped by process, in time order within one
     bounds = np.searchsorted(proc, np.arange(len(run.processes) + 1, dtype=proc.dtype))  # proc's type: no copy of it
-    grouped = np.argsort(run.events["proc"], kind="stable")  # stays in time order within a process
-    kinds, data = run.events["kind"][grouped].tolist(), run.events["data"][grouped].tolist()
-    edges = np.searchsorted(run.events["proc"][grouped], np.arange(len(run.processes) + 1)).tolist()
+    e = run.events
+    kept = np.flatnonzero(~np.isin(e["kind"], BUFFER_KINDS))
+    grouped = kept[np.argsort(e["proc"][kept], kind="stable")]  # stays in time order within a process
+    kinds, data = e["kind"][grouped].tolist(), e["data"][grouped].tolist()
+    edges = np.searchsorted(e["proc"][grouped], np.arange(len(run.processes) + 1)).tolist()
     events = [list(zip(kinds[a:b], data[a:b])) for a, b in zip(edges, edges[1:])]
     return _Index(order, bounds, events)
 
@@ -128,40 +136,43 @@ def find(run, idx: _Index | None = None) -> list[dict]:
     del c, owner, mine, in_loop, is_gen  # the columns are big: let them go before the next peak
     paths = _critical_paths(found, w0, w1, gen, loop, codes)
     at = {name: codes.get(name, size) for name in ("gen", "put", "get", "write", "fadvise", "fsync", "close")}
-    seconds, calls, nbytes = (np.pad(t, ((0, 1), (0, 1))) for t in per_proc)  # row -1, column `size`: none
-    producer_s, producer_calls = (np.pad(t, ((0, 0), (0, 1))) for t in (producer_s, producer_calls))
-    p = run.processes
+    # As lists: a numpy scalar per field of a save cost more than the save.
+    seconds, calls, nbytes = (np.pad(t, ((0, 1), (0, 1))).tolist() for t in per_proc)  # row -1, column `size`: none
+    producer_s, producer_calls = (np.pad(t, ((0, 0), (0, 1))).tolist() for t in (producer_s, producer_calls))
+    hosts, ranks, pids = (run.processes[name][proc].tolist() for name in ("host", "rank", "pid"))
+    put_s, puts, paths = put_s.tolist(), puts.tolist(), paths.tolist()
+    proc, writer, w0, w1 = proc.tolist(), writer.tolist(), w0.tolist(), w1.tolist()
     saves = []
     for i, f in enumerate(found):
-        row, start, path = int(writer[i]), f["start"], paths[i]
-        critical = {name: float(x) for name, x in zip(COMPONENTS, path[:-1])}
+        row, start, path = writer[i], f["start"], paths[i]
+        critical = dict(zip(COMPONENTS, path[:-1]))
         bound, bound_s = bound_by(critical)
         duration = (w1[i] - w0[i]) / 1e9
-        written = int(nbytes[row, at["write"]])
+        written = nbytes[row][at["write"]]
         saves.append({
             "save": f["count"],
-            "host": p["host"][proc[i]],
-            "rank": int(p["rank"][proc[i]]),
-            "producer": int(proc[i]),
-            "producer_pid": int(p["pid"][proc[i]]),
+            "host": hosts[i],
+            "rank": ranks[i],
+            "producer": proc[i],
+            "producer_pid": pids[i],
             "writer": row if row >= 0 else None,
             "writer_pid": int(start["child_pid"]) if start.get("child_pid") is not None else None,
             "start_method": start.get("method"),
             "target": start.get("target"),
-            "start_ns": int(w0[i]),
-            "end_ns": int(w1[i]),
+            "start_ns": w0[i],
+            "end_ns": w1[i],
             "duration_s": duration,
             "bytes": written,
-            "chunks": int(calls[row, at["write"]]),
+            "chunks": calls[row][at["write"]],
             "gib_s": written / duration / 2**30 if duration > 0 else None,
             "startup": f["startup"],
             "startup_s": sum(f["startup"].values()) if f["startup"] else None,
-            "gen_s": measured(producer_s[i, at["gen"]], producer_calls[i, at["gen"]]),
+            "gen_s": measured(producer_s[i][at["gen"]], producer_calls[i][at["gen"]]),
             "put_wait_s": measured(put_s[i], puts[i]),
-            "get_wait_s": measured(seconds[row, at["get"]], calls[row, at["get"]]),
-            **{f"{phase}_s": float(seconds[row, at[phase]]) for phase in ("write", "fadvise", "fsync", "close")},
+            "get_wait_s": measured(seconds[row][at["get"]], calls[row][at["get"]]),
+            **{f"{phase}_s": seconds[row][at[phase]] for phase in ("write", "fadvise", "fsync", "close")},
             "critical_path": critical,
-            "unexplained_s": float(path[-1]),
+            "unexplained_s": path[-1],
             "bottleneck": bound,
             "bottleneck_s": bound_s,
         })
@@ -220,7 +231,9 @@ def _per_process(run, c):
 def _starts(run, idx, codes, c) -> list[dict]:
     """Each save's producer, writer, Process.start() event, window, thread and start-up."""
     child_rows = _children_by_pid(run)
-    firsts = _first_calls(run, idx, codes, c)
+    # Columns as lists: read a value at a time, a save at a time.
+    firsts = {name: column.tolist() for name, column in _first_calls(run, idx, codes, c).items()}
+    hosts, created = run.processes["host"].tolist(), run.processes["created_ns"].tolist()
     # The hooked calls that span a save, per process (few: one a save), as
     # (start_ns, end_ns, tid) values: each process's are read a save at a time.
     rows = np.flatnonzero(np.isin(c["phase"], [codes.get(p, -1) for p in _SAVE_PHASES]))
@@ -236,7 +249,7 @@ def _starts(run, idx, codes, c) -> list[dict]:
         save_calls = calls_of.get(proc, [])
         count = 0
         for start in starts:
-            writer = _child(run, child_rows, proc, start)
+            writer = _child(child_rows, hosts, created, proc, start)
             if writer is not None and not any(k == "bootstrap" for k, _ in idx.events[writer]):
                 continue  # a child that is not a writer (a pool worker, ...)
             count += 1
@@ -245,11 +258,11 @@ def _starts(run, idx, codes, c) -> list[dict]:
             if window is None:  # no hooked call spans the save: from the start to the writer's end
                 ends = [t_started]
                 if writer is not None:
-                    ends += [int(firsts["last_end"][writer])] if firsts["last_end"][writer] >= 0 else []
+                    ends += [firsts["last_end"][writer]] if firsts["last_end"][writer] >= 0 else []
                     ends += [int(d["t_ns"]) for k, d in idx.events[writer] if k == "exit"]
                 window = (t_start, max(ends))
             thread = _main_thread(save_calls, *window)
-            startup, boundaries = _startup(run, writer, idx.events[writer] if writer is not None else [],
+            startup, boundaries = _startup(created, writer, idx.events[writer] if writer is not None else [],
                                            firsts, t_start)
             found.append({"proc": proc, "writer": -1 if writer is None else writer, "start": start,
                           "count": count, "w0": window[0], "w1": window[1],
@@ -314,12 +327,12 @@ def _children_by_pid(run) -> dict:
     return out
 
 
-def _child(run, child_rows, proc: int, start: dict) -> int | None:
-    """The journal of the child that Process.start() started, if the probe was in it."""
-    host = run.processes["host"][proc]
-    rows = child_rows.get((host, start.get("child_pid")), [])
-    rows = [r for r in rows if run.processes["created_ns"][r] >= start["start_ns"] - CREATED_SLACK_NS]
-    return min(rows, key=lambda r: run.processes["created_ns"][r]) if rows else None
+def _child(child_rows, hosts, created, proc: int, start: dict) -> int | None:
+    """The journal of the child that Process.start() started, if the probe was
+    in it (hosts, created: run.processes' columns as lists)."""
+    rows = child_rows.get((hosts[proc], start.get("child_pid")), [])
+    rows = [r for r in rows if created[r] >= start["start_ns"] - CREATED_SLACK_NS]
+    return min(rows, key=lambda r: created[r]) if rows else None
 
 
 def _window(save_calls, t_start, t_started) -> tuple[int, int] | None:
@@ -336,15 +349,15 @@ def _main_thread(save_calls, w0, w1):
     return next((tid for start, end, tid in save_calls if start == w0 and end == w1), None)
 
 
-def _startup(run, writer, events, firsts, t_start) -> tuple[dict, list]:
+def _startup(created, writer, events, firsts, t_start) -> tuple[dict, list]:
     """Start-up phase -> seconds, and the phases' (name, start_ns) boundaries
-    up to the writer's first wait for a chunk (its loop starts there)."""
+    up to the writer's first wait for a chunk (its loop starts there);
+    created: run.processes' column, firsts: _first_calls', as lists."""
     if writer is None:
         return {}, []
     spans = {k: d for k, d in events if k in ("main_rerun", "unpickle")}
     at = {k: int(d["t_ns"]) for k, d in events if k in ("bootstrap", "target_start")}
-    created = max(int(run.processes["created_ns"][writer]), t_start)
-    marks = [("start", t_start), ("interpreter", created)]
+    marks = [("start", t_start), ("interpreter", max(created[writer], t_start))]
     for name in ("main_rerun", "unpickle"):
         if name in spans:
             marks.append((name, int(spans[name]["start_ns"])))
@@ -352,12 +365,12 @@ def _startup(run, writer, events, firsts, t_start) -> tuple[dict, list]:
         if name in at:
             marks.append(("bootstrap" if name == "bootstrap" else "target_setup", at[name]))
     if firsts["loop"][writer] >= 0:
-        marks.append(("first_chunk", int(firsts["loop"][writer])))
-    end = int(firsts["write"][writer])
+        marks.append(("first_chunk", firsts["loop"][writer]))
+    end = firsts["write"][writer]
     if end < 0:
         return {}, marks
     times = [max(t, marks[0][1]) for _, t in marks]  # never before Process.start()
-    times = [int(t) for t in np.maximum.accumulate(times)]
+    times = list(accumulate(times, max))  # (np.maximum.accumulate: slower on a few)
     phases = {name: 0.0 for name in STARTUP_PHASES}
     for (name, _), a, b in zip(marks, times, times[1:] + [end]):
         phases[name] += max(0, min(b, end) - a) / 1e9
@@ -464,6 +477,8 @@ def _critical_paths(found, w0, w1, gen, loop, codes) -> np.ndarray:
     totals = np.zeros(n * width)
     above = np.zeros(0, np.int64), np.zeros(0, np.int64)
     for k, (start, stop, label) in enumerate(layers):
+        if not len(start):  # (a depth without calls): hides nothing below
+            continue
         kept = stop > start
         start, stop, label = start[kept], stop[kept], label[kept]
         hidden = threads.time_inside(*above, stop) - threads.time_inside(*above, start)
@@ -483,5 +498,6 @@ def group_seconds(critical_path: dict[str, float], group: str) -> float:
 def bound_by(critical_path: dict[str, float]) -> tuple[str, float]:
     """The bottleneck of a save: the group (BOTTLENECK_GROUPS) with the most
     critical-path seconds, and those seconds."""
-    group = max(BOTTLENECK_GROUPS, key=lambda g: group_seconds(critical_path, g))
-    return group, group_seconds(critical_path, group)
+    seconds = {group: group_seconds(critical_path, group) for group in BOTTLENECK_GROUPS}
+    group = max(seconds, key=seconds.get)  # the first of the largest, in BOTTLENECK_GROUPS' order
+    return group, seconds[group]

@@ -26,12 +26,14 @@ def time_inside(starts: np.ndarray, ends: np.ndarray, t: np.ndarray) -> np.ndarr
 
 
 def merged(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The union of intervals, as sorted disjoint ones."""
+    """The union of intervals, as sorted disjoint ones (some may touch: one ends where the next starts)."""
     if len(starts) == 0:
         return starts, ends
     if not (starts[1:] >= starts[:-1]).all():  # (calls of the chunk columns are in order already)
         order = np.argsort(starts, kind="stable")
         starts, ends = starts[order], ends[order]
+    elif (starts[1:] >= ends[:-1]).all():  # disjoint already (a thread's calls, one after another)
+        return starts, ends
     ends = np.maximum.accumulate(ends)
     new = np.concatenate(([True], starts[1:] > ends[:-1]))  # not overlapping the ones before
     last = np.concatenate((np.flatnonzero(new)[1:] - 1, [len(starts) - 1]))
