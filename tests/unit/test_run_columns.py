@@ -92,6 +92,16 @@ def test_columns_read_partly_by_a_worker_are_those_read_here(tmp_path, monkeypat
         assert there.chunk_columns[name].tolist() == here.chunk_columns[name].tolist(), name
 
 
+def test_columns_a_worker_filled_in_shared_pages_take_no_writes(tmp_path, monkeypatch):
+    """A write to them would reach the processes summarize forks after."""
+    monkeypatch.setattr(columns, "PARALLEL_RECORDS", 0)
+    monkeypatch.setattr(columns.forked, "spare_cpu", lambda: True)
+    c = load(nested_run(tmp_path)).chunk_columns
+    assert len(c) and not any(c[name].flags.writeable for name in c.names if name not in ("pid", "host_index"))
+    with pytest.raises(ValueError):
+        c["start_ns"][0] = 0
+
+
 def test_run_chunks_are_the_records_interleaved_in_start_order(tmp_path):
     run = load(nested_run(tmp_path))
     records, extra = reference_chunks(run)

@@ -133,6 +133,9 @@ def reading(files: list[tuple[str | Path, int]], file_dtype: np.dtype, dtype: np
             dropped += their_dropped
         if filled < total:  # some dropped: let the unused tails go
             columns = {name: column[:filled].copy() for name, column in columns.items()}
+        elif shared:  # a write to shared pages would reach every process forked after (summarize's)
+            for column in columns.values():
+                column.flags.writeable = False
         return Chunks(columns, dtype, per_proc), dropped
 
     try:
