@@ -8,15 +8,32 @@ call check() so that such a signal still ends the job.
 from __future__ import annotations
 
 import signal
+from contextlib import contextmanager
 
 from writerprof.errors import Interrupted
 
 _received: list[int] = []
+_deferring = [0]  # how many deferred() blocks are open
 
 
 def _handler(signum, frame):
     _received.append(signum)
-    raise Interrupted(signum)
+    if not _deferring[0]:
+        raise Interrupted(signum)
+
+
+@contextmanager
+def deferred():
+    """A signal received in the block raises when the block ends: for a step
+    that makes something and hands it to the cleanup (a shared-memory
+    segment, then its place in the save's list), which a signal between the
+    two would leak."""
+    _deferring[0] += 1
+    try:
+        yield
+    finally:
+        _deferring[0] -= 1
+    check()
 
 
 def install() -> None:

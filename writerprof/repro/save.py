@@ -181,7 +181,8 @@ class _Save:
         config = self.config
         t_begin = time.monotonic_ns()
         for _ in range(config.buffers):
-            self.buffers.append(shared_memory.SharedMemory(create=True, size=config.chunk_size))
+            with interrupts.deferred():  # a segment made, then ours to unlink: not cut between
+                self.buffers.append(shared_memory.SharedMemory(create=True, size=config.chunk_size))
         touch_cpus = first_touch(self.buffers, config.touch_cpus) if config.touch_cpus else None
         chunks = self.ctx.Queue(maxsize=config.buffers)
         freed = self.ctx.Queue() if config.verify else None
