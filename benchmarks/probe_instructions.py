@@ -8,7 +8,8 @@ same cores inflates).
 Per --python, under valgrind (cachegrind, no cache simulation): a child that
 makes --calls calls, and one that makes none, for the spec hook around a
 function that does nothing and for the os.write hook on a 1-byte write to a
-regular file, hooked and bare; prints the instructions per hooked call over
+regular file, each with a bytes-like argument and with a memoryview, hooked
+and bare; prints the instructions per hooked call over
 the bare call ((hooked - none) - (bare - none), over --calls). The children
 run with PYTHONHASHSEED=0: the same count on every run.
 
@@ -45,12 +46,13 @@ def child(kind: str, hooked: bool, count: int, scratch: str) -> None:
     def nothing(data):
         return None
 
-    if kind == "spec":
-        bare, args = nothing, (bytearray(1),)
+    view = kind.endswith("-view")  # a memoryview argument, as a writer passes its buffer
+    if kind.startswith("spec"):
+        bare, args = nothing, (memoryview(bytearray(1)) if view else bytearray(1),)
         hook = calls.Hook("bench:nothing=bench", 40, calls.describe_args)
     else:
         fd = os.open(os.path.join(scratch, "writes.bin"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        bare, args = os.write, (fd, b"x")
+        bare, args = os.write, (fd, memoryview(b"x") if view else b"x")
         hook = calls.Hook("os:write=write", format.PHASES["write"], osio._describe_write, osio._accept_write)
     fn = calls.timed(bare, hook) if hooked else bare
     for _ in range(2):  # the thread's state, made at the first call, is in every count
@@ -83,19 +85,21 @@ def main() -> None:
         child(kind, mode == "hooked", int(count), scratch)
         return
     print(f"instructions per hooked call over the bare call ({args.calls} calls, valgrind)")
-    print(f"{'python':>8} {'spec hook':>10} {'(bare)':>8} {'os.write file':>14} {'(bare)':>8}")
+    print(f"{'':>8} {'spec hook':>21} {'':>8} {'os.write file':>21}")
+    print(f"{'python':>8} {'bytearray':>10} {'view':>10} {'(bare)':>8} {'bytes':>10} {'view':>10} {'(bare)':>8}")
     for python in args.pythons or [sys.executable]:
         version = subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"],
                                  capture_output=True, text=True, check=True).stdout.strip()
         row = []
-        for kind in ("spec", "write"):
+        for kind in ("spec", "spec-view", "write", "write-view"):
             instructions(python, kind, True, 0, valgrind=False)
             counts = {(hooked, n): instructions(python, kind, hooked, n)
                       for hooked in (True, False) for n in (0, args.calls)}
             bare = counts[False, args.calls] - counts[False, 0]
             hooked = counts[True, args.calls] - counts[True, 0]
             row += [(hooked - bare) / args.calls, bare / args.calls]
-        print(f"{version:>8} {row[0]:>10.0f} {row[1]:>8.0f} {row[2]:>14.0f} {row[3]:>8.0f}", flush=True)
+        print(f"{version:>8} {row[0]:>10.0f} {row[2]:>10.0f} {row[1]:>8.0f} {row[4]:>10.0f} {row[6]:>10.0f} "
+              f"{row[5]:>8.0f}", flush=True)
 
 
 if __name__ == "__main__":

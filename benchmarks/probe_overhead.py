@@ -13,8 +13,9 @@ the worst case for the probe's and the sampler's share of the CPU.
 
 Per hooked call (first; alone with --calls-only): in a fresh interpreter per
 --python, the probe's timing wrapper around a function that does nothing, and
-the probe's os.write hook on a 1-byte write to a regular file, against the
-bare calls: ns per call over the bare call, median of --rounds rounds timed
+the probe's os.write hook on a 1-byte write to a regular file, each with a
+bytes-like argument and with a memoryview (a writer's view of its buffer,
+whose buffer index the hook looks up), against the bare calls: ns per call over the bare call, median of --rounds rounds timed
 in thread CPU time (steady on a loaded machine).
 Targets (issue 16): <= 1000 ns per hooked call, median loss < 1%.
 benchmarks/probe_instructions.py counts the same calls' instructions: steady
@@ -101,11 +102,14 @@ def per_call_child(scratch: str, count: int, rounds: int) -> dict:
 
     hooked = calls.timed(nothing, calls.Hook("bench:nothing=bench", 40, calls.describe_args))
     spec_ns, nothing_ns = _per_call_ns(hooked, nothing, (bytearray(1),), count, rounds)
+    spec_view_ns, _ = _per_call_ns(hooked, nothing, (memoryview(bytearray(1)),), count, rounds)
     bare_write = os.write
     fd = os.open(os.path.join(scratch, "writes.bin"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     osio.install(lambda *status: None)
     try:
         write_ns, bare_write_ns = _per_call_ns(os.write, bare_write, (fd, b"x"), count, rounds)
+        # What a writer passes: a view of its buffer (a SharedMemory's), not bytes.
+        write_view_ns, _ = _per_call_ns(os.write, bare_write, (fd, memoryview(b"x")), count, rounds)
     finally:
         for name in dir(os):  # put the bare os functions back
             fn = getattr(os, name)
@@ -113,8 +117,9 @@ def per_call_child(scratch: str, count: int, rounds: int) -> dict:
                 setattr(os, name, fn.__wrapped__)
         os.close(fd)
     journal.flush()
-    return {"python": sys.version.split()[0], "spec_ns": spec_ns, "nothing_ns": nothing_ns,
-            "write_ns": write_ns, "bare_write_ns": bare_write_ns}
+    return {"python": sys.version.split()[0], "spec_ns": spec_ns, "spec_view_ns": spec_view_ns,
+            "nothing_ns": nothing_ns, "write_ns": write_ns, "write_view_ns": write_view_ns,
+            "bare_write_ns": bare_write_ns}
 
 
 def hook_costs(pythons: list[str], count: int, rounds: int) -> list[dict]:
@@ -133,10 +138,11 @@ def hook_costs(pythons: list[str], count: int, rounds: int) -> list[dict]:
 def print_hook_costs(results: list[dict], count: int, rounds: int) -> None:
     print(f"per hooked call, ns over the bare call (median of {rounds} rounds of {count} calls, "
           f"thread CPU time; target <= 1000 ns); load {os.getloadavg()[0]:.2f}")
-    print(f"{'python':>8} {'spec hook':>10} {'(bare)':>8} {'os.write file':>14} {'(bare)':>8}")
+    print(f"{'':>8} {'spec hook':>21} {'':>8} {'os.write file':>21}")
+    print(f"{'python':>8} {'bytearray':>10} {'view':>10} {'(bare)':>8} {'bytes':>10} {'view':>10} {'(bare)':>8}")
     for r in results:
-        print(f"{r['python']:>8} {r['spec_ns']:>10.0f} {r['nothing_ns']:>8.0f} {r['write_ns']:>14.0f} "
-              f"{r['bare_write_ns']:>8.0f}", flush=True)
+        print(f"{r['python']:>8} {r['spec_ns']:>10.0f} {r['spec_view_ns']:>10.0f} {r['nothing_ns']:>8.0f} "
+              f"{r['write_ns']:>10.0f} {r['write_view_ns']:>10.0f} {r['bare_write_ns']:>8.0f}", flush=True)
 
 
 def main() -> None:

@@ -7,7 +7,7 @@ import os
 import stat
 
 from . import calls
-from .calls import view_buffer
+from .calls import _indent, _shm_index_get
 from .format import PHASES
 
 # fd -> what the hooks know of it: NOT_FILE, FILE, or WRITTEN (a file with a
@@ -73,12 +73,14 @@ def _forget(fd):
 
 _describe_write = calls.inline("_describe_write", globals(), "buffer, nbytes", """
     try:
-        data = args[1]
+        view = args[1]
     except IndexError:
-        data = None
-    buffer = view_buffer(data) if type(data) is memoryview else -1
+        view = None
+    if type(view) is memoryview:
+%s    else:
+        buffer = -1
     nbytes = -1 if result is None else result  # os.write's: an int, or None where it raised
-""", names=("view_buffer",))
+""" % _indent(calls.VIEW_BUFFER, 8), names=("_shm_index_get",))
 
 
 def _describe_writev(args, result):

@@ -118,6 +118,30 @@ def test_a_shared_memory_view_names_its_buffer(monkeypatch):
     assert calls.describe_args((memoryview(backing),), None) == (4, 8)
 
 
+def test_a_shared_memory_view_names_its_buffer_in_the_wrappers_too(journal, monkeypatch, tmp_path):
+    # The describes' view lookup is pasted into the hot wrappers (calls.VIEW_BUFFER): the records say the same.
+    backing, other = bytearray(8), bytearray(8)
+    monkeypatch.setitem(calls.shm_index, id(backing), 4)
+    monkeypatch.setattr(osio, "_fd_state", {})
+    monkeypatch.setattr(osio, "_fd_state_get", osio._fd_state.get)
+    spec = calls.timed(lambda data: None, calls.Hook("t", 40, calls.describe_args))
+    write = calls.timed(os.write, calls.Hook("os:write=write", 4, osio._describe_write, osio._accept_write))
+    fd = os.open(tmp_path / "f", os.O_WRONLY | os.O_CREAT)
+    try:
+        spec(memoryview(backing)[2:5])
+        spec(memoryview(other))
+        write(fd, memoryview(backing)[:3])
+        write(fd, memoryview(other))
+        write(fd, b"x")
+    finally:
+        os.close(fd)
+    got = records(journal)[["phase", "buffer", "bytes"]].tolist()
+    assert got == [(40, 4, 3), (40, -1, 8), (4, 4, 3), (4, -1, 8), (4, -1, 1)]
+    released = memoryview(backing)
+    released.release()
+    assert calls.view_buffer(released) == -1 and calls.buffer_of(b"x") == -1
+
+
 def test_writes_are_timed_on_files_only_and_a_written_files_close_too(tmp_path, monkeypatch):
     monkeypatch.setattr(osio, "_fd_state", {})
     monkeypatch.setattr(osio, "_fd_state_get", osio._fd_state.get)
