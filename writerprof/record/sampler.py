@@ -91,9 +91,16 @@ class Sampler:
     into HOST_DIR/procs/ (so that one reparented away, a daemon, is still
     followed), each interval until stop()."""
 
-    def __init__(self, root_pid: int, host_dir: Path, interval_s: float, system: System = HOST):
+    def __init__(self, root_pid: int, host_dir: Path, interval_s: float, system: System = HOST,
+                 tree: procfs.ProcessTree | None = None):
+        """tree: root_pid's procfs.ProcessTree, if the caller shares one with
+        record's py-spy watch (which looks every 50 ms), and closes it: a tick
+        takes a look of the last half interval, if there is one, rather than
+        look again."""
         self.root_pid, self.interval_s, self.system = root_pid, interval_s, system
-        self._tree = procfs.ProcessTree(system, root_pid)
+        self._own_tree = tree is None
+        self._tree = procfs.ProcessTree(system, root_pid) if tree is None else tree
+        self._tree_fresh_ns = 0 if tree is None else int(interval_s * 1e9 / 2)
         self._procs_dir = Path(host_dir) / layout.PROCS_DIR
         Path(host_dir).mkdir(parents=True, exist_ok=True)
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
@@ -138,7 +145,8 @@ class Sampler:
             self._closed = True
             for proc in self._live.values():
                 self._close_threads(proc)
-            self._tree.close()
+            if self._own_tree:
+                self._tree.close()
             os.close(self._samples_fd)
             os.close(self._sampled_fd)
             os.close(self._threads_fd)
@@ -206,7 +214,7 @@ class Sampler:
     def _tick(self) -> None:
         try:
             self._read_journal_names()
-            tree = self._tree.pids()
+            tree = self._tree.pids(self._tree_fresh_ns)
             in_tree = set(tree)
             for pid in dict.fromkeys([*tree, *self._journal_pids, *self._live]):
                 self._sample(pid, pid in in_tree)

@@ -234,13 +234,14 @@ def _follow(child: subprocess.Popen, run_dir: Path, host: str, interval_ns: int,
     terminal = _give_terminal(child.pid)
     running = stack_recorder = None
     procs = layout.procs_dir(run_dir, host)
+    tree = procfs.ProcessTree(HOST, child.pid)  # looked at by py-spy's watch and the sampler, once for both
     try:
         stack_recorder, stacks_taken = pyspy.start(child.pid, layout.stacks_dir(run_dir, host), stacks,
                                                    warn=lambda line: recorded.notes.append(f"no stacks: {line}"),
-                                                   journals=procs)
+                                                   journals=procs, tree=tree)
         if sampler:
             try:
-                running = Sampler(child.pid, layout.host_dir(run_dir, host), interval_ns / 1e9)
+                running = Sampler(child.pid, layout.host_dir(run_dir, host), interval_ns / 1e9, tree=tree)
             except OSError as exc:
                 recorded.incomplete.append(f"no samples: cannot open the sampler's files: {exc.strerror or exc}")
             else:
@@ -263,6 +264,7 @@ def _follow(child: subprocess.Popen, run_dir: Path, host: str, interval_ns: int,
             recorded.stacks_threads_s = stack_recorder.thread_cpu_s
             if stack_recorder.write_error:
                 recorded.incomplete.append(f"stacks end early: {stack_recorder.write_error}")
+        tree.close()
     return status, stacks_taken
 
 
