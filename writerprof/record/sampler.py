@@ -81,7 +81,9 @@ class _Process:
     thread_reader: procfs.ThreadReader | None = None
     files: procfs.ProcessFiles | None = None
     stat_text: str = ""  # its stat as last read
+    stat: procfs.Stat | None = None  # stat_text parsed
     io_text: str | None = None  # its io as last read
+    io: procfs.Io | None = None  # io_text parsed
     status: procfs.Status | None = None  # its status as last read (at status_ns): STATUS_EVERY_NS
     status_ns: int = 0
 
@@ -228,7 +230,10 @@ class Sampler:
         stat_text = proc.files.read("stat") if proc is not None else None
         if stat_text is None:  # not followed yet, or gone (or its pid reused): by its path
             stat_text = self.system.read(f"/proc/{pid}/stat")
-        stat = procfs.parse_stat(stat_text) if stat_text else None
+        if proc is not None and stat_text == proc.stat_text:
+            stat = proc.stat  # it has not run since (a daemon, a blocked writer): parsed already
+        else:
+            stat = procfs.parse_stat(stat_text) if stat_text else None
         if proc is not None and (stat is None or stat.start_ticks != proc.start_ticks):
             self._end(proc, t_ns)  # gone, or its pid already reused
             proc = None
@@ -251,8 +256,9 @@ class Sampler:
             if proc is None:
                 proc = self._first_sight(pid, stat, t_ns, files)
             proc.status, proc.status_ns = procfs.parse_status(status_text), t_ns
-        proc.stat_text, proc.io_text, status = stat_text, io_text, proc.status
-        io = procfs.UNREADABLE_IO if io_text is None else procfs.parse_io(io_text)
+        if io_text != proc.io_text or proc.io is None:
+            proc.io = procfs.UNREADABLE_IO if io_text is None else procfs.parse_io(io_text)
+        proc.stat_text, proc.stat, proc.io_text, io, status = stat_text, stat, io_text, proc.io, proc.status
         proc.ppid = stat.ppid
         if io.wchar >= 0:  # after an exec of a setuid program it is unreadable: keep the last
             proc.wchar = io.wchar
