@@ -504,7 +504,8 @@ def _phase_codes(journals: list[_Journal], every: list[dict], kinds: np.ndarray,
     unnamed = journal.FIRST_ADDED_PHASE + len(added)
     # A (process, local code) -> run code table, a column per local code named
     # anywhere and a last one for codes never named.
-    known = np.unique(np.array([code for names in local for code in names], dtype=np.int64))
+    # (Sorted in Python: np.unique imports numpy.ma, 0.035 CPU s of record's summary.)
+    known = np.array(sorted({code for names in local for code in names}), dtype=np.int64)
 
     def row(names: dict) -> np.ndarray:
         codes = np.full(len(known) + 1, unnamed, dtype=CHUNK_DTYPE["phase"])
