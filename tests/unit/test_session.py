@@ -4,8 +4,6 @@ all the same). Recordings themselves: tests/integration/test_record.py."""
 
 import os
 import signal
-import subprocess
-import sys
 
 import pytest
 
@@ -26,21 +24,6 @@ def test_resolve_checks_the_program(tmp_path):
     for empty in ([], ["--"]):
         with pytest.raises(UsageError):
             session.resolve(empty)
-
-
-def test_record_starts_cmd_without_numpy():
-    """What record imports before CMD starts, and a host's sampler agent, go
-    without the loader's numpy; the loader's `load` is still the function,
-    however its module was first imported."""
-    code = ("import sys\n"
-            "import writerprof.commands.record, writerprof.record.agent, writerprof.run.directory\n"
-            "print('numpy' in sys.modules, end=' ')\n"
-            "from writerprof.run.loader import CHUNK_DTYPE\n"
-            "from writerprof.run import load\n"
-            "print(callable(load) and load.__name__, 'numpy' in sys.modules)\n")
-    # From /, so that a source checkout in the working directory cannot shadow the installed package.
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/")
-    assert done.stdout.strip() == "False load True"
 
 
 def test_probe_environment(tmp_path):

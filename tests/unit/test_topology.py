@@ -199,6 +199,23 @@ def test_the_analysis_imports_no_recording_code():
             "    for module in pkgutil.iter_modules(package.__path__, package.__name__ + '.'):\n"
             "        importlib.import_module(module.name)\n"
             "print(sorted(m for m in sys.modules if m.startswith('writerprof.record')))\n")
+    assert _printed_by_fresh_python(code) == "[]"
+
+
+def test_record_starts_cmd_without_numpy():
+    """What record imports before CMD starts, and a host's sampler agent, go
+    without the loader's numpy; the loader's `load` is still the function,
+    however its module was first imported."""
+    code = ("import sys\n"
+            "import writerprof.commands.record, writerprof.record.agent, writerprof.run.directory\n"
+            "print('numpy' in sys.modules, end=' ')\n"
+            "from writerprof.run.loader import CHUNK_DTYPE\n"
+            "from writerprof.run import load\n"
+            "print(callable(load) and load.__name__, 'numpy' in sys.modules)\n")
+    assert _printed_by_fresh_python(code) == "False load True"
+
+
+def _printed_by_fresh_python(code: str) -> str:
     # From /, so that a source checkout in the working directory cannot shadow the installed package.
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/")
-    assert done.stdout.strip() == "[]"
+    return done.stdout.strip()
