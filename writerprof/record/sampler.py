@@ -142,6 +142,7 @@ class Sampler:
         self._stopping.set()
         if self._thread is not None:
             self._thread.join()
+        self._tree_fresh_ns = 0  # the last tick looks for itself: one from before CMD ended may miss its last processes
         self._tick_counting_errors()
         with self._lock:
             self._closed = True
