@@ -204,15 +204,21 @@ def test_the_analysis_imports_no_recording_code():
 
 def test_record_starts_cmd_without_numpy():
     """What record imports before CMD starts, and a host's sampler agent, go
-    without the loader's numpy; the loader's `load` is still the function,
-    however its module was first imported."""
-    code = ("import sys\n"
+    without the loader's numpy; its summary imports it with no OpenBLAS
+    threads of its own, and leaves its environment as it was; the loader's
+    `load` is the function, however its module was first imported."""
+    code = ("import os, sys\n"
             "import writerprof.commands.record, writerprof.record.agent, writerprof.run.directory\n"
             "print('numpy' in sys.modules, end=' ')\n"
+            "from writerprof.record import session\n"
+            "os.environ.pop('OPENBLAS_NUM_THREADS', None)\n"
+            "load = session._loader()\n"
+            "print(load.__name__, 'numpy' in sys.modules, len(os.listdir('/proc/self/task')),\n"
+            "      'OPENBLAS_NUM_THREADS' in os.environ, end=' ')\n"
             "from writerprof.run.loader import CHUNK_DTYPE\n"
             "from writerprof.run import load\n"
-            "print(callable(load) and load.__name__, 'numpy' in sys.modules)\n")
-    assert _printed_by_fresh_python(code) == "False load True"
+            "print(callable(load) and load.__name__)\n")
+    assert _printed_by_fresh_python(code) == "False load True 1 False load"
 
 
 def _printed_by_fresh_python(code: str) -> str:
