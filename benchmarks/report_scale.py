@@ -34,7 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from writerprof.run.load import CHUNK_DTYPE
+from writerprof.run.loader import CHUNK_DTYPE
 from writerprof.synthetic import Scenario, write_run
 
 from common import writerprof

@@ -33,7 +33,7 @@ import numpy as np
 
 from writerprof.record.sampler import Sampler
 from writerprof.run import layout
-from writerprof.run.load import THREAD_SAMPLE_DTYPE
+from writerprof.run.loader import THREAD_SAMPLE_DTYPE
 from writerprof.units import parse_duration
 
 CHILD = """

@@ -179,6 +179,16 @@ def test_tree_from_the_children_of_every_thread(tmp_path):
     assert procfs.ProcessTree(System(tmp_path), 999).pids() == [999]  # gone: the reader finds out
 
 
+def test_a_tree_shared_gives_a_recent_look_to_who_asks_for_one(tmp_path):
+    write_process(tmp_path, 100, children={100: []})
+    tree = procfs.ProcessTree(System(tmp_path), 100)
+    assert tree.pids() == [100]
+    write_process(tmp_path, 100, children={100: [101]})
+    write_process(tmp_path, 101, ppid=100, children={101: []})
+    assert tree.pids(fresh_ns=60 * 10**9) == [100]  # the last look's, not read again
+    assert tree.pids() == [100, 101]
+
+
 def test_tree_by_ppid_scan_without_children_files(tmp_path):
     for pid, ppid in ((1, 0), (2, 0), (100, 1), (101, 100), (102, 101), (200, 1), (201, 2)):
         write_process(tmp_path, pid, ppid=ppid)

@@ -14,7 +14,7 @@ from test_run_load import chunk, write_journal, write_meta
 from writerprof.analysis import hostwise, saves
 from writerprof.probes.writerprof_probe import format as journal
 from writerprof.run import columns, fields, load
-from writerprof.run.load import CHUNK_DTYPE, CHUNKS_DTYPE
+from writerprof.run.loader import CHUNK_DTYPE, CHUNKS_DTYPE
 from writerprof.synthetic import Scenario, write_run
 
 PHASE = journal.PHASES

@@ -8,7 +8,7 @@ import pytest
 from writerprof.errors import WriterprofError
 from writerprof.probes.writerprof_probe import format as journal
 from writerprof.run import RunDirectoryError, layout, load
-from writerprof.run.load import CHUNK_DTYPE, SAMPLE_DTYPE, UNNAMED_PHASE
+from writerprof.run.loader import CHUNK_DTYPE, SAMPLE_DTYPE, UNNAMED_PHASE
 
 load_module = sys.modules[load.__module__]  # the module, not its function of that name
 

@@ -17,7 +17,7 @@ from writerprof.record import procfs
 from writerprof.record.sampler import Sampler
 from writerprof.record.system import System
 from writerprof.run import directory, layout, load
-from writerprof.run.load import SAMPLE_DTYPE
+from writerprof.run.loader import SAMPLE_DTYPE
 from writerprof.units import parse_cpu_list
 
 INTERVAL_S = 0.02

@@ -12,7 +12,7 @@ from writerprof.probes.writerprof_probe.specs import BUILT_IN
 from writerprof.record.system import System
 from writerprof.record.topology import snapshot
 from writerprof.run import load
-from writerprof.run.load import CHUNK_DTYPE
+from writerprof.run.loader import CHUNK_DTYPE
 from writerprof.run.roles import FORKSERVER, PRODUCER, RESOURCE_TRACKER, WRITER, roles
 from writerprof.run.topology import cpu_nodes
 from writerprof.synthetic import MIB, Scenario, make_topology, write_run

@@ -21,7 +21,7 @@ from writerprof.record.sampler import Sampler
 from writerprof.record.system import System
 from writerprof.record.topology import snapshot
 from writerprof.run import directory, layout, load
-from writerprof.run.load import PROCESSES_DTYPE, THREAD_SAMPLE_DTYPE
+from writerprof.run.loader import PROCESSES_DTYPE, THREAD_SAMPLE_DTYPE
 
 PID = 4242
 MAIN, FILL1, FILL2 = PID, 4250, 4251

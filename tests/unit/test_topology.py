@@ -199,6 +199,29 @@ def test_the_analysis_imports_no_recording_code():
             "    for module in pkgutil.iter_modules(package.__path__, package.__name__ + '.'):\n"
             "        importlib.import_module(module.name)\n"
             "print(sorted(m for m in sys.modules if m.startswith('writerprof.record')))\n")
+    assert _printed_by_fresh_python(code) == "[]"
+
+
+def test_record_starts_cmd_without_numpy():
+    """What record imports before CMD starts, and a host's sampler agent, go
+    without the loader's numpy; its summary imports it with no OpenBLAS
+    threads of its own, and leaves its environment as it was; the loader's
+    `load` is the function, however its module was first imported."""
+    code = ("import os, sys\n"
+            "import writerprof.commands.record, writerprof.record.agent, writerprof.run.directory\n"
+            "print('numpy' in sys.modules, end=' ')\n"
+            "from writerprof.record import session\n"
+            "os.environ.pop('OPENBLAS_NUM_THREADS', None)\n"
+            "load = session._loader()\n"
+            "print(load.__name__, 'numpy' in sys.modules, len(os.listdir('/proc/self/task')),\n"
+            "      'OPENBLAS_NUM_THREADS' in os.environ, end=' ')\n"
+            "from writerprof.run.loader import CHUNK_DTYPE\n"
+            "from writerprof.run import load\n"
+            "print(callable(load) and load.__name__)\n")
+    assert _printed_by_fresh_python(code) == "False load True 1 False load"
+
+
+def _printed_by_fresh_python(code: str) -> str:
     # From /, so that a source checkout in the working directory cannot shadow the installed package.
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/")
-    assert done.stdout.strip() == "[]"
+    return done.stdout.strip()

@@ -191,11 +191,13 @@ class StackRecorder:
     """py-spys of CMD's Python processes into stacks_dir, until stop(): one
     thread watches CMD's tree and starts, switches and collects them (see
     the module's docstring). journals: the directory the probe journals
-    CMD's processes into (a journal there is a Python process to sample)."""
+    CMD's processes into (a journal there is a Python process to sample).
+    tree: pid's procfs.ProcessTree, if the caller shares one (and closes it)."""
 
     def __init__(self, pid: int, stacks_dir: Path, options: StackOptions, executable: str, warn,
-                 journals: Path | None = None):
+                 journals: Path | None = None, tree: procfs.ProcessTree | None = None):
         self.pid, self.dir, self.options, self.executable = pid, Path(stacks_dir), options, executable
+        self._tree, self._own_tree = tree, tree is None
         self._warn = warn
         self._journals = journals
         self._done = threading.Event()  # stop(), or a failure that ends them all: start no more py-spys
@@ -225,7 +227,10 @@ class StackRecorder:
     def start(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         self._write_index()
-        self._tree, self._free = procfs.ProcessTree(HOST, self.pid), FreeCpu(HOST)
+        if self._own_tree:
+            self._tree = procfs.ProcessTree(HOST, self.pid)
+        # /proc/stat read every 200 ms only where a busy rate is asked for: it decides nothing else.
+        self._free = FreeCpu(HOST) if self.options.busy_rate_hz is not None else None
         self._seen: dict[int, tuple[int, str]] = {}  # Python pid -> (parent pid, command line)
         # The first look now, not in the thread: a Python CMD is one at once (it
         # has been exec'd), and its py-spy starts before CMD can have ended.
@@ -251,7 +256,8 @@ class StackRecorder:
                 self._end_all()
             except Exception:
                 self._broke()
-            self._tree.close()
+            if self._own_tree:
+                self._tree.close()
             self.thread_cpu_s = time.thread_time()
 
     def _look(self) -> None:
@@ -259,7 +265,7 @@ class StackRecorder:
         that ended given way to the sparse rate; the py-spys that ended
         collected, and retried where they found no Python yet."""
         now, seen = time.monotonic_ns(), self._seen
-        self._free.look(now)
+        free_share = self._free.look(now) if self._free is not None else 1.0
         for pid in self._tree.pids():
             if pid in seen or pid in self._spies or pid in self._retry:
                 continue
@@ -270,7 +276,7 @@ class StackRecorder:
             seen[pid] = (stat.ppid, cmdline)
             parent = seen.get(stat.ppid)
             writer = full_rate(pid, self.pid, cmdline, parent and (True, parent[1]))
-            self._begin(pid, self._chain(pid, seen), stat.ppid if writer else None, self._free.share)
+            self._begin(pid, self._chain(pid, seen), stat.ppid if writer else None, free_share)
         for pid, spy in list(self._spies.items()):
             if spy.startup is not None and spy.ended is None:
                 spy.ended = "daemon" if _exec_into_daemon(pid, spy.chain[-1][1]) else spy.startup.ended(now)
@@ -550,11 +556,12 @@ def _signal(process: subprocess.Popen, signum: int) -> None:
             pass
 
 
-def start(pid: int, stacks_dir: Path, options: StackOptions, warn,
-          journals: Path | None = None) -> tuple[StackRecorder | None, dict]:
+def start(pid: int, stacks_dir: Path, options: StackOptions, warn, journals: Path | None = None,
+          tree: procfs.ProcessTree | None = None) -> tuple[StackRecorder | None, dict]:
     """py-spy following pid's process tree once a Python process is there
-    (journals: where the probe journals them); or None and the outcome saying
-    why not (warn has then been called with the one line to show)."""
+    (journals: where the probe journals them; tree: pid's, shared); or None
+    and the outcome saying why not (warn has then been called with the one
+    line to show)."""
     if not options.enabled:
         return None, {**options.settings(), "taken": False, "reason": "not requested (--no-stacks)"}
     executable = find_py_spy()
@@ -569,7 +576,7 @@ def start(pid: int, stacks_dir: Path, options: StackOptions, warn,
         warn(f"{reason}; {FIX}")
         return None, {**options.settings(), "taken": False, "reason": reason}
     recorder = StackRecorder(pid, stacks_dir, options, executable, warn=lambda r: warn(
-        f"{r}; {FIX}" if "ptrace" in r else r), journals=journals)
+        f"{r}; {FIX}" if "ptrace" in r else r), journals=journals, tree=tree)
     try:
         recorder.start()
     except OSError as exc:  # no room for the stacks directory: no stacks, not a failed recording

@@ -81,7 +81,9 @@ class _Process:
     thread_reader: procfs.ThreadReader | None = None
     files: procfs.ProcessFiles | None = None
     stat_text: str = ""  # its stat as last read
+    stat: procfs.Stat | None = None  # stat_text parsed
     io_text: str | None = None  # its io as last read
+    io: procfs.Io | None = None  # io_text parsed
     status: procfs.Status | None = None  # its status as last read (at status_ns): STATUS_EVERY_NS
     status_ns: int = 0
 
@@ -91,9 +93,16 @@ class Sampler:
     into HOST_DIR/procs/ (so that one reparented away, a daemon, is still
     followed), each interval until stop()."""
 
-    def __init__(self, root_pid: int, host_dir: Path, interval_s: float, system: System = HOST):
+    def __init__(self, root_pid: int, host_dir: Path, interval_s: float, system: System = HOST,
+                 tree: procfs.ProcessTree | None = None):
+        """tree: root_pid's procfs.ProcessTree, if the caller shares one with
+        record's py-spy watch (which looks every 50 ms), and closes it: a tick
+        takes a look of the last half interval, if there is one, rather than
+        look again."""
         self.root_pid, self.interval_s, self.system = root_pid, interval_s, system
-        self._tree = procfs.ProcessTree(system, root_pid)
+        self._own_tree = tree is None
+        self._tree = procfs.ProcessTree(system, root_pid) if tree is None else tree
+        self._tree_fresh_ns = 0 if tree is None else int(interval_s * 1e9 / 2)
         self._procs_dir = Path(host_dir) / layout.PROCS_DIR
         Path(host_dir).mkdir(parents=True, exist_ok=True)
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
@@ -133,12 +142,14 @@ class Sampler:
         self._stopping.set()
         if self._thread is not None:
             self._thread.join()
+        self._tree_fresh_ns = 0  # the last tick looks for itself: one from before CMD ended may miss its last processes
         self._tick_counting_errors()
         with self._lock:
             self._closed = True
             for proc in self._live.values():
                 self._close_threads(proc)
-            self._tree.close()
+            if self._own_tree:
+                self._tree.close()
             os.close(self._samples_fd)
             os.close(self._sampled_fd)
             os.close(self._threads_fd)
@@ -206,7 +217,7 @@ class Sampler:
     def _tick(self) -> None:
         try:
             self._read_journal_names()
-            tree = self._tree.pids()
+            tree = self._tree.pids(self._tree_fresh_ns)
             in_tree = set(tree)
             for pid in dict.fromkeys([*tree, *self._journal_pids, *self._live]):
                 self._sample(pid, pid in in_tree)
@@ -220,7 +231,10 @@ class Sampler:
         stat_text = proc.files.read("stat") if proc is not None else None
         if stat_text is None:  # not followed yet, or gone (or its pid reused): by its path
             stat_text = self.system.read(f"/proc/{pid}/stat")
-        stat = procfs.parse_stat(stat_text) if stat_text else None
+        if proc is not None and stat_text == proc.stat_text:
+            stat = proc.stat  # it has not run since (a daemon, a blocked writer): parsed already
+        else:
+            stat = procfs.parse_stat(stat_text) if stat_text else None
         if proc is not None and (stat is None or stat.start_ticks != proc.start_ticks):
             self._end(proc, t_ns)  # gone, or its pid already reused
             proc = None
@@ -243,8 +257,9 @@ class Sampler:
             if proc is None:
                 proc = self._first_sight(pid, stat, t_ns, files)
             proc.status, proc.status_ns = procfs.parse_status(status_text), t_ns
-        proc.stat_text, proc.io_text, status = stat_text, io_text, proc.status
-        io = procfs.UNREADABLE_IO if io_text is None else procfs.parse_io(io_text)
+        if io_text != proc.io_text or proc.io is None:
+            proc.io = procfs.UNREADABLE_IO if io_text is None else procfs.parse_io(io_text)
+        proc.stat_text, proc.stat, proc.io_text, io, status = stat_text, stat, io_text, proc.io, proc.status
         proc.ppid = stat.ppid
         if io.wchar >= 0:  # after an exec of a setuid program it is unreadable: keep the last
             proc.wchar = io.wchar

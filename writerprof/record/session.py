@@ -53,6 +53,7 @@ _LATE_SHARE = 0.1  # ticks over the interval, as a share of all, that make "the 
 # OpenMPI's mpirun does not pass the environment on to remote hosts; it
 # forwards the variables this names (';'-separated), which record appends to.
 OMPI_ENV_LIST = "OMPI_MCA_mca_base_env_list"
+BLAS_THREADS_ENV = "OPENBLAS_NUM_THREADS"  # numpy's wheels' BLAS (see _loader)
 
 
 class CommandNotFound(WriterprofError):
@@ -234,13 +235,14 @@ def _follow(child: subprocess.Popen, run_dir: Path, host: str, interval_ns: int,
     terminal = _give_terminal(child.pid)
     running = stack_recorder = None
     procs = layout.procs_dir(run_dir, host)
+    tree = procfs.ProcessTree(HOST, child.pid)  # looked at by py-spy's watch and the sampler, once for both
     try:
         stack_recorder, stacks_taken = pyspy.start(child.pid, layout.stacks_dir(run_dir, host), stacks,
                                                    warn=lambda line: recorded.notes.append(f"no stacks: {line}"),
-                                                   journals=procs)
+                                                   journals=procs, tree=tree)
         if sampler:
             try:
-                running = Sampler(child.pid, layout.host_dir(run_dir, host), interval_ns / 1e9)
+                running = Sampler(child.pid, layout.host_dir(run_dir, host), interval_ns / 1e9, tree=tree)
             except OSError as exc:
                 recorded.incomplete.append(f"no samples: cannot open the sampler's files: {exc.strerror or exc}")
             else:
@@ -263,6 +265,7 @@ def _follow(child: subprocess.Popen, run_dir: Path, host: str, interval_ns: int,
             recorded.stacks_threads_s = stack_recorder.thread_cpu_s
             if stack_recorder.write_error:
                 recorded.incomplete.append(f"stacks end early: {stack_recorder.write_error}")
+        tree.close()
     return status, stacks_taken
 
 
@@ -386,8 +389,7 @@ def _end(child: subprocess.Popen) -> None:
 
 def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
     """One screen: what was recorded, and what could not be."""
-    from writerprof.run import load
-
+    load = _loader()
     head = [f"writerprof record: {run_dir}", f"  command exited   {done.exit_status}",
             f"  wall time        {wall_s:.2f} s"]
     try:
@@ -434,3 +436,21 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
         lines.append(f"  stacks           none: {taken.get('reason') or 'not recorded'}")
     lines.append(f"  next:            writerprof report {run_dir}")
     return "\n".join(lines)
+
+
+def _loader():
+    """writerprof.run.load, for the summary: its numpy imported (if it is not
+    yet) with OpenBLAS's pool at one thread. Its threads, one a CPU, spin
+    as they start: 0.05-0.1 CPU s on a 2-CPU machine, for a summary that
+    multiplies no matrices. For the import only, and only where not set:
+    record's environment stays as it was (CMD has inherited it already;
+    contrast's next runs get it too)."""
+    ours = BLAS_THREADS_ENV not in os.environ
+    if ours:
+        os.environ[BLAS_THREADS_ENV] = "1"
+    try:
+        from writerprof.run import load
+    finally:
+        if ours:
+            del os.environ[BLAS_THREADS_ENV]
+    return load

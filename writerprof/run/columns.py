@@ -203,7 +203,9 @@ def _in_start_order(records: np.ndarray, counts: np.ndarray, file_dtype: np.dtyp
     late = late[~np.isin(late, firsts)]  # a file's first record after the last one's of the file before: in order
     # Whole records moved as opaque bytes.
     whole = records.view(np.dtype((np.void, file_dtype.itemsize)))
-    for file in np.unique(np.searchsorted(firsts, late, side="right") - 1).tolist():
+    files = np.searchsorted(firsts, late, side="right") - 1  # ascending, as late is
+    # Each once (np.unique would import numpy.ma: 0.035 CPU s of record's summary).
+    for file in files[np.diff(files, prepend=-1) != 0].tolist():
         a, b = firsts[file], firsts[file] + counts[file]
         whole[a:b] = whole[a:b][np.argsort(start[a:b], kind="stable")]
 

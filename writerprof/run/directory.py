@@ -14,7 +14,7 @@ import writerprof
 from writerprof.probes.writerprof_probe.format import host_name
 from writerprof.probes.writerprof_probe.identity import redact_argv
 from writerprof.run import layout
-from writerprof.run.load import RunDirectoryError, read_meta
+from writerprof.run.meta import RunDirectoryError, read_meta
 
 
 def create(path: Path | None, command: list[str], *, interval_ns: int, sampler: bool,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from writerprof.errors import UsageError, WriterprofError
 from writerprof.run import directory, layout
-from writerprof.run.load import read_meta
+from writerprof.run.meta import read_meta
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from writerprof.probes.writerprof_probe.format import PHASES
-from writerprof.run.load import CHUNK_DTYPE
+from writerprof.run.loader import CHUNK_DTYPE
 from writerprof.synthetic.timeline import US
 
 

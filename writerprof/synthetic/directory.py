@@ -8,7 +8,7 @@ from pathlib import Path
 
 import writerprof
 from writerprof.run import layout
-from writerprof.run.load import RunDirectoryError
+from writerprof.run.meta import RunDirectoryError
 from writerprof.synthetic.host import WALL_BASE, Host, clock_base, host_name
 from writerprof.synthetic.machine import Machine, make_topology
 from writerprof.synthetic.scenario import Scenario

@@ -13,7 +13,7 @@ import numpy as np
 from writerprof.record.sampler import NUMA_MAPS_EVERY_NS
 from writerprof.run import layout
 from writerprof.analysis.threads import time_inside
-from writerprof.run.load import SAMPLE_DTYPE, THREAD_SAMPLE_DTYPE
+from writerprof.run.loader import SAMPLE_DTYPE, THREAD_SAMPLE_DTYPE
 from writerprof.units import format_cpu_list
 
 CLK_TICK_NS = 10_000_000  # /proc times and start times count in 100 Hz clock ticks
