@@ -12,12 +12,13 @@ import their heavy dependencies inside `run`, so that the CLI starts fast.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
 import traceback
 
-from writerprof import __version__
+from writerprof import __version__, blas
 from writerprof.errors import Interrupted, UsageError, WriterprofError
 
 # The last line of defence, for a bug: an exception no command expected is one
@@ -123,7 +124,9 @@ def entry() -> None:
         from writerprof import collector
 
         collector.leaving_without_teardown()
-    code = main(argv)
+    # The same commands start no program of the user's: their numpy at one BLAS thread, for all of them.
+    with blas.one_thread() if leave else contextlib.nullcontext():
+        code = main(argv)
     if leave:
         try:
             sys.stdout.flush()

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import writerprof.probes
+from writerprof import blas
 from writerprof.analysis.hooks import unmatched_probes  # the report's own; not the whole analysis (0.04 CPU s)
 from writerprof.errors import UsageError, WriterprofError
 from writerprof.probes.writerprof_probe import format as journal_format
@@ -53,7 +54,6 @@ _LATE_SHARE = 0.1  # ticks over the interval, as a share of all, that make "the 
 # OpenMPI's mpirun does not pass the environment on to remote hosts; it
 # forwards the variables this names (';'-separated), which record appends to.
 OMPI_ENV_LIST = "OMPI_MCA_mca_base_env_list"
-BLAS_THREADS_ENV = "OPENBLAS_NUM_THREADS"  # numpy's wheels' BLAS (see _loader)
 
 
 class CommandNotFound(WriterprofError):
@@ -440,17 +440,7 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
 
 def _loader():
     """writerprof.run.load, for the summary: its numpy imported (if it is not
-    yet) with OpenBLAS's pool at one thread. Its threads, one a CPU, spin
-    as they start: 0.05-0.1 CPU s on a 2-CPU machine, for a summary that
-    multiplies no matrices. For the import only, and only where not set:
-    record's environment stays as it was (CMD has inherited it already;
-    contrast's next runs get it too)."""
-    ours = BLAS_THREADS_ENV not in os.environ
-    if ours:
-        os.environ[BLAS_THREADS_ENV] = "1"
-    try:
+    yet) with one BLAS thread (writerprof.blas)."""
+    with blas.one_thread():
         from writerprof.run import load
-    finally:
-        if ours:
-            del os.environ[BLAS_THREADS_ENV]
     return load
