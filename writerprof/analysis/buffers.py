@@ -97,25 +97,30 @@ def _per_buffer(p: np.ndarray, rows: np.ndarray, into: dict, values: list) -> No
     last = len(key) - 1 - np.unique(key[::-1], return_index=True)[1]
     firsts = np.argsort(first, kind="stable")  # the buffers in order of their first
     procs, starts, stops, order = _groups(p["proc"][rows][first[firsts]])
-    at = last[firsts][order].tolist()
+    values = list(map(values.__getitem__, last[firsts][order].tolist()))
     index = p["index"][rows][first[firsts][order]].tolist()
     for proc, a, b in zip(procs, starts, stops):
-        into[proc] = {index[k]: values[at[k]] for k in range(a, b)}
+        into[proc] = dict(zip(index[a:b], values[a:b]))
 
 
 def _nodes(p: np.ndarray, rows: np.ndarray) -> list[dict]:
-    """The {node: pages} dicts of those readings (one dict per distinct reading of nodes)."""
+    """The {node: pages} dicts of those readings: one dict per distinct
+    reading of nodes (a few in a run), found by a sort of their slots in use."""
     if not len(rows):
         return []
     count = p["nodes"][rows].astype(np.int64)
-    used = np.arange(p["node"].shape[1]) < count[:, None]
-    cells = np.concatenate([count[:, None], np.where(used, p["node"][rows], 0),
-                            np.where(used, p["node_pages"][rows], 0)], axis=1)
-    distinct, inverse = np.unique(cells, axis=0, return_inverse=True)
-    slots = p["node"].shape[1]
-    dicts = [{str(n): c for n, c in zip(row[1:1 + row[0]], row[1 + slots:1 + slots + row[0]])}
-             for row in distinct.tolist()]
-    return [dicts[i] for i in inverse.reshape(-1).tolist()]
+    width = int(count.max())
+    used = np.arange(width) < count[:, None]
+    cells = np.concatenate([count[:, None], np.where(used, p["node"][rows][:, :width], 0),
+                            np.where(used, p["node_pages"][rows][:, :width], 0)], axis=1)
+    order = np.lexsort(cells.T)
+    cells = cells[order]
+    new = np.append(True, (cells[1:] != cells[:-1]).any(axis=1))
+    inverse = np.empty(len(rows), dtype=np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    dicts = [{str(n): c for n, c in zip(row[1:1 + row[0]], row[1 + width:1 + width + row[0]])}
+             for row in cells[new].tolist()]
+    return [dicts[i] for i in inverse.tolist()]
 
 
 def _moved(run, named: np.ndarray, pages, unfaulted, scale, out: Readings) -> None:

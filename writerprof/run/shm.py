@@ -169,16 +169,17 @@ def _joined(binary: np.ndarray, from_json: np.ndarray) -> np.ndarray:
 
 
 def events(run, kind: str) -> list[dict]:
-    """Run.shm ("shm") or Run.placements ("placement") as the events' dicts,
-    with proc and pid: for the few per-record readers (tests, a look)."""
+    """Run.shm ("shm") or Run.placements ("placement") as rows of run.events
+    are, as dicts: kind, proc, pid, t_ns, and data (the event's fields, as
+    journaled; a missing one left out). For the few per-reading readers:
+    tests, a look at a run."""
     rows = run.shm if kind == "shm" else run.placements
     file = SHM_FILE if kind == "shm" else PLACEMENT_FILE
     strings = {name: {code: s for s, code in codes.items()} for name, codes in _CODES.items()}
     out = []
     for row in rows.tolist():
         values = dict(zip(rows.dtype.names, row))
-        e = {"kind": kind, "proc": values["proc"], "pid": int(run.processes["pid"][values["proc"]]),
-             "t_ns": values["t_ns"]}
+        data = {"kind": kind, "t_ns": values["t_ns"]}
         for name in file.names:
             value = values[name]
             if name == "name":
@@ -186,10 +187,11 @@ def events(run, kind: str) -> list[dict]:
             elif name in strings:
                 value = strings[name].get(value)
             elif name == "nodes":
-                count = value
-                value = {str(n): p for n, p in zip(values["node"][:count], values["node_pages"][:count])}
-            elif name in ("node", "node_pages", "t_ns"):
+                value = dict(zip(map(str, values["node"][:value]), values["node_pages"][:value]))
+            elif name in ("node", "node_pages", "t_ns") or (name in _NONE and value == _NONE[name]):
                 continue
-            e[name] = value
-        out.append(e)
+            if value is not None:
+                data[name] = value
+        out.append({"kind": kind, "proc": values["proc"], "pid": int(run.processes["pid"][values["proc"]]),
+                    "t_ns": values["t_ns"], "data": data})
     return out
