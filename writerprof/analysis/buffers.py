@@ -156,9 +156,10 @@ def _node_matrix(p: np.ndarray, rows: np.ndarray, scale: np.ndarray) -> np.ndarr
     reading = np.nonzero(used)[0]
     if not len(reading):
         return np.zeros((len(rows), 0))
-    node = p["node"][rows][used].astype(np.int64)
-    matrix = np.zeros((len(rows), int(node.max()) + 1))
-    matrix[reading, node] = p["node_pages"][rows][used].astype(np.float64) * scale[reading]
+    # A column per node read, in node order (a node no reading has would add 0 to every sum in moved).
+    nodes, column = np.unique(p["node"][rows][used], return_inverse=True)
+    matrix = np.zeros((len(rows), len(nodes)))
+    matrix[reading, column.reshape(-1)] = p["node_pages"][rows][used].astype(np.float64) * scale[reading]
     return matrix
 
 
