@@ -18,7 +18,7 @@ _START_RSS_MIB = {"fork": 60, "forkserver": 16, "spawn": 16}
 
 
 def write(host, rank, v: dict, i: int):
-    """The writer of rank row i of save v: its journal pair and samples."""
+    """The writer of rank row i of save v: its journal and samples."""
     method = host.sc.start_method
     pid, created = int(v["writer_pid"][i]), int(v["created"][i])
     if method == "fork":
