@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from writerprof.probes.writerprof_probe import format as journal
+from writerprof.run.shm import distinct_rows
 
 PAGE = 4096  # bytes: the pages of a buffer's size
 
@@ -113,13 +114,9 @@ def _nodes(p: np.ndarray, rows: np.ndarray) -> list[dict]:
     used = np.arange(width) < count[:, None]
     cells = np.concatenate([count[:, None], np.where(used, p["node"][rows][:, :width], 0),
                             np.where(used, p["node_pages"][rows][:, :width], 0)], axis=1)
-    order = np.lexsort(cells.T)
-    cells = cells[order]
-    new = np.append(True, (cells[1:] != cells[:-1]).any(axis=1))
-    inverse = np.empty(len(rows), dtype=np.int64)
-    inverse[order] = np.cumsum(new) - 1
+    firsts, inverse = distinct_rows(cells)
     dicts = [{str(n): c for n, c in zip(row[1:1 + row[0]], row[1 + width:1 + width + row[0]])}
-             for row in cells[new].tolist()]
+             for row in cells[firsts].tolist()]
     return [dicts[i] for i in inverse.tolist()]
 
 

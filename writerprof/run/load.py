@@ -416,7 +416,7 @@ def _read_host(root: Path, listing: tuple[str, set[str], list[str]]) -> list[tup
                                fields.clean_events)
     out = []
     for base, (records, losses) in zip(bases, events):
-        binary, lost = shm.read(root, at + base, names)
+        binary, lost = shm.read(root, at, base, names)
         out.append((records, losses + lost, binary))
     return out
 

@@ -9,6 +9,8 @@ code 0, a count -1, an address 0."""
 
 from __future__ import annotations
 
+import os
+from functools import partial
 from itertools import chain
 
 import numpy as np
@@ -51,26 +53,42 @@ SHM_ROWS = rows_dtype(SHM_FILE)
 PLACEMENT_ROWS = rows_dtype(PLACEMENT_FILE)
 
 
-def read(root, base: str, names: set[str]) -> tuple[list[bytes], list[str]]:
+def read(root, at: str, base: str, names: set[str]) -> tuple[list[bytes], list[str]]:
     """A journal's SHM and PLACEMENT records, as bytes of whole records (b""
-    for a missing file), and the loss lines of reading them. names: the
-    files of its procs/ directory."""
+    for a missing file), and the loss lines of reading them. at: its procs/
+    directory (with a trailing /), names: the files there."""
     out, losses = [], []
     for suffix, dtype in FILES:
-        file, data = base + suffix, b""
-        if file.rpartition("/")[2] in names:
-            try:
-                with open(file, "rb", buffering=0) as f:
-                    data = f.read()
+        data = b""
+        if base + suffix in names:
+            file = at + base + suffix
+            try:  # os's own calls: a file open costs less than the io module's (12k journals)
+                fd = os.open(file, os.O_RDONLY | os.O_CLOEXEC)
+                try:
+                    data = b"".join(iter(partial(os.read, fd, 1 << 24), b""))
+                finally:
+                    os.close(fd)
             except OSError as exc:
                 losses.append(f"{times.rel(root, file)}: unreadable ({exc.strerror}): its records are lost")
-            partial = len(data) % dtype.itemsize
-            if partial:
-                losses.append(f"{times.rel(root, file)}: {partial} bytes of a partial record dropped "
+            partial_bytes = len(data) % dtype.itemsize
+            if partial_bytes:
+                losses.append(f"{times.rel(root, file)}: {partial_bytes} bytes of a partial record dropped "
                               f"(target killed mid-write?)")
-                data = data[:-partial]
+                data = data[:-partial_bytes]
         out.append(data)
     return out, losses
+
+
+def distinct_rows(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Of a 2-D array's rows: a row of each distinct one, and each row's
+    number among those (a lexsort of the columns: several times faster than
+    np.unique(axis=0), and than a sort of long byte strings)."""
+    order = np.lexsort(cells.T[::-1])
+    ranked = cells[order]
+    new = np.append(True, (ranked[1:] != ranked[:-1]).any(axis=1)) if len(cells) else np.zeros(0, bool)
+    inverse = np.empty(len(cells), dtype=np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    return order[new], inverse
 
 
 def columns(journals: list, windows: np.ndarray, every: list[dict], kinds: np.ndarray, journal_of: np.ndarray,
@@ -117,11 +135,11 @@ def _binary(journals: list, k: int, file: np.dtype, windows: np.ndarray, names: 
         records, proc = records[ok], proc[ok]
     out = np.zeros(len(records), rows_dtype(file))
     for name in file.names:
-        if name == "name":
-            table, inverse = np.unique(records["name"], return_inverse=True)
-            codes = np.array([names.setdefault(n.decode(errors="replace"), len(names)) for n in table.tolist()],
-                             dtype=np.int32)
-            out["name"] = codes[inverse] if len(codes) else -1
+        if name == "name":  # the distinct names by their bytes, as 8 words
+            raw = np.ascontiguousarray(records["name"])
+            firsts, inverse = distinct_rows(raw.view("<u8").reshape(len(raw), raw.itemsize // 8))
+            codes = [names.setdefault(n.decode(errors="replace"), len(names)) for n in raw[firsts].tolist()]
+            out["name"] = np.array(codes, dtype=np.int32)[inverse] if codes else -1
         else:
             out[name] = records[name]
     out["proc"] = proc
