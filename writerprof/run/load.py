@@ -1,5 +1,6 @@
 """Read a run directory into one Run: numpy arrays for the many fixed-size
-records, dicts for the rare events. A damaged or unfinished recording loads
+records (chunks, samples, and the buffers' SHM and PLACEMENT records:
+writerprof.run.shm), dicts for the rare events. A damaged or unfinished recording loads
 as far as it goes; what could not be read is said in `Run.losses`.
 
 The analysis gets clean data: fields of the wrong type are left out
