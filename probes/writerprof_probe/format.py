@@ -1,11 +1,21 @@
 """The journal format every probed process writes: the one definition that the
 probe writes and writerprof's loader reads.
 
-A process journals into RUN/hosts/HOST/procs/ two files named PID-CREATED_NS:
+A process journals into RUN/hosts/HOST/procs/ files named PID-CREATED_NS:
   .events.jsonl  rare events, one JSON object a line, written as they happen;
                  the first line is the process's identity (kind "process").
   .chunks.bin    hot-path calls, fixed-size little-endian records (CHUNK),
                  buffered and appended in batches.
+  .shm.bin       its shared-memory mappings (SHM records), and
+  .placement.bin its readings of where their pages are (PLACEMENT records):
+                 one record each, written as it happens; only in a process
+                 that mapped a buffer. Most of a run's rare events are these
+                 (four in five): fixed-size records load without a JSON
+                 parse or a dict each. One whose values do not fit a record
+                 (a name longer than NAME_BYTES, more nodes than NODE_SLOTS)
+                 is journaled as its JSON event instead ("shm", "placement"
+                 below), as runs of schema 1 have them all; the loader reads
+                 both into the same columns.
 
 Every event has "kind" and "t_ns" (CLOCK_MONOTONIC, shared by the processes of
 a host); spans also have "start_ns" and "end_ns". The kinds:
@@ -42,25 +52,31 @@ a host); spans also have "start_ns" and "end_ns". The kinds:
                 when unpickling needed __main__ and it was re-run after all
   fork          os.fork in this process: native_threads, python_threads,
                 threads (names), forking_thread
-  shm           a SharedMemory mapped here: op ("create" | "attach" |
+  shm           (an SHM record, or this event when it does not fit one)
+                a SharedMemory mapped here: op ("create" | "attach" |
                 "inherited"), name, size, index, start, end (addresses)
-  placement     where a buffer's pages are: name, index, when ("create" |
+  placement     (a PLACEMENT record, or this event when it does not fit one)
+                where a buffer's pages are: name, index, when ("create" |
                 "attach" | "unlink" | "end"), source ("move_pages" | "numa_maps"), pages
                 (in the range), sampled (pages asked about: every stride-th),
                 stride, nodes ({node: pages of the sample}), unfaulted (pages
-                of the sample not mapped in this process yet)
+                of the sample not mapped in this process yet), unreadable
+                (pages of the sample move_pages could not read; absent: none)
   exit          via ("atexit" | "os._exit" | "signal"), code, rusage, signal
   agent         this process started its host's sampler agent: started (false:
                 reason), pid, python
   journal_stopped  a journal write failed (a full or read-only run directory)
                 and the probe stopped journaling in this process; written at
-                exit if the disk takes it again: reason, events_dropped,
-                records_dropped
+                exit if the disk takes it again: reason, events_dropped (SHM
+                and PLACEMENT records count here: they are events),
+                records_dropped (chunk records)
 """
 
 import os
 
-SCHEMA = 1
+# 2: SHM and PLACEMENT records (.shm.bin, .placement.bin); a writerprof of
+# schema 1 would miss them, and refuses a run of schema 2.
+SCHEMA = 2
 
 # One record per hooked call.
 #   phase       code of the phase (PHASES, or a "phase" event for added ones)
@@ -109,8 +125,41 @@ FIRST_ADDED_PHASE = 32
 # a "process_start" event).
 START_METHODS = ("fork", "forkserver", "spawn")
 
+# One record per SharedMemory mapped (create, attach, or inherited across a
+# fork), the fields of its "shm" event:
+#   t_ns        when it was journaled (CLOCK_MONOTONIC)
+#   op          SHM_OPS code
+#   index       this process's number for the buffer (CHUNK's buffer)
+#   size        bytes; start, end: the mapping's addresses here
+#   name        the segment's name, UTF-8, NUL-padded to NAME_BYTES
+SHM_FIELDS = (
+    ("t_ns", "i8"), ("op", "u1"), ("index", "i4"), ("size", "i8"), ("start", "u8"), ("end", "u8"),
+    ("name", "S64"),
+)
+SHM_FORMAT = "<qBiqQQ64s"
+# One record per placement reading, the fields of its "placement" event:
+#   when, source   PLACEMENT_WHENS, PLACEMENT_SOURCES codes
+#   pages, sampled, stride, unfaulted, unreadable (0: none)   as the event's
+#   nodes       how many of the NODE_SLOTS (node, node_pages) slots are the
+#               event's nodes dict, in its order; the rest are 0
+PLACEMENT_FIELDS = (
+    ("t_ns", "i8"), ("index", "i4"), ("when", "u1"), ("source", "u1"), ("nodes", "u1"), ("pages", "i8"),
+    ("sampled", "i8"), ("stride", "i8"), ("unfaulted", "i8"), ("unreadable", "i8"), ("name", "S64"),
+    ("node", "8u2"), ("node_pages", "8i8"),
+)
+PLACEMENT_FORMAT = "<qiBBBqqqqq64s8H8q"
+NAME_BYTES = 64
+NODE_SLOTS = 8
+# Codes of the strings (0: none, for a JSON event without the field).
+SHM_OPS = {"create": 1, "attach": 2, "inherited": 3}
+PLACEMENT_WHENS = {"create": 1, "attach": 2, "unlink": 3, "end": 4}
+PLACEMENT_SOURCES = {"move_pages": 1, "numa_maps": 2}
+
 EVENTS_SUFFIX = ".events.jsonl"
 CHUNKS_SUFFIX = ".chunks.bin"
+SHM_SUFFIX = ".shm.bin"
+PLACEMENT_SUFFIX = ".placement.bin"
+RECORD_SUFFIXES = {"shm": SHM_SUFFIX, "placement": PLACEMENT_SUFFIX}  # event kind -> its records' file
 
 HOSTS_DIR = "hosts"
 PROCS_DIR = "procs"
@@ -137,16 +186,60 @@ INTERVAL_ENV = "WRITERPROF_INTERVAL_NS"
 AGENT_LOCK = "agent.lock"  # in RUN/hosts/HOST/: who started that host's agent
 
 
+_FORMATS = {"CHUNK": CHUNK_FORMAT, "SHM": SHM_FORMAT, "PLACEMENT": PLACEMENT_FORMAT}
+
+
 def __getattr__(name):
-    """CHUNK, made on first use: struct costs start-up, and only a process
-    that records calls needs it."""
-    if name == "CHUNK":
+    """CHUNK, SHM, PLACEMENT, made on first use: struct costs start-up, and
+    only a process that records calls (maps buffers) needs them."""
+    if name in _FORMATS:
+        return _struct(name)
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
+
+
+def _struct(name):
+    made = globals().get(name)
+    if made is None:
         import struct
 
-        global CHUNK
-        CHUNK = struct.Struct(CHUNK_FORMAT)
-        return CHUNK
-    raise AttributeError("module %r has no attribute %r" % (__name__, name))
+        made = globals()[name] = struct.Struct(_FORMATS[name])
+    return made
+
+
+_SHM_KEYS = frozenset(("op", "name", "size", "index", "start", "end"))
+_PLACEMENT_KEYS = frozenset(("name", "index", "when", "source", "pages", "sampled", "stride", "nodes",
+                             "unfaulted"))
+
+
+def record(kind, t_ns, fields):
+    """The SHM or PLACEMENT record of a "shm" or "placement" event's fields,
+    or None when they do not fit one (then the event is journaled as JSON,
+    which loses nothing): a name longer than NAME_BYTES (or with a NUL),
+    more nodes than NODE_SLOTS, a string without a code, a field unknown or
+    missing, a value out of its field's range."""
+    try:
+        name = fields["name"].encode()
+        if len(name) > NAME_BYTES or b"\0" in name:
+            return None
+        if kind == "shm":
+            numbers = (fields["index"], fields["size"], fields["start"], fields["end"])
+            if fields.keys() != _SHM_KEYS or not all(type(v) is int and v >= 0 for v in numbers):
+                return None
+            return _struct("SHM").pack(t_ns, SHM_OPS[fields["op"]], *numbers, name)
+        nodes = fields["nodes"]
+        unreadable = fields.get("unreadable", 0)
+        numbers = (fields["index"], fields["pages"], fields["sampled"], fields["stride"], fields["unfaulted"],
+                   unreadable, *nodes.values())
+        if (not _PLACEMENT_KEYS <= fields.keys() <= _PLACEMENT_KEYS | {"unreadable"} or len(nodes) > NODE_SLOTS
+                or not all(type(v) is int and v >= 0 for v in numbers)
+                or not all(type(k) is str and k.isdigit() and str(int(k)) == k for k in nodes)):
+            return None
+        pad = (0,) * (NODE_SLOTS - len(nodes))
+        return _struct("PLACEMENT").pack(
+            t_ns, fields["index"], PLACEMENT_WHENS[fields["when"]], PLACEMENT_SOURCES[fields["source"]],
+            len(nodes), *numbers[1:6], name, *map(int, nodes), *pad, *nodes.values(), *pad)
+    except Exception:  # struct.error (out of range), KeyError (no code), a str that is not one...
+        return None
 
 
 _SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")

@@ -74,6 +74,20 @@ class Journal:
         if not self._append(format.EVENTS_SUFFIX, (dumps(fields) + "\n").encode()):
             self.dropped["events"] += 1
 
+    def buffer_event(self, kind, **fields):
+        """A "shm" or "placement" event: its SHM or PLACEMENT record, appended
+        now (one write, like an event's line, and counted as an event if
+        dropped), or the JSON event where its fields do not fit one."""
+        if self.stopped is not None:
+            self.dropped["events"] += 1
+            return
+        t_ns = time.monotonic_ns()
+        data = format.record(kind, t_ns, fields)
+        if data is None:
+            self.event(kind, t_ns=t_ns, **fields)
+        elif not self._append(format.RECORD_SUFFIXES[kind], data):
+            self.dropped["events"] += 1
+
     def record(self, fields):
         """Queue one CHUNK record (a tuple in CHUNK_FIELDS order). The hot
         path (calls.timed) appends to `records` itself, packed, and asks

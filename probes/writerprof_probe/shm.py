@@ -84,7 +84,7 @@ def _opened(shm, create):
     _known.append(fields)
     _open[index] = shm
     calls.shm_index[id(shm._mmap)] = index
-    journal.event("shm", op="create" if create else "attach", **fields)
+    journal.buffer_event("shm", op="create" if create else "attach", **fields)
     if create and "first-touch" in mitigate.active:
         mitigate.first_touch(shm)  # before anyone touches it; the reading below shows where it put the pages
     _placement(index, "create" if create else "attach")
@@ -94,7 +94,7 @@ def _placement(index, when):
     fields = _known[index]
     found = numa().placement(fields["start"], fields["end"])
     if found is not None:
-        journal.event("placement", name=fields["name"], index=index, when=when, **found)
+        journal.buffer_event("placement", name=fields["name"], index=index, when=when, **found)
     return found
 
 
@@ -137,4 +137,4 @@ def at_exit():
 def after_fork():
     """A forked child maps its parent's buffers too: journal them as inherited."""
     for index in _open:
-        journal.event("shm", op="inherited", **_known[index])
+        journal.buffer_event("shm", op="inherited", **_known[index])

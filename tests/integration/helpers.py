@@ -39,9 +39,9 @@ def attached_placements(run, pid: int, when: str) -> tuple[set, list[dict]]:
     """The indices of the buffers process `pid` attached by name, and their
     placement records taken `when` ("attach" or "end"). A fork child also
     holds its parent's mappings, journaled as inherited: those are left out."""
-    attached = {e["data"]["index"] for e in run.events_of("shm")
+    attached = {e["data"]["index"] for e in run.buffer_events("shm")
                 if e["pid"] == pid and e["data"]["op"] == "attach"}
-    placements = [e["data"] for e in run.events_of("placement") if e["pid"] == pid
+    placements = [e["data"] for e in run.buffer_events("placement") if e["pid"] == pid
                   and e["data"]["when"] == when and e["data"]["index"] in attached]
     return attached, placements
 

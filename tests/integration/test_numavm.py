@@ -71,7 +71,7 @@ def test_buffer_pages_are_on_the_node_that_touched_them(guest_runs, name, node):
         assert placement["source"] == "move_pages"
         assert placement["nodes"] == {node: placement["sampled"]}, placement
     # The producer created and filled them: its last reading agrees.
-    producer_ends = [e["data"] for e in run.events_of("placement")
+    producer_ends = [e["data"] for e in run.buffer_events("placement")
                      if e["pid"] != writer and e["data"]["when"] == "end"]
     assert producer_ends and all(p["nodes"] == {node: p["sampled"]} for p in producer_ends)
 

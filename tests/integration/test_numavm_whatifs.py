@@ -71,7 +71,7 @@ def test_local_puts_the_writer_on_its_buffers_node(guest_runs):
     assert child["applied"] and child["node"] == 0 and child["cpus"] == [0] and child["inherited"] == [1], child
     # The buffers stayed on node 0, and the writer wrote every chunk from node 0.
     assert _written(run, writer) == [{"0": 482}] * 2
-    unlinked = [e["data"] for e in run.events_of("placement") if e["data"]["when"] == "unlink"]
+    unlinked = [e["data"] for e in run.buffer_events("placement") if e["data"]["when"] == "unlink"]
     assert len(unlinked) == 4 and all(p["nodes"] == {"0": p["sampled"]} for p in unlinked)
     writes = run.chunks[(run.chunks["pid"] == writer)
                         & (run.chunks["phase"] == {n: c for c, n in run.phase_names.items()}["write"])]
@@ -90,14 +90,14 @@ def test_first_touch_puts_the_buffers_on_the_writers_node(guest_runs):
     touched = [m for m in _mitigations(run) if m["name"] == "first-touch"]
     assert len(touched) == 4 and all(m["applied"] and m["node"] == 1 for m in touched), touched  # its 4 buffers
     # Right after creation every page is on node 1, before the reproducer's own touch from cpu 0.
-    created = [e["data"] for e in run.events_of("placement") if e["data"]["when"] == "create"]
+    created = [e["data"] for e in run.buffer_events("placement") if e["data"]["when"] == "create"]
     assert len(created) == 4 and all(p["nodes"] == {"1": p["sampled"]} and p["unfaulted"] == 0 for p in created)
     assert _written(run, writer) == [{"1": 482}] * 2
     writes = run.chunks[(run.chunks["pid"] == writer)
                         & (run.chunks["phase"] == {n: c for c, n in run.phase_names.items()}["write"])]
     assert len(writes) == 2 and {nodes[int(c)] for c in writes["cpu"]} == {1}
     # The producer's reading at unlink, the end of the save, sees them there too.
-    unlinked = [e["data"] for e in run.events_of("placement") if e["data"]["when"] == "unlink"]
+    unlinked = [e["data"] for e in run.buffer_events("placement") if e["data"]["when"] == "unlink"]
     assert len(unlinked) == 4 and all(p["nodes"] == {"1": p["sampled"]} for p in unlinked)
 
 

@@ -49,14 +49,43 @@ def run_probed(tmp_path, *args, python=sys.executable, extra_env=None):
 
 
 def journals(run):
-    """{pid: (events, chunk records)} of every probed process."""
+    """{pid: (events, chunk records)} of every probed process; its SHM and
+    PLACEMENT records among the events, as their "shm" and "placement" events."""
     out = {}
     for events_file in run.glob("hosts/*/procs/*" + journal_format.EVENTS_SUFFIX):
         events = [json.loads(line) for line in events_file.read_text().splitlines()]
         base = str(events_file)[: -len(journal_format.EVENTS_SUFFIX)]
+        events += buffer_events(base)
         dtype = np.dtype([(n, "<" + t) for n, t in journal_format.CHUNK_FIELDS])
         chunks = np.fromfile(base + journal_format.CHUNKS_SUFFIX, dtype=dtype)
         out[events[0]["pid"]] = (events, chunks)
+    return out
+
+
+def buffer_events(base):
+    """A journal's SHM and PLACEMENT records as the events they stand for."""
+    codes = {"op": journal_format.SHM_OPS, "when": journal_format.PLACEMENT_WHENS,
+             "source": journal_format.PLACEMENT_SOURCES}
+    out = []
+    for kind, suffix in journal_format.RECORD_SUFFIXES.items():
+        fields = journal_format.SHM_FIELDS if kind == "shm" else journal_format.PLACEMENT_FIELDS
+        data = Path(base + suffix).read_bytes() if Path(base + suffix).exists() else b""
+        record = getattr(journal_format, kind.upper())
+        for values in record.iter_unpack(data):
+            it = iter(values)
+            e = {"kind": kind}
+            for name, code in fields:
+                count = int(code[0]) if code[0].isdigit() else 1
+                taken = [next(it) for _ in range(count)]
+                e[name] = taken if count > 1 else taken[0]
+            e["name"] = e["name"].rstrip(b"\0").decode()
+            for name, table in codes.items():
+                if name in e:
+                    e[name] = {c: s for s, c in table.items()}[e[name]]
+            if kind == "placement":
+                n = e.pop("nodes")
+                e["nodes"] = {str(node): pages for node, pages in zip(e.pop("node")[:n], e.pop("node_pages")[:n])}
+            out.append(e)
     return out
 
 

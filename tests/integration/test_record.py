@@ -129,8 +129,8 @@ def test_forkserver_daemon_and_resource_tracker_are_identified(recorded_repro):
 
 def test_every_buffer_has_a_placement(recorded_repro):
     method, run, saves, _ = recorded_repro
-    shm = run.events_of("shm")
-    placements = run.events_of("placement")
+    shm = run.buffer_events("shm")
+    placements = run.buffer_events("placement")
     assert len(shm) >= 2 * 4 * 2  # 4 buffers per save, created by the producer and attached by the writer
     for event in shm:
         mine = [p["data"] for p in placements if p["proc"] == event["proc"]

@@ -434,7 +434,7 @@ def test_a_directory_in_place_of_a_file_is_said(two_hosts):
 
 
 @pytest.mark.parametrize("schema, said", [
-    (99, "journal schema 99 is newer than this writerprof reads (up to 1): upgrade writerprof"),
+    (99, "journal schema 99 is newer than this writerprof reads (up to 2): upgrade writerprof"),
     (0, "journal schema 0 is not a version number the probe writes"),
     ("1", "journal schema None is not a version number the probe writes"),  # a string: left out
 ])

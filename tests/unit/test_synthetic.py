@@ -53,6 +53,9 @@ def of(run, p):
 
 
 def events(run, p, kind=None):
+    if kind in ("shm", "placement"):  # not events: the run's columns of them
+        proc = run.process_events(p["host"], p["pid"])[0]["proc"]
+        return [e["data"] for e in run.buffer_events(kind) if e["proc"] == proc]
     found = [e["data"] for e in run.process_events(p["host"], p["pid"])]
     return [e for e in found if kind is None or e["kind"] == kind]
 
@@ -502,4 +505,5 @@ def test_a_big_run_is_quick(tmp_path):
     started = time.monotonic()
     run = write_run(tmp_path / "run", Scenario(hosts=2, ranks_per_host=32, saves=3, chunks_per_save=100))
     assert time.monotonic() - started < 20
-    assert len(list((run / "hosts" / "host1" / "procs").iterdir())) == 2 * (32 * (2 + 3))
+    # Per rank 2 + 3 journals' events and chunks, and the buffer records of the producer and its 3 writers.
+    assert len(list((run / "hosts" / "host1" / "procs").iterdir())) == 2 * (32 * (2 + 3)) + 2 * (32 * (1 + 3))

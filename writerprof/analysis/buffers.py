@@ -1,8 +1,9 @@
 """The shared-memory buffers of each process and their page readings, from
-one pass over the run's shm and placement events (found once per run): the
-buffers a process created or attached, when it created each, its last
-reading of each buffer at a loop's end, its last reading with nodes, and the
-pages of each buffer that moved between readings (moved)."""
+the run's columns of them (run.shm, run.placements: writerprof.run.shm),
+found once per run: the buffers a process created or attached, when it
+created each, its last reading of each buffer at a loop's end, its last
+reading with nodes, and the pages of each buffer that moved between
+readings (moved). Grouped with numpy; Python objects only for the results."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from writerprof.probes.writerprof_probe import format as journal
+from writerprof.run.shm import distinct_rows
 
 PAGE = 4096  # bytes: the pages of a buffer's size
 
@@ -23,7 +26,8 @@ class Readings:
     mapped: dict = field(default_factory=lambda: defaultdict(set))  # buffers it created or attached
     pages: dict = field(default_factory=lambda: defaultdict(int))  # pages (PAGE bytes) of each create and attach
     created: dict = field(default_factory=lambda: defaultdict(list))  # (t_ns, buffer) it created
-    # buffer -> its last end-of-loop reading's (nodes, unfaulted, scale: of its sample to the buffer's pages)
+    # buffer -> its last end-of-loop reading's (nodes, unfaulted, scale: of its sample to the buffer's pages);
+    # the nodes dicts of readings alike are one object: read them, do not change them
     last_end: dict = field(default_factory=lambda: defaultdict(dict))
     last_nodes: dict = field(default_factory=lambda: defaultdict(dict))  # buffer -> its last reading's nodes
     names: dict = field(default_factory=lambda: defaultdict(dict))  # buffer index -> its segment's name
@@ -40,57 +44,101 @@ def readings(run) -> Readings:
 
 
 def _readings(run) -> Readings:
-    # Each event's fields read in one pass over its dict (read again later, a
-    # dict is out of the cache: a pass per field took twice as long); then the
-    # per-process dicts, and the named readings' numbers as columns, compared
-    # for every buffer at once (moved).
-    e = run.events
     out = Readings()
-    shm = np.flatnonzero(e["kind"] == "shm")
-    fields = [(d.get("op"), d.get("index"), d.get("size"), d.get("t_ns")) for d in e["data"][shm].tolist()]
-    for proc, (op, index, size, t_ns) in zip(e["proc"][shm].tolist(), fields):
-        if op == "create" or op == "attach":
-            out.mapped[proc].add(index)
-            out.pages[proc] += -(-int(size or 0) // PAGE)
-            if op == "create":
-                out.created[proc].append((t_ns or 0, index))
-    placed = np.flatnonzero(e["kind"] == "placement")
-    procs, data = e["proc"][placed].tolist(), e["data"][placed].tolist()
-    index, name, nodes, when, pages, sampled, unfaulted = _columns(
-        [(d.get("index"), d.get("name"), d.get("nodes"), d.get("when"), d.get("pages"), d.get("sampled"),
-          d.get("unfaulted")) for d in data], 7)
-    last_end, last_nodes, names = out.last_end, out.last_nodes, out.names
-    readings = zip(procs, index, name, nodes, when, pages, sampled, unfaulted)
-    for proc, i, n, found, w, buffer_pages, sample_pages, not_faulted in readings:
-        if w == "end":  # what placement reads of it, read here (the dict is out of the cache by then)
-            per_sample = buffer_pages / sample_pages if sample_pages and buffer_pages else 1.0
-            last_end[proc][i] = (found, not_faulted, per_sample)
-        if found:
-            last_nodes[proc][i] = found
-        if n is not None:
-            names[proc][i] = n
-    named = [k for k, n in enumerate(name) if n is not None]
-    hosts = run.processes["host"][np.array([procs[k] for k in named], dtype=np.int64)].tolist()
-    series_of: dict = {}  # (host, name) -> its number, and (proc, index) -> its
-    mapping_of: dict = {}
-    series = [series_of.setdefault((host, name[k]), len(series_of)) for host, k in zip(hosts, named)]
-    mapping = [mapping_of.setdefault((procs[k], index[k]), len(mapping_of)) for k in named]
-    pages, sampled, unfaulted = (np.array([x or 0 for x in column], dtype=np.float64)[named]
-                                 for column in (pages, sampled, unfaulted))
+    _mappings(run.shm, out)
+    p = run.placements
+    # A JSON event's missing count (-1) reads as none (0).
+    pages, sampled, unfaulted = (np.maximum(p[name], 0) for name in ("pages", "sampled", "unfaulted"))
     scale = np.where((sampled != 0) & (pages != 0), pages / np.where(sampled != 0, sampled, 1), 1.0)
-    full = (pages != 0) & (unfaulted * scale <= FULL_SHARE * pages)
-    cells = [(at, int(n), c) for at, k in enumerate(named) if nodes[k] for n, c in nodes[k].items()]
-    found = moved(np.array(series, dtype=np.int64), e["t_ns"][placed][np.array(named, dtype=np.int64)],
-                  np.array(mapping, dtype=np.int64), full, _node_matrix(len(named), cells, scale))
-    keys = list(series_of)
-    for number, fell, compared, first_ns, last_ns in found:
-        out.moved[keys[number]] = {"pages": fell, "compared": compared, "from_ns": first_ns, "to_ns": last_ns}
+    ends = np.flatnonzero(p["when"] == journal.PLACEMENT_WHENS["end"])
+    _per_buffer(p, ends, out.last_end,
+                list(zip(_nodes(p, ends), unfaulted[ends].tolist(), scale[ends].tolist())))
+    with_nodes = np.flatnonzero(p["nodes"] > 0)
+    _per_buffer(p, with_nodes, out.last_nodes, _nodes(p, with_nodes))
+    named = np.flatnonzero(p["name"] >= 0)
+    _per_buffer(p, named, out.names, run.buffer_names[p["name"][named]].tolist())
+    _moved(run, named, pages, unfaulted, scale, out)
     return out
 
 
-def _columns(rows: list[tuple], width: int) -> list[tuple]:
-    """Rows of `width` fields as `width` columns (empty ones without rows)."""
-    return list(zip(*rows)) or [()] * width
+def _mappings(shm: np.ndarray, out: Readings) -> None:
+    """mapped, pages and created, from the create and attach records."""
+    ops = journal.SHM_OPS
+    rows = np.flatnonzero((shm["op"] == ops["create"]) | (shm["op"] == ops["attach"]))
+    procs, starts, stops, order = _groups(shm["proc"][rows])
+    rows = rows[order]
+    index = shm["index"][rows].tolist()
+    pages = -(-np.maximum(shm["size"][rows], 0) // PAGE)  # a JSON event's missing size (-1): none
+    totals = np.add.reduceat(pages, starts).tolist() if len(rows) else []
+    for proc, a, b, total in zip(procs, starts, stops, totals):
+        out.mapped[proc] = set(index[a:b])
+        out.pages[proc] = total
+    creates = np.flatnonzero(shm["op"] == ops["create"])
+    procs, starts, stops, order = _groups(shm["proc"][creates])
+    created = list(zip(shm["t_ns"][creates][order].tolist(), shm["index"][creates][order].tolist()))
+    for proc, a, b in zip(procs, starts, stops):
+        out.created[proc] = created[a:b]
+
+
+def _groups(procs: np.ndarray) -> tuple[list[int], list[int], list[int], np.ndarray]:
+    """Rows (in time order) grouped by process: the processes, each one's
+    first and stop position in order, and order (each's rows in time order)."""
+    order = np.argsort(procs, kind="stable")
+    grouped = procs[order]
+    starts = np.flatnonzero(np.append(True, grouped[1:] != grouped[:-1])) if len(grouped) else grouped[:0]
+    return grouped[starts].tolist(), starts.tolist(), starts[1:].tolist() + [len(grouped)], order
+
+
+def _per_buffer(p: np.ndarray, rows: np.ndarray, into: dict, values: list) -> None:
+    """into[proc][index] = the value of each (process, buffer)'s last of rows
+    (time order; values: one per row), each process's buffers in the order
+    of their first of rows."""
+    key = p["proc"][rows].astype(np.int64) << 32 | p["index"][rows]
+    _, first = np.unique(key, return_index=True)
+    last = len(key) - 1 - np.unique(key[::-1], return_index=True)[1]
+    firsts = np.argsort(first, kind="stable")  # the buffers in order of their first
+    procs, starts, stops, order = _groups(p["proc"][rows][first[firsts]])
+    values = list(map(values.__getitem__, last[firsts][order].tolist()))
+    index = p["index"][rows][first[firsts][order]].tolist()
+    for proc, a, b in zip(procs, starts, stops):
+        into[proc] = dict(zip(index[a:b], values[a:b]))
+
+
+def _nodes(p: np.ndarray, rows: np.ndarray) -> list[dict]:
+    """The {node: pages} dicts of those readings: one dict per distinct
+    reading of nodes (a few in a run), found by a sort of their slots in use."""
+    if not len(rows):
+        return []
+    count = p["nodes"][rows].astype(np.int64)
+    width = int(count.max())
+    used = np.arange(width) < count[:, None]
+    cells = np.concatenate([count[:, None], np.where(used, p["node"][rows][:, :width], 0),
+                            np.where(used, p["node_pages"][rows][:, :width], 0)], axis=1)
+    firsts, inverse = distinct_rows(cells)
+    dicts = [{str(n): c for n, c in zip(row[1:1 + row[0]], row[1 + width:1 + width + row[0]])}
+             for row in cells[firsts].tolist()]
+    return [dicts[i] for i in inverse.tolist()]
+
+
+def _moved(run, named: np.ndarray, pages, unfaulted, scale, out: Readings) -> None:
+    """out.moved: per (host, name) of the named readings, what moved() finds."""
+    p = run.placements
+    procs = p["proc"][named]
+    hosts, host_code = np.unique(run.processes["host"], return_inverse=True)
+    key = host_code.reshape(-1)[procs].astype(np.int64) * max(len(run.buffer_names), 1) + p["name"][named]
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    number = np.empty(len(first), dtype=np.int64)
+    number[np.argsort(first, kind="stable")] = np.arange(len(first))  # numbered in order of their first reading
+    series = number[inverse.reshape(-1)]
+    mapping = np.unique(procs.astype(np.int64) << 32 | p["index"][named], return_inverse=True)[1].reshape(-1)
+    pages, unfaulted, scale = pages[named].astype(np.float64), unfaulted[named].astype(np.float64), scale[named]
+    full = (pages != 0) & (unfaulted * scale <= FULL_SHARE * pages)
+    found = moved(series, p["t_ns"][named], mapping, full, _node_matrix(p, named, scale))
+    firsts = np.sort(first)
+    keys = list(zip(hosts[host_code.reshape(-1)[procs[firsts]]].tolist(),
+                    run.buffer_names[p["name"][named][firsts]].tolist()))
+    for number, fell, compared, first_ns, last_ns in found:
+        out.moved[keys[number]] = {"pages": fell, "compared": compared, "from_ns": first_ns, "to_ns": last_ns}
 
 
 # A reading with at most this share of its pages not mapped in its process
@@ -98,15 +146,17 @@ def _columns(rows: list[tuple], width: int) -> list[tuple]:
 FULL_SHARE = 0.01
 
 
-def _node_matrix(count: int, cells: list[tuple], scale: np.ndarray) -> np.ndarray:
-    """Readings x nodes of pages, from (reading, node, pages) cells (0 where
-    none), each reading's scaled from its sample to its buffer (scale)."""
-    if not cells:
-        return np.zeros((count, 0))
-    reading, node = (np.array(column, dtype=np.int64) for column in list(zip(*cells))[:2])
-    pages = np.array([c for _, _, c in cells], dtype=np.float64)
-    matrix = np.zeros((count, int(node.max()) + 1))
-    matrix[reading, node] = pages * scale[reading]
+def _node_matrix(p: np.ndarray, rows: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Readings x nodes of pages (0 where none), each reading's scaled from
+    its sample to its buffer (scale)."""
+    used = np.arange(p["node"].shape[1]) < p["nodes"][rows][:, None]
+    reading = np.nonzero(used)[0]
+    if not len(reading):
+        return np.zeros((len(rows), 0))
+    # A column per node read, in node order (a node no reading has would add 0 to every sum in moved).
+    nodes, column = np.unique(p["node"][rows][used], return_inverse=True)
+    matrix = np.zeros((len(rows), len(nodes)))
+    matrix[reading, column.reshape(-1)] = p["node_pages"][rows][used].astype(np.float64) * scale[reading]
     return matrix
 
 

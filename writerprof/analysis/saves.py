@@ -55,12 +55,7 @@ class _Index:
 
     chunks_of: range  # rows of run.chunk_columns in process, then time order (all: they are so grouped)
     chunk_bounds: np.ndarray  # process p's are chunks_of[bounds[p]:bounds[p + 1]]
-    events: list  # per process: [(kind, data)] in time order, but for BUFFER_KINDS
-
-
-# The buffers' events, four in five of a run's: buffers reads them by kind,
-# the index's readers never (left out, their scans of a process are short).
-BUFFER_KINDS = ("shm", "placement")
+    events: list  # per process: [(kind, data)] in time order
 
 
 _indexed: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # run -> its _Index, made once
@@ -77,8 +72,7 @@ def _make_index(run) -> _Index:
     order = range(len(proc))  # chunk_columns are grouped by process, in time order within one
     bounds = np.searchsorted(proc, np.arange(len(run.processes) + 1, dtype=proc.dtype))  # proc's type: no copy of it
     e = run.events
-    kept = np.flatnonzero(~np.isin(e["kind"], BUFFER_KINDS))
-    grouped = kept[np.argsort(e["proc"][kept], kind="stable")]  # stays in time order within a process
+    grouped = np.argsort(e["proc"], kind="stable")  # stays in time order within a process
     kinds, data = e["kind"][grouped].tolist(), e["data"][grouped].tolist()
     edges = np.searchsorted(e["proc"][grouped], np.arange(len(run.processes) + 1)).tolist()
     events = [list(zip(kinds[a:b], data[a:b])) for a, b in zip(edges, edges[1:])]

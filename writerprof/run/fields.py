@@ -74,6 +74,11 @@ def is_node_key(v) -> bool:
     return isinstance(v, str) and v.isdigit() and len(v) < 6
 
 
+# A placement's nodes: {node: pages}, as the loader reads them into columns.
+node_pages = _made(lambda v: isinstance(v, dict) and all(map(is_node_key, v)) and all(map(is_count, v.values())),
+                   node_pages=is_count)
+
+
 # Journal fields, by name, whatever the kind (kinds and fields: the probe's
 # format module); a (kind, field) entry overrides the name's.
 EVENT_FIELDS: dict[str, Check] = {
@@ -89,7 +94,7 @@ EVENT_FIELDS: dict[str, Check] = {
     "native_threads": is_count, "python_threads": is_count, "threads": list_of(is_str),
     "forking_thread": optional(is_str), "op": is_str, "size": is_count, "index": is_int,
     "start": is_count, "end": is_count, "when": is_str, "pages": is_count, "sampled": is_count,
-    "stride": is_count, "unfaulted": is_count, "nodes": dict_of(is_count), "via": is_str,
+    "stride": is_count, "unfaulted": is_count, "unreadable": is_count, "nodes": dict_of(is_count), "via": is_str,
     "code": optional(is_int), "rusage": dict_of(is_number), "signal": optional(lambda v: is_str(v) or is_int(v)),
     "applied": is_bool, "cpus": list_of(is_count), "inherited": list_of(is_count), "modules": list_of(is_str),
     "events_dropped": optional(is_count), "records_dropped": optional(is_count), "error": is_str,
@@ -97,6 +102,8 @@ EVENT_FIELDS: dict[str, Check] = {
 }
 KIND_FIELDS: dict[tuple[str, str], Check] = {
     ("phase", "code"): is_count,
+    # Read into int32 columns (writerprof.run.shm).
+    ("shm", "index"): is_id, ("placement", "index"): is_id, ("placement", "nodes"): node_pages,
 }
 # What each kind cannot be read without (every kind: kind and t_ns).
 REQUIRED: dict[str, tuple[str, ...]] = {
@@ -104,6 +111,7 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "process_start": ("start_ns", "end_ns"),
     "activated": ("start_ns", "end_ns"), "main_rerun": ("start_ns", "end_ns"), "unpickle": ("start_ns", "end_ns"),
     "phase": ("code", "name"),
+    "shm": ("index",), "placement": ("index",),
 }
 
 # The sampler's records (sampled.jsonl, kinds in writerprof.run.layout).
@@ -257,6 +265,9 @@ def _all_pass(check: Check, values) -> bool:
         return _all_pass(inner, [v for v in values if v is not None])
     if made == "list_of" and types <= {list}:
         return _all_pass(inner, list(chain.from_iterable(values)))
+    if made == "node_pages" and types <= {dict}:
+        return all(map(is_node_key, chain.from_iterable(values))) and _all_pass(
+            inner, list(chain.from_iterable(map(dict.values, values))))
     if made == "dict_of" and types <= {dict}:
         return _all_pass(inner, list(chain.from_iterable(map(dict.values, values))))
     return all(map(check, values))

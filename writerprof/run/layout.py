@@ -9,7 +9,8 @@ RUN/
     samples.bin                the sampler's fixed-size records (SAMPLE)
     threads.bin                its per-thread CPU readings (THREAD_SAMPLE); absent in older runs
     sampled.jsonl              the sampler's rare records (kinds below)
-    procs/PID-CREATED.events.jsonl, .chunks.bin   one pair per probed process
+    procs/PID-CREATED.events.jsonl, .chunks.bin   per probed process
+    procs/PID-CREATED.shm.bin, .placement.bin     ... and its buffers' records, if it mapped any
     stacks/                    Python stacks of CMD's Python processes, by py-spy (writerprof.record.pyspy)
       stacks.json              the stack sampler's index (STACKS_INDEX keys below)
       PID-NNN.raw.gz           one segment: a run of process PID's own py-spy, its raw (collapsed)

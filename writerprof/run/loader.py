@@ -1,5 +1,6 @@
 """Read a run directory into one Run: numpy arrays for the many fixed-size
-records, dicts for the rare events. A damaged or unfinished recording loads
+records (chunks, samples, and the buffers' SHM and PLACEMENT records:
+writerprof.run.shm), dicts for the rare events. A damaged or unfinished recording loads
 as far as it goes; what could not be read is said in `Run.losses`.
 
 The analysis gets clean data: fields of the wrong type are left out
@@ -28,14 +29,14 @@ import numpy as np
 from writerprof import forked
 from writerprof.collector import collector_paused
 from writerprof.probes.writerprof_probe import format as journal
-from writerprof.run import columns, fields, layout, times
+from writerprof.run import columns, fields, layout, shm, times
 from writerprof.run.columns import Chunks
 from writerprof.run.meta import read_meta
 
 # The file records as they are on disk (little-endian, packed like the structs).
-CHUNK_DTYPE = np.dtype([(name, "<" + code) for name, code in journal.CHUNK_FIELDS])
-SAMPLE_DTYPE = np.dtype([(name, "<" + code) for name, code in layout.SAMPLE_FIELDS])
-THREAD_SAMPLE_DTYPE = np.dtype([(name, "<" + code) for name, code in layout.THREAD_SAMPLE_FIELDS])
+CHUNK_DTYPE = shm.file_dtype(journal.CHUNK_FIELDS)
+SAMPLE_DTYPE = shm.file_dtype(layout.SAMPLE_FIELDS)
+THREAD_SAMPLE_DTYPE = shm.file_dtype(layout.THREAD_SAMPLE_FIELDS)
 
 # host_index is a row of Run.hosts, proc a row of Run.processes (a pid alone
 # is not a process: pids are reused within a long run).
@@ -76,6 +77,11 @@ class Run:
     losses: list[str]
     # The sampler's per-thread readings (layout.THREAD_SAMPLE); empty in runs from before them.
     threads: np.ndarray = field(default_factory=lambda: np.zeros(0, THREAD_SAMPLES_DTYPE))
+    # The shared-memory buffers mapped (shm.SHM_ROWS) and their placement readings
+    # (shm.PLACEMENT_ROWS), names codes into buffer_names: writerprof.run.shm.
+    shm: np.ndarray = field(default_factory=lambda: np.zeros(0, shm.SHM_ROWS))
+    placements: np.ndarray = field(default_factory=lambda: np.zeros(0, shm.PLACEMENT_ROWS))
+    buffer_names: np.ndarray = field(default_factory=lambda: np.zeros(0, object))
 
     @cached_property
     def chunks(self) -> np.ndarray:
@@ -97,7 +103,12 @@ class Run:
         return self.events[self.events["proc"] == self._proc(host, pid, created_ns)]
 
     def events_of(self, kind: str) -> np.ndarray:
+        """The events of that kind (not "shm" or "placement": buffer_events)."""
         return self.events[self.events["kind"] == kind]
+
+    def buffer_events(self, kind: str) -> list[dict]:
+        """The "shm" or "placement" readings as their events' dicts, with proc and pid, in time order."""
+        return shm.events(self, kind)
 
     def _proc(self, host: str, pid: int, created_ns: int | None) -> int:
         match = (self.processes["host"] == host) & (self.processes["pid"] == pid)
@@ -123,6 +134,7 @@ class _Journal:
     chunks_rel: str
     count: int  # complete chunk records in the file
     rel: str = ""  # PROCS/PID-CREATED, for loss lines
+    records: list[bytes] = field(default_factory=lambda: [b"", b""])  # its SHM and PLACEMENT records (shm.read)
     exec_to: "_Journal | None" = None  # the image this one exec'd
     unexited_loss: str | None = None  # the loss line of a journal without an exit record
 
@@ -143,8 +155,7 @@ def _load(path: Path) -> Run:
     topology, sampled, journals = {}, [], []
     sample_files, thread_files = [], []  # (host_index, path, complete records, window)
     listings = [_journal_names(hosts_root / host / layout.PROCS_DIR) for host in hosts]
-    read_events = _events_by_host(path, [[at + base + journal.EVENTS_SUFFIX for base in bases]
-                                         for at, _, bases in listings])
+    read_events = _events_by_host(path, listings)
     for host_index, (host, listing, events_read) in enumerate(zip(hosts, listings, read_events)):
         host_dir = hosts_root / host
         snapshot = _topology(path, host_dir / layout.TOPOLOGY_FILE, losses)
@@ -181,10 +192,11 @@ def _load(path: Path) -> Run:
     processes = _processes(hosts, journals)
     # Before a worker is forked to read chunk records (columns.reading): the
     # pages of the events' dicts, written (refcounts) here after a fork, would each be copied.
-    every, kinds, journal_of = _flat(journals)
+    windows = times.chunk_windows(journals, meta)
+    buffers, placements, buffer_names, every, kinds, journal_of = shm.columns(journals, windows, *_flat(journals),
+                                                                              losses)
     events = _events(hosts, journals, every, kinds, journal_of)
     renumber, phase_names, unnamed = _phase_codes(journals, every, kinds, journal_of)
-    windows = times.chunk_windows(journals, meta)
     with columns.reading(
             [(j.chunks, j.count) for j in journals], CHUNK_DTYPE, CHUNKS_DTYPE,
             {"host_index": np.array([j.host_index for j in journals], dtype=np.int32), "pid": processes["pid"]},
@@ -201,7 +213,8 @@ def _load(path: Path) -> Run:
     threads = times.plausible_samples(path, threads, hosts, thread_files, losses)
     return Run(path=path, meta=meta, hosts=hosts, topology=topology, processes=processes,
                chunk_columns=chunk_columns, phase_names=phase_names, events=events, samples=samples,
-               sampled=sampled, losses=losses, threads=threads)
+               sampled=sampled, losses=losses, threads=threads, shm=buffers, placements=placements,
+               buffer_names=buffer_names)
 
 
 def _clean_meta(meta: dict, losses: list[str]) -> None:
@@ -333,30 +346,44 @@ def _journal_names(procs: Path) -> tuple[str, set[str], list[str]]:
     if not procs.is_dir():
         return "", set(), []
     names = set(os.listdir(procs))
-    bases = sorted({n[: -len(s)] for n in names for s in (journal.EVENTS_SUFFIX, journal.CHUNKS_SUFFIX)
-                    if n.endswith(s)})
+    suffixes = (journal.EVENTS_SUFFIX, journal.CHUNKS_SUFFIX, journal.SHM_SUFFIX, journal.PLACEMENT_SUFFIX)
+    bases = sorted({n[: -len(s)] for n in names for s in suffixes if n.endswith(s)})
     # Paths as strings: making a Path a journal file costs more than reading it.
     return os.path.join(procs, ""), names, bases
 
 
-def _events_by_host(root: Path, files: list[list[str]]):
-    """Per host (files[h]: its journals' events files), in order, what
-    _read_jsonl_files makes of them. Of a run with journals enough to pay
+def _events_by_host(root: Path, listings: list[tuple[str, set[str], list[str]]]):
+    """Per host (listings[h]: _journal_names of its procs/), in order, what
+    _read_host makes of its journals. Of a run with journals enough to pay
     for a fork, and a CPU to spare, the last hosts' (WORKER_SHARE of the
     bytes) are read by a forked worker while this process reads the first
     hosts' and does the rest of each host's loading. The worker's lists of
     dicts come back marshalled: made here in half the time parsing and
     checking them takes, and marshal.dumps takes a fifth of pickle's."""
-    read = partial(_read_jsonl_files, root, writer="target", clean=fields.clean_events)
-    split = _worker_split(files)
-    worker = forked.fork(lambda: marshal.dumps(list(map(read, files[split:])))) if split < len(files) else None
+    read = partial(_read_host, root)
+    split = _worker_split([[at + base + journal.EVENTS_SUFFIX for base in bases] for at, _, bases in listings])
+    worker = forked.fork(lambda: marshal.dumps(list(map(read, listings[split:])))) if split < len(listings) else None
     try:
-        yield from map(read, files[:split])
+        yield from map(read, listings[:split])
         done, worker = forked.collect(*worker, loads=marshal.loads) if worker else None, None
-        yield from done if done is not None else map(read, files[split:])
+        yield from done if done is not None else map(read, listings[split:])
     finally:
         if worker:  # the caller failed
             forked.discard(*worker)
+
+
+def _read_host(root: Path, listing: tuple[str, set[str], list[str]]) -> list[tuple[list[dict], list[str], list]]:
+    """Per journal of a host's procs/ (listing: _journal_names), its events
+    (_read_jsonl_files), the loss lines of reading its files, and its SHM
+    and PLACEMENT records (shm.read)."""
+    at, names, bases = listing
+    events = _read_jsonl_files(root, [at + base + journal.EVENTS_SUFFIX for base in bases], "target",
+                               fields.clean_events)
+    out = []
+    for base, (records, losses) in zip(bases, events):
+        binary, lost = shm.read(root, at, base, names)
+        out.append((records, losses + lost, binary))
+    return out
 
 
 def _worker_split(files: list[list[str]]) -> int:
@@ -378,13 +405,13 @@ def _size(file: str) -> int:
 
 
 def _read_journals(root: Path, host_index: int, listing: tuple[str, set[str], list[str]],
-                   read: list[tuple[list[dict], list[str]]], losses: list[str]) -> list[_Journal]:
+                   read: list[tuple[list[dict], list[str], list]], losses: list[str]) -> list[_Journal]:
     """A host's journals (listing: _journal_names of its procs/; read: its
-    events files read, with their loss lines)."""
+    files read, _read_host)."""
     at, names, bases = listing
     found = []
     procs_rel = times.rel(root, at) if bases else ""
-    for base, (events, events_losses) in zip(bases, read):
+    for base, (events, events_losses, records) in zip(bases, read):
         chunks_file = at + base + journal.CHUNKS_SUFFIX
         losses += events_losses
         count = _count(root, chunks_file, CHUNK_DTYPE, "target", losses)
@@ -416,7 +443,7 @@ def _read_journals(root: Path, host_index: int, listing: tuple[str, set[str], li
                         f"{journal.CPU_READ_NS // 1000} µs after, are missing")
             losses.append(unexited)
         found.append(_Journal(host_index, events[0], events, chunks_file, rel + journal.CHUNKS_SUFFIX, count, rel,
-                              unexited_loss=unexited))
+                              list(records), unexited_loss=unexited))
     return found
 
 

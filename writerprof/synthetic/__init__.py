@@ -1,6 +1,6 @@
 """Synthetic run directories, for tests and benchmarks of the analysis: the
 files `writerprof record` and the probe write (run.json, per host
-topology.json, samples.bin, sampled.jsonl and one journal pair per process),
+topology.json, samples.bin, sampled.jsonl and each process's journal),
 made from a model of the reproducer's pipeline instead of a measurement.
 run.json says so: "synthetic": true, and the scenario it was made from.
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import zlib
+from pathlib import Path
 
+from writerprof.probes.writerprof_probe import format as journal
 from writerprof.probes.writerprof_probe.numa import sample_stride
 from writerprof.probes.writerprof_probe.specs import BUILT_IN
 from writerprof.synthetic.timeline import ACTIVATE_NS, MS, US
@@ -56,10 +58,25 @@ def text(lines) -> str:
     return "".join(e if isinstance(e, str) else json.dumps(e) + "\n" for e in lines)
 
 
+def append(events_file: Path, lines) -> None:
+    """Append a process's journal lines: events (as text takes them) to its
+    events file, buffer records ((kind, bytes): Buffers) to their files."""
+    records: dict[str, list[bytes]] = {}
+    for line in lines:
+        if isinstance(line, tuple):
+            records.setdefault(line[0], []).append(line[1])
+    with open(events_file, "a") as f:
+        f.write(text(line for line in lines if not isinstance(line, tuple)))
+    base = str(events_file)[:-len(journal.EVENTS_SUFFIX)]
+    for kind, data in records.items():
+        with open(base + journal.RECORD_SUFFIXES[kind], "ab") as f:
+            f.write(b"".join(data))
+
+
 def identity(host, rank, *, t, pid, ppid, created, via, forked_from, role, argv, affinity) -> dict:
     """A process's first line; its clock anchor is read a little after its start."""
     mono = t + (15 * MS if via == "exec" else 150 * US)
-    return dict(t_ns=t, schema=1, pid=pid, ppid=ppid, host=host.name, argv=argv, executable=PYTHON,
+    return dict(t_ns=t, schema=journal.SCHEMA, pid=pid, ppid=ppid, host=host.name, argv=argv, executable=PYTHON,
                 python="3.11.9", implementation="cpython", created_ns=created, created_via=via,
                 forked_from=forked_from, role=role, wall_ns=host.wall(mono), mono_ns=mono,
                 env=rank.env, affinity=list(affinity), **rank.who, kind="process")
@@ -87,7 +104,7 @@ def exit_event(via, code, t, *, utime_s, stime_s, minflt, majflt, nvcsw, nivcsw,
 class Buffers:
     """A save's shared-memory buffers (every save's alike): their size in
     pages, the pages the probe's placement reads sample, their names, and
-    their shm and placement events."""
+    their SHM and PLACEMENT records."""
 
     def __init__(self, host_name: str, chunk_size: int, count: int):
         self.host_name, self.size, self.count = host_name, chunk_size, count
@@ -103,13 +120,19 @@ class Buffers:
         """Start addresses of the buffers mapped one under the other below `top`."""
         return [top - (b + 1) * self.pages * PAGE_SIZE for b in range(self.count)]
 
-    def placement(self, name, index, when, t, node=None) -> str:
+    def placement(self, name, index, when, t, node=None):
         sampled = self.sampled_pages
-        nodes, unfaulted = (f'{{"{node}": {sampled}}}', 0) if node is not None else ("{}", sampled)
-        return (f'{{"name": "{name}", "index": {index}, "when": "{when}", "source": "move_pages", '
-                f'"pages": {self.pages}, "sampled": {sampled}, "stride": {self.stride}, "nodes": {nodes}, '
-                f'"unfaulted": {unfaulted}, "kind": "placement", "t_ns": {t}}}\n')
+        nodes, unfaulted = ({str(node): sampled}, 0) if node is not None else ({}, sampled)
+        return _record("placement", t, dict(name=name, index=index, when=when, source="move_pages", pages=self.pages,
+                                            sampled=sampled, stride=self.stride, nodes=nodes, unfaulted=unfaulted))
 
-    def shm(self, op, name, index, start, t) -> str:
-        return (f'{{"op": "{op}", "name": "{name}", "size": {self.size}, "index": {index}, '
-                f'"start": {start}, "end": {start + self.pages * PAGE_SIZE}, "kind": "shm", "t_ns": {t}}}\n')
+    def shm(self, op, name, index, start, t):
+        return _record("shm", t, dict(op=op, name=name, size=self.size, index=index, start=start,
+                                      end=start + self.pages * PAGE_SIZE))
+
+
+def _record(kind: str, t: int, fields: dict):
+    """A buffer event as the probe journals it: its record, (kind, bytes),
+    or the event itself where it does not fit one."""
+    data = journal.record(kind, t, fields)
+    return (kind, data) if data is not None else {**fields, "kind": kind, "t_ns": t}

@@ -123,8 +123,7 @@ def save(host, rank, v: dict, i: int):
         lines.append(buffers.placement(names[b], save * B + b, "end", int(v["cleanup"][i, b]),
                                        node if b < n else None))
     journal, chunks = rank.files
-    with open(journal, "a") as f:
-        f.write(text(lines))
+    events.append(journal, lines)
     with open(chunks, "ab") as f:
         v["producer_records"][i].tofile(f)
     if save == 0:

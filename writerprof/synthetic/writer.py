@@ -7,7 +7,7 @@ import numpy as np
 
 from writerprof.synthetic import events
 from writerprof.synthetic.chunks import writer_buffer_base
-from writerprof.synthetic.events import FORKSERVER_ARGV, SPAWN_ARGV, text
+from writerprof.synthetic.events import FORKSERVER_ARGV, SPAWN_ARGV
 from writerprof.synthetic.sampler import WRITER, busy, step, ticks_floor
 from writerprof.synthetic.scenario import MIB
 from writerprof.synthetic.timeline import ACTIVATE_NS, MS, S, US
@@ -18,7 +18,7 @@ _START_RSS_MIB = {"fork": 60, "forkserver": 16, "spawn": 16}
 
 
 def write(host, rank, v: dict, i: int):
-    """The writer of rank row i of save v: its journal pair and samples."""
+    """The writer of rank row i of save v: its journal and samples."""
     method = host.sc.start_method
     pid, created = int(v["writer_pid"][i]), int(v["created"][i])
     if method == "fork":
@@ -44,7 +44,7 @@ def write(host, rank, v: dict, i: int):
         minflt=int(c["minflt"][-1]), majflt=0, nvcsw=int(c["vol"][-1]), nivcsw=int(c["invol"][-1]),
         maxrss_kb=int(c["rss"][-1]) // 1024))
     journal, chunks = host.files(pid, created)
-    journal.write_text(text(lines))
+    events.append(journal, lines)
     v["writer_records"][i].tofile(chunks)
 
 
