@@ -498,12 +498,8 @@ def test_impossible_scenarios_say_why(tmp_path, changes, says):
         write_run(tmp_path / "run", small(**changes))
 
 
-def test_a_big_run_is_quick(tmp_path):
-    """64 ranks x 3 saves x 100 chunks: a few seconds at most, in the test budget."""
-    import time
-
-    started = time.monotonic()
+def test_a_run_of_many_ranks_has_every_journal(tmp_path):
+    """64 ranks x 3 saves x 100 chunks (how fast it is written: benchmarks/report_scale.py, not a test)."""
     run = write_run(tmp_path / "run", Scenario(hosts=2, ranks_per_host=32, saves=3, chunks_per_save=100))
-    assert time.monotonic() - started < 20
     # Per rank 2 + 3 journals' events and chunks, and the buffer records of the producer and its 3 writers.
     assert len(list((run / "hosts" / "host1" / "procs").iterdir())) == 2 * (32 * (2 + 3)) + 2 * (32 * (1 + 3))
