@@ -37,6 +37,8 @@ _CODE = {name: i for i, name in enumerate(COMPONENTS)}
 # The writer's hooked calls and the component a save waits on while in them.
 _WRITER_PHASES = {"get": "queue", "write": "write", "fadvise": "fadvise", "fsync": "fsync",
                   "close": "close"}
+# The phases whose own seconds (nesting.own_ns) a save reports: the producer's and its writer's.
+_MEASURED = ("gen", "put", "get", "write", "fadvise", "fsync", "close")
 _SAVE_PHASES = ("save", "producer")  # a producer call spanning one save, when hooked
 # Components grouped for the one-word bottleneck of a save: the group with the
 # most critical-path seconds (bound_by), shown beside its seconds. Its
@@ -108,7 +110,8 @@ def find(run, idx: _Index | None = None) -> list[dict]:
     # Field by field (views): whole records are wide, and there are millions of them.
     c = {name: run.chunk_columns[name] for name in ("proc", "phase", "depth", "tid", "writer_seq", "start_ns",
                                                     "end_ns", "bytes")}
-    c["own_ns"] = nesting.own_ns(c)  # a call's time less the hooked calls inside it (close less its fsync)
+    # A call's time less the hooked calls inside it (close less its fsync), for the phases a save reports.
+    c["own_ns"] = nesting.own_ns(c, phases=[codes[p] for p in _MEASURED if p in codes])
     per_proc = _per_process(run, c)
     found = _starts(run, idx, codes, c)
     if not found:
@@ -135,7 +138,7 @@ def find(run, idx: _Index | None = None) -> list[dict]:
     loop["save"] = save_of_writer[loop["proc"]]
     del c, owner, mine, in_loop, is_gen  # the columns are big: let them go before the next peak
     paths = _critical_paths(found, w0, w1, gen, loop, codes)
-    at = {name: codes.get(name, size) for name in ("gen", "put", "get", "write", "fadvise", "fsync", "close")}
+    at = {name: codes.get(name, size) for name in _MEASURED}
     # As lists: a numpy scalar per field of a save cost more than the save.
     seconds, calls, nbytes = (np.pad(t, ((0, 1), (0, 1))).tolist() for t in per_proc)  # row -1, column `size`: none
     producer_s, producer_calls = (np.pad(t, ((0, 0), (0, 1))).tolist() for t in (producer_s, producer_calls))
