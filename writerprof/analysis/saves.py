@@ -124,8 +124,8 @@ def find(run, idx: _Index | None = None) -> list[dict]:
     mine = owner >= 0
     save_of = owner[mine]
     size = max(run.phase_names, default=0) + 1
-    producer_s = _table(save_of, c["phase"][mine], c["own_ns"][mine], n, size) / 1e9
-    producer_calls = _table(save_of, c["phase"][mine], None, n, size)
+    producer_s, producer_calls = _tables(save_of, c["phase"][mine], [c["own_ns"][mine], None], n, size)
+    producer_s /= 1e9
     put_s, puts = _put_waits(c, owner, found, codes.get("put", -1), n)
     is_gen = mine & (c["phase"] == codes.get("gen", -1))
     gen = {"start_ns": c["start_ns"][is_gen], "end_ns": c["end_ns"][is_gen], "save": owner[is_gen]}
@@ -182,10 +182,10 @@ def find(run, idx: _Index | None = None) -> list[dict]:
     return sorted(saves, key=lambda s: s["start_ns"])
 
 
-def _table(rows, phases, weights, n_rows, n_phases) -> np.ndarray:
-    """A (row, phase) table of summed weights."""
-    flat = rows.astype(np.int64) * n_phases + phases
-    return np.bincount(flat, weights=weights, minlength=n_rows * n_phases).reshape(n_rows, n_phases)
+def _tables(rows, phases, weights: list, n_rows, n_phases) -> list[np.ndarray]:
+    """(row, phase) tables of summed weights, one per weights (None: the calls)."""
+    flat = rows.astype(np.int64) * n_phases + phases  # made once for all
+    return [np.bincount(flat, weights=w, minlength=n_rows * n_phases).reshape(n_rows, n_phases) for w in weights]
 
 
 def measured(seconds, count) -> float | None:
@@ -225,10 +225,8 @@ def _put_waits(c, owner, found, put, n) -> tuple[np.ndarray, np.ndarray]:
 def _per_process(run, c):
     """Per process and phase code: seconds, calls and bytes of its calls."""
     n, size = len(run.processes), max(run.phase_names, default=0) + 1
-    seconds = _table(c["proc"], c["phase"], c["own_ns"], n, size) / 1e9
-    calls = _table(c["proc"], c["phase"], None, n, size).astype(np.int64)
-    nbytes = _table(c["proc"], c["phase"], c["bytes"].clip(0), n, size).astype(np.int64)
-    return seconds, calls, nbytes
+    seconds, calls, nbytes = _tables(c["proc"], c["phase"], [c["own_ns"], None, c["bytes"].clip(0)], n, size)
+    return seconds / 1e9, calls.astype(np.int64), nbytes.astype(np.int64)
 
 
 def _starts(run, idx, codes, c) -> list[dict]:
@@ -281,10 +279,11 @@ def _first_calls(run, idx, codes, c) -> dict[str, np.ndarray]:
     n = len(run.processes)
     out = {}
     for name, phases in (("loop", list(_loop_components(codes))), ("write", [codes.get("write", -1)])):
-        chosen = np.isin(c["phase"], phases)
-        procs, first = np.unique(c["proc"][chosen], return_index=True)
+        chosen = np.flatnonzero(np.isin(c["phase"], phases))
+        procs = c["proc"][chosen]
+        first = chosen[np.diff(procs, prepend=-1) != 0]  # each process's calls together: its first
         out[name] = np.full(n, -1, dtype=np.int64)
-        out[name][procs] = c["start_ns"][chosen][first]
+        out[name][c["proc"][first]] = c["start_ns"][first]
     ends = c["end_ns"]  # in process order (chunk_columns): each process's calls together
     bounds = idx.chunk_bounds
     out["last_end"] = np.full(n, -1, dtype=np.int64)
@@ -484,7 +483,7 @@ def _critical_paths(found, w0, w1, gen, loop, codes) -> np.ndarray:
             continue
         kept = stop > start
         start, stop, label = start[kept], stop[kept], label[kept]
-        hidden = threads.time_inside(*above, stop) - threads.time_inside(*above, start)
+        hidden = threads.time_between(*above, start, stop)
         totals += np.bincount((start >> shift) * width + label, weights=stop - start - hidden, minlength=n * width)
         if k < len(layers) - 1:  # (none below the last)
             above = threads.merged(np.concatenate([above[0], start]), np.concatenate([above[1], stop]))
