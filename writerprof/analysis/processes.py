@@ -202,7 +202,8 @@ def _work_nodes(run, mine) -> list[dict[str, float]]:
         block = slice(at, at + BLOCK_RECORDS)
         m = mine[block]
         # Whole nanoseconds summed as floats: exact in any order up to 2**53 ns (104 days).
-        table = table + on_nodes(c["proc"][block][m], c["cpu"][block][m], (c["end_ns"][block] - c["start_ns"][block])[m])
+        ns = (c["end_ns"][block] - c["start_ns"][block])[m]
+        table = table + on_nodes(c["proc"][block][m], c["cpu"][block][m], ns)
     return _node_shares(table)
 
 

@@ -422,13 +422,18 @@ def _critical_paths(found, w0, w1, gen, loop, codes) -> np.ndarray:
 
     span = w1 - w0
 
-    def keys(times, save):
+    def keys(save, *times):
+        """Each of times (of these saves) as keys: offsets into the save's window, under its number."""
         save = save.astype(np.int64)
-        offset = np.asarray(times, dtype=np.int64) - w0[save]
-        np.maximum(offset, 0, out=offset)  # clipped to the save's window (np.clip: several times slower)
-        np.minimum(offset, span[save], out=offset)
-        offset |= save << shift
-        return offset
+        base, top, high = w0[save], span[save], save << shift  # once for the starts and the ends
+        out = []
+        for t in times:
+            offset = np.asarray(t, dtype=np.int64) - base
+            np.maximum(offset, 0, out=offset)  # clipped to the save's window (np.clip: several times slower)
+            np.minimum(offset, top, out=offset)
+            offset |= high
+            out.append(offset)
+        return out
 
     t_start = np.array([f["t_start"] for f in found], dtype=np.int64)
     t_started = np.array([f["t_started"] for f in found], dtype=np.int64)
@@ -456,22 +461,21 @@ def _critical_paths(found, w0, w1, gen, loop, codes) -> np.ndarray:
     # producer where it is doing something (generating; before and during
     # Process.start()), then the writer's calls (deeper calls inside outer ones
     # win), after its last call its teardown, its start-up phases.
-    begun, started = keys(t_start, saves), keys(t_started, saves)
-    layers = [_pieces(keys(gen_start, gen_save), keys(gen_end, gen_save),
-                      np.full(len(gen_start), _CODE["generation"])),
-              (np.concatenate([keys(w0, saves), begun]), np.concatenate([begun, started]),
+    opened, begun, started = keys(saves, w0, t_start, t_started)
+    layers = [_pieces(*keys(gen_save, gen_start, gen_end), np.full(len(gen_start), _CODE["generation"])),
+              (np.concatenate([opened, begun]), np.concatenate([begun, started]),
                np.repeat([_CODE["setup"], _CODE["startup:start"]], n))]
     for depth in reversed(range(int(loop_depth.max()) + 1 if len(loop_depth) else 0)):
         level = loop_depth == depth
         level = slice(None) if level.all() else level  # one level (the usual): no copies
-        layers.append(_pieces(keys(loop_start[level], loop_save[level]), keys(loop_end[level], loop_save[level]),
+        layers.append(_pieces(*keys(loop_save[level], loop_start[level], loop_end[level]),
                               component_of[loop_phase[level]]))
     if len(loop_end):  # each save's calls together (by_save): its last end, a reduce per save
         first = np.flatnonzero(np.append(True, loop_save[1:] != loop_save[:-1]))
         has = loop_save[first]
-        layers.append((keys(np.maximum.reduceat(loop_end, first), has), keys(w1[has], has),
+        layers.append((*keys(has, np.maximum.reduceat(loop_end, first), w1[has]),
                        np.full(len(has), _CODE["teardown"])))
-    layers.append(_pieces(keys(up_start, up_save), keys(up_end, up_save), np.array(up_name, dtype=np.int64)))
+    layers.append(_pieces(*keys(up_save, up_start, up_end), np.array(up_name, dtype=np.int64)))
     # Each piece holds the save for its time outside the layers above it (their
     # union, as intervals in order); the rest of the save is unexplained.
     # Times in whole nanoseconds, summed exactly (as floats up to 2**53 ns).
