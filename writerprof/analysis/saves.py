@@ -148,6 +148,7 @@ def find(run, idx: _Index | None = None) -> list[dict]:
     saves = []
     for i, f in enumerate(found):
         row, start, path = writer[i], f["start"], paths[i]
+        own = seconds[row]
         critical = dict(zip(COMPONENTS, path[:-1]))
         bound, bound_s = bound_by(critical)
         duration = (w1[i] - w0[i]) / 1e9
@@ -172,8 +173,11 @@ def find(run, idx: _Index | None = None) -> list[dict]:
             "startup_s": sum(f["startup"].values()) if f["startup"] else None,
             "gen_s": measured(producer_s[i][at["gen"]], producer_calls[i][at["gen"]]),
             "put_wait_s": measured(put_s[i], puts[i]),
-            "get_wait_s": measured(seconds[row][at["get"]], calls[row][at["get"]]),
-            **{f"{phase}_s": seconds[row][at[phase]] for phase in ("write", "fadvise", "fsync", "close")},
+            "get_wait_s": measured(own[at["get"]], calls[row][at["get"]]),
+            "write_s": own[at["write"]],
+            "fadvise_s": own[at["fadvise"]],
+            "fsync_s": own[at["fsync"]],
+            "close_s": own[at["close"]],
             "critical_path": critical,
             "unexplained_s": path[-1],
             "bottleneck": bound,
@@ -357,15 +361,14 @@ def _startup(created, writer, events, firsts, t_start) -> tuple[dict, list]:
     created: run.processes' column, firsts: _first_calls', as lists."""
     if writer is None:
         return {}, []
-    spans = {k: d for k, d in events if k in ("main_rerun", "unpickle")}
-    at = {k: int(d["t_ns"]) for k, d in events if k in ("bootstrap", "target_start")}
+    last = dict(events)  # kind -> its last event's data
     marks = [("start", t_start), ("interpreter", max(created[writer], t_start))]
     for name in ("main_rerun", "unpickle"):
-        if name in spans:
-            marks.append((name, int(spans[name]["start_ns"])))
+        if name in last:
+            marks.append((name, int(last[name]["start_ns"])))
     for name in ("bootstrap", "target_start"):
-        if name in at:
-            marks.append(("bootstrap" if name == "bootstrap" else "target_setup", at[name]))
+        if name in last:
+            marks.append(("bootstrap" if name == "bootstrap" else "target_setup", int(last[name]["t_ns"])))
     if firsts["loop"][writer] >= 0:
         marks.append(("first_chunk", firsts["loop"][writer]))
     end = firsts["write"][writer]
@@ -373,7 +376,7 @@ def _startup(created, writer, events, firsts, t_start) -> tuple[dict, list]:
         return {}, marks
     times = [max(t, marks[0][1]) for _, t in marks]  # never before Process.start()
     times = list(accumulate(times, max))  # (np.maximum.accumulate: slower on a few)
-    phases = {name: 0.0 for name in STARTUP_PHASES}
+    phases = dict.fromkeys(STARTUP_PHASES, 0.0)
     for (name, _), a, b in zip(marks, times, times[1:] + [end]):
         phases[name] += max(0, min(b, end) - a) / 1e9
     return phases, list(zip([n for n, _ in marks], times))
