@@ -33,6 +33,7 @@ def run(args: argparse.Namespace) -> int:
     from writerprof.run import load
 
     with _plot_workers(args) as pending:
+        _malloc_for_big_arrays()
         with collector_paused():
             recorded = load(args.run_dir)
             summary = summarize(recorded)
@@ -62,6 +63,29 @@ def run(args: argparse.Namespace) -> int:
         write_markup(args.html, html.report_html(summary, figures, flames=flames), "HTML report")
         print(f"writerprof report: {args.html}", file=sys.stderr)
     return 0
+
+
+# glibc malloc's thresholds for the report: arrays up to MMAP_THRESHOLD from
+# the heap, and up to TRIM_THRESHOLD of freed heap kept for the next ones.
+# By default an array over 32 MiB (a 1M-chunk run's columns and their
+# temporaries) is mapped afresh, every page faulted in, and unmapped when
+# freed: 10M chunks, 7.0 -> 3.8 s of system time, peak RSS 3.62 -> 3.64 GiB
+# (a trim threshold of 1 GiB: 4.1 s, 3.83 GiB).
+MMAP_THRESHOLD = 1 << 30
+TRIM_THRESHOLD = 128 << 20
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt's parameters (malloc.h)
+
+
+def _malloc_for_big_arrays() -> None:
+    """Set MMAP_THRESHOLD and TRIM_THRESHOLD, where the C library is glibc."""
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # not glibc's (macOS): its allocator as it is
+        return
+    mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+    mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD)
 
 
 # Process rows from which their JSON is made in a forked child while this
