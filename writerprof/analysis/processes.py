@@ -191,19 +191,16 @@ def _work_calls(run, role_of):
     return c["phase"] == work_code[c["proc"]]
 
 
-def _work_nodes(run, mine) -> list[dict[str, float]]:
-    """Per process: node -> share of the time of its work calls, by the CPU
-    each ended on; all processes at once, a block of records at a time (small
-    temporaries in a run of 10M records)."""
-    c = run.chunk_columns
+def _work_nodes(run, proc, start, end, cpu) -> list[dict[str, float]]:
+    """Per process: node -> share of the time of its work calls (proc, start,
+    end, cpu: theirs), by the CPU each ended on; all processes at once, a
+    block of calls at a time (small temporaries in a run of 10M records)."""
     on_nodes = _on_nodes(run)
     table = 0.0
-    for at in range(0, max(len(c), 1), BLOCK_RECORDS):  # (once, empty, without records: a table of zeros)
+    for at in range(0, max(len(proc), 1), BLOCK_RECORDS):  # (once, empty, without calls: a table of zeros)
         block = slice(at, at + BLOCK_RECORDS)
-        m = mine[block]
         # Whole nanoseconds summed as floats: exact in any order up to 2**53 ns (104 days).
-        ns = (c["end_ns"][block] - c["start_ns"][block])[m]
-        table = table + on_nodes(c["proc"][block][m], c["cpu"][block][m], ns)
+        table = table + on_nodes(proc[block], cpu[block], end[block] - start[block])
     return _node_shares(table)
 
 
@@ -235,12 +232,13 @@ def _thread_work(run, role_of) -> tuple[list[dict[str, float]], dict[int, dict]]
         return [], {}
     mine = _work_calls(run, role_of)
     c = run.chunk_columns
-    found = threads.worked(run, c["proc"][mine], c["start_ns"][mine], c["end_ns"][mine])
+    proc, start, end = c["proc"][mine], c["start_ns"][mine], c["end_ns"][mine]
+    found = threads.worked(run, proc, start, end)
     for work in found.values():
         work["nodes"] = shares(work["nodes"])
         for thread in work["threads"]:
             thread["nodes"] = shares(thread["nodes"])
-    return _work_nodes(run, mine), found
+    return _work_nodes(run, proc, start, end, c["cpu"][mine]), found
 
 
 def _buffer_nodes(mapped, last_nodes: dict) -> dict[str, float]:
