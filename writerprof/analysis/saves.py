@@ -125,7 +125,7 @@ def find(run, idx: _Index | None = None) -> list[dict]:
     save_of = owner[mine]
     size = max(run.phase_names, default=0) + 1
     producer_s, producer_calls = _tables(save_of, c["phase"][mine], [c["own_ns"][mine], None], n, size)
-    producer_s /= 1e9
+    producer_s = producer_s / 1e9  # (not in place: a table of no calls is bincount's ints)
     put_s, puts = _put_waits(c, owner, found, codes.get("put", -1), n)
     is_gen = mine & (c["phase"] == codes.get("gen", -1))
     gen = {"start_ns": c["start_ns"][is_gen], "end_ns": c["end_ns"][is_gen], "save": owner[is_gen]}
