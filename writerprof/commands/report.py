@@ -69,8 +69,10 @@ def run(args: argparse.Namespace) -> int:
 # the heap, and up to TRIM_THRESHOLD of freed heap kept for the next ones.
 # By default an array over 32 MiB (a 1M-chunk run's columns and their
 # temporaries) is mapped afresh, every page faulted in, and unmapped when
-# freed: 10M chunks, 7.0 -> 3.8 s of system time, peak RSS 3.62 -> 3.64 GiB
-# (a trim threshold of 1 GiB: 4.1 s, 3.83 GiB).
+# freed (the mmap threshold alone changes nothing: the freed heap is handed
+# back at once). 10M chunks, no forks: system time 7.0 -> 3.8-5.1 s, peak RSS
+# 3.62 -> 3.64-3.70 GiB; forks: 10.4 -> 7.1 s, 2.96 -> 3.03-3.06 GiB. A trim
+# threshold of 1 GiB kept more: 3.83 and 3.27 GiB.
 MMAP_THRESHOLD = 1 << 30
 TRIM_THRESHOLD = 128 << 20
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt's parameters (malloc.h)
