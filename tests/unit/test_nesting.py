@@ -85,3 +85,16 @@ def test_parents_are_those_of_the_definition_on_many_threads_levels_and_ties():
             expected[row] = before[-1]
     assert (np.array(expected) >= 0).sum() > 100
     assert nesting.parents(c).tolist() == expected
+
+
+def test_given_phases_only_their_calls_are_parents():
+    # A save (phase 8) around a gen (1) and a close (7) around its fsync (6):
+    # with phases (1, 6, 7) the close is the fsync's parent, the save no one's.
+    c = records((0, 1, 0, 0, 1000), (0, 1, 1, 100, 400), (0, 1, 1, 500, 900), (0, 1, 2, 600, 700))
+    c["phase"] = np.array([{0: 8, 100: 1, 500: 7, 600: 6}[s] for s in c["start_ns"].tolist()])
+    close = int(np.flatnonzero(c["start_ns"] == 500)[0])
+    by_start = dict(zip(c["start_ns"].tolist(), nesting.parents(c, phases=[1, 6, 7]).tolist()))
+    assert by_start == {0: -1, 100: -1, 500: -1, 600: close}
+    own = dict(zip(c["start_ns"].tolist(), nesting.own_ns(c, phases=[1, 6, 7]).tolist()))
+    assert own == {0: 1000, 100: 300, 500: 300, 600: 100}
+    assert nesting.parents(c).tolist() == nesting.parents(c, phases=[1, 6, 7, 8]).tolist()

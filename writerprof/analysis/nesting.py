@@ -10,16 +10,16 @@ from __future__ import annotations
 import numpy as np
 
 
-def parents(c: dict) -> np.ndarray:
+def parents(c: dict, phases=None) -> np.ndarray:
     """For each record, the row of the call it ran directly inside (same
     process and thread, one level shallower, spanning it), or -1. `c` holds
-    the columns proc, tid, depth, start_ns and end_ns."""
+    the columns proc, tid, depth, start_ns and end_ns; given phases (codes),
+    also phase: only a call of those is a parent (the others' children: -1)."""
     n = len(c["proc"])
     out = np.full(n, -1, dtype=np.int64)
     depth = c["depth"]
     if not n or not depth.any():
         return out
-    thread = (c["proc"].astype(np.int64) << 32) | (c["tid"].astype(np.int64) & 0xFFFFFFFF)
     start = c["start_ns"]
     # On one thread calls nest properly: a call's parent is the last call one
     # level shallower begun at or before it (the outer first when they start
@@ -27,16 +27,18 @@ def parents(c: dict) -> np.ndarray:
     # thread's on a range of one line of keys (the outer levels are few calls).
     for level in range(int(depth.max())):
         outer, inner = np.flatnonzero(depth == level), np.flatnonzero(depth == level + 1)
-        # An inner call of a process without outer calls has no parent (a
-        # writer's, half of a run's): left out before the searches.
-        has_outer = np.zeros(int(c["proc"].max()) + 1, bool)
-        has_outer[c["proc"][outer]] = True
-        inner = inner[has_outer[c["proc"][inner]]]
+        # Searched in the processes with both alone: an inner call of a
+        # process without (wanted) outer calls has no parent (a writer's, half
+        # of a run's; a producer's gen inside its save, given the phases).
+        wanted = outer if phases is None else outer[np.isin(c["phase"][outer], phases)]
+        inner = inner[_of_processes(c["proc"], wanted)[c["proc"][inner]]]
+        outer = outer[_of_processes(c["proc"], inner)[c["proc"][outer]]]
         if not len(outer) or not len(inner):
             continue
-        threads, number = np.unique(thread[outer], return_inverse=True)
-        at = np.minimum(np.searchsorted(threads, thread[inner]), len(threads) - 1)
-        known = threads[at] == thread[inner]
+        inner_thread = _thread(c, inner)
+        threads, number = np.unique(_thread(c, outer), return_inverse=True)
+        at = np.minimum(np.searchsorted(threads, inner_thread), len(threads) - 1)
+        known = threads[at] == inner_thread
         inner, at = inner[known], at[known]
         base = np.full(len(threads), np.iinfo(np.int64).max)
         np.minimum.at(base, number, start[outer])
@@ -52,8 +54,22 @@ def parents(c: dict) -> np.ndarray:
                                 side="right") - 1
         parent = outer[order[found]]  # found >= 0: an outer call of its thread begun at or before it
         inside = c["end_ns"][parent] >= c["end_ns"][inner]
+        if phases is not None:
+            inside &= np.isin(c["phase"][parent], phases)
         out[inner[inside]] = parent[inside]
     return out
+
+
+def _thread(c: dict, rows: np.ndarray) -> np.ndarray:
+    """A key per row's thread: its process and tid."""
+    return (c["proc"][rows].astype(np.int64) << 32) | (c["tid"][rows].astype(np.int64) & 0xFFFFFFFF)
+
+
+def _of_processes(proc: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Per process row: whether any of these rows is its."""
+    found = np.zeros(int(proc.max()) + 1, bool)
+    found[proc[rows]] = True
+    return found
 
 
 def key_bits(span: int, count: int) -> int:
@@ -64,9 +80,11 @@ def key_bits(span: int, count: int) -> int:
     return bits
 
 
-def own_ns(c: dict, parent: np.ndarray | None = None) -> np.ndarray:
-    """Each call's duration less the durations of the calls directly inside it."""
-    parent = parents(c) if parent is None else parent
+def own_ns(c: dict, parent: np.ndarray | None = None, phases=None) -> np.ndarray:
+    """Each call's duration less the durations of the calls directly inside
+    it; given phases (codes), only for calls of those (the others': their
+    duration), a search the shorter (parents)."""
+    parent = parents(c, phases) if parent is None else parent
     duration = (c["end_ns"] - c["start_ns"]).astype(np.int64)
     nested = parent >= 0
     inner = np.bincount(parent[nested], weights=duration[nested], minlength=len(duration))

@@ -23,7 +23,12 @@ def shares(weights: dict) -> dict[str, float]:
     total = sum(weights.values())
     if total <= 0:
         return {}
-    return {str(k): v / total for k, v in sorted(weights.items(), key=lambda kv: (-kv[1], kv[0]))}
+    items = weights.items() if len(weights) == 1 else sorted(weights.items(), key=_largest_first)  # (60k calls)
+    return {str(k): v / total for k, v in items}
+
+
+def _largest_first(item: tuple) -> tuple:
+    return -item[1], item[0]
 
 
 def mean_shares(many: list[dict]) -> dict[str, float]:
@@ -71,17 +76,19 @@ def table(run, idx) -> list[dict]:
     origin = run.meta.get("started_ns") or 0
     node_of = {host: topology.cpu_nodes(t) for host, t in run.topology.items()}
     rows_of_samples = sample_rows(run)
+    sampled = rows_of_samples >= 0
+    sampled_nodes = _node_shares(_on_nodes(run)(rows_of_samples[sampled], run.samples["cpu"][sampled]))
     by_proc = np.argsort(rows_of_samples, kind="stable")
     bounds = np.searchsorted(rows_of_samples[by_proc], np.arange(-1, len(p) + 1)).tolist()
     affinity_log = _affinity_log(run)
     work_nodes, thread_work = _thread_work(run, role_of)
     found = buffers.readings(run)
     mapped, last_nodes = found.mapped, found.last_nodes
-    # The columns as lists, and the samples' CPUs and threads in process order once: a field
+    # The columns as lists, and the samples' threads in process order once: a field
     # or a fancy index per row costs more than the row's work at 10k processes.
     hosts, pids, ppids = list(p["host"]), p["pid"].tolist(), p["ppid"].tolist()
     created, exited, rank = p["created_ns"].tolist(), p["exited_ns"].tolist(), p["rank"].tolist()
-    sample_cpus, sample_threads = run.samples["cpu"][by_proc].tolist(), run.samples["threads"][by_proc].tolist()
+    sample_threads = run.samples["threads"][by_proc].tolist()
     rows_of_pid: dict = {}
     for row, (h, pid) in enumerate(zip(hosts, pids)):
         rows_of_pid.setdefault((h, pid), []).append(row)
@@ -91,7 +98,6 @@ def table(run, idx) -> list[dict]:
         nodes = node_of.get(host, {})
         identity = idx.events[row][0][1] if idx.events[row] else {}
         first, end = bounds[row + 1], bounds[row + 2]
-        cpus = sample_cpus[first:end]
         inherited = sorted(identity.get("affinity") or [])
         # The what-ifs pin and local set a child's CPUs before its target runs: those are the ones it worked with.
         pinned = [d.get("cpus") for k, d in idx.events[row]
@@ -102,9 +108,8 @@ def table(run, idx) -> list[dict]:
                    if t >= created[row] and (exited[row] < 0 or t <= exited[row])]
         usage = next((d.get("rusage") for k, d in reversed(idx.events[row]) if k == "exit"), None) or {}
         last = run.samples[by_proc[end - 1]] if end > first else None
-        sampled_nodes = shares(Counter(nodes[c] for c in cpus if c in nodes))
         by_threads = thread_work.get(row, {})
-        worked, worked_from = _worked(by_threads.get("nodes"), work_nodes[row], sampled_nodes)
+        worked, worked_from = _worked(by_threads.get("nodes"), work_nodes[row], sampled_nodes[row])
         out.append({
             "id": row,
             "host": host,
@@ -122,7 +127,7 @@ def table(run, idx) -> list[dict]:
             "allowed_nodes": sorted({nodes[c] for c in allowed if c in nodes}),
             "affinity_changes": [{"t_s": (t - origin) / 1e9, "cpus": cpus} for t, cpus in changes],
             "samples": end - first,
-            "cpu_nodes": sampled_nodes,
+            "cpu_nodes": sampled_nodes[row],
             "work_nodes": work_nodes[row],
             "thread_nodes": by_threads.get("nodes", {}),
             "thread_cpu_s": by_threads.get("cpu_s"),
@@ -157,13 +162,18 @@ def _counter(usage: dict, key: str, sample, field: str) -> int | None:
 
 def _affinity_log(run) -> dict:
     log: dict = {}
+    parsed: dict = {}  # a CPU list's text -> its CPUs (None: not a list): a few texts, thousands of processes
     for record in run.sampled:
         if record.get("kind") == "affinity" and isinstance(record.get("cpus"), str):
-            try:
-                cpus = sorted(parse_cpu_list(record["cpus"]))
-            except ValueError:
-                continue
-            log.setdefault((record["host"], record.get("pid")), []).append((int(record["t_ns"]), cpus))
+            text = record["cpus"]
+            if text not in parsed:
+                try:
+                    parsed[text] = sorted(parse_cpu_list(text))
+                except ValueError:
+                    parsed[text] = None
+            if parsed[text] is not None:
+                cpus = list(parsed[text])  # (a list of each row's own)
+                log.setdefault((record["host"], record.get("pid")), []).append((int(record["t_ns"]), cpus))
     return log
 
 
@@ -191,27 +201,38 @@ def _work_calls(run, role_of):
     return c["phase"] == work_code[c["proc"]]
 
 
-def _work_nodes(run, mine) -> list[dict[str, float]]:
-    """Per process: node -> share of the time of its work calls, by the CPU
-    each ended on; all processes at once, a block of records at a time (small
-    temporaries in a run of 10M records)."""
-    c = run.chunk_columns
+def _work_nodes(run, proc, start, end, cpu) -> list[dict[str, float]]:
+    """Per process: node -> share of the time of its work calls (proc, start,
+    end, cpu: theirs), by the CPU each ended on; all processes at once, a
+    block of calls at a time (small temporaries in a run of 10M records)."""
+    on_nodes = _on_nodes(run)
+    table = 0.0
+    for at in range(0, max(len(proc), 1), BLOCK_RECORDS):  # (once, empty, without calls: a table of zeros)
+        block = slice(at, at + BLOCK_RECORDS)
+        # Whole nanoseconds summed as floats: exact in any order up to 2**53 ns (104 days).
+        table = table + on_nodes(proc[block], cpu[block], end[block] - start[block])
+    return _node_shares(table)
+
+
+def _on_nodes(run):
+    """f(rows, cpus, weights=None): a (process row, node) table of the weights
+    (None: the number) of records of those processes read on those CPUs."""
     lut = node_table(run)
     number = {host: i for i, host in enumerate(run.hosts)}
     host_of = np.array([number[h] for h in run.processes["host"]] or [0])
     n_nodes = max(int(lut.max()) + 1, 1)
-    table = np.zeros(len(run.processes) * n_nodes)
-    for at in range(0, len(c), BLOCK_RECORDS):
-        block = slice(at, at + BLOCK_RECORDS)
-        m = mine[block]
-        proc = c["proc"][block][m]
-        ns = (c["end_ns"][block] - c["start_ns"][block])[m]
-        node = lut[host_of[proc], cpu_column(lut, c["cpu"][block][m])]
+
+    def table(rows, cpus, weights=None) -> np.ndarray:
+        node = lut[host_of[rows], cpu_column(lut, cpus)]
         known = node >= 0
-        # Whole nanoseconds summed as floats: exact in any order up to 2**53 ns (104 days).
-        table += np.bincount(proc[known] * n_nodes + node[known], weights=ns[known], minlength=len(table))
-    table = table.reshape(len(run.processes), -1)
-    return [shares({n: float(w) for n, w in enumerate(row) if w > 0}) for row in table]
+        return np.bincount(rows[known] * n_nodes + node[known], weights=None if weights is None else weights[known],
+                           minlength=len(run.processes) * n_nodes).reshape(len(run.processes), n_nodes)
+    return table
+
+
+def _node_shares(table: np.ndarray) -> list[dict[str, float]]:
+    """Per row of a (process row, node) table: node -> share (processes.shares)."""
+    return [shares({n: w for n, w in enumerate(row) if w > 0}) for row in table.tolist()]  # (not numpy's scalars)
 
 
 def _thread_work(run, role_of) -> tuple[list[dict[str, float]], dict[int, dict]]:
@@ -221,12 +242,13 @@ def _thread_work(run, role_of) -> tuple[list[dict[str, float]], dict[int, dict]]
         return [], {}
     mine = _work_calls(run, role_of)
     c = run.chunk_columns
-    found = threads.worked(run, c["proc"][mine], c["start_ns"][mine], c["end_ns"][mine])
+    proc, start, end = c["proc"][mine], c["start_ns"][mine], c["end_ns"][mine]
+    found = threads.worked(run, proc, start, end)
     for work in found.values():
         work["nodes"] = shares(work["nodes"])
         for thread in work["threads"]:
             thread["nodes"] = shares(thread["nodes"])
-    return _work_nodes(run, mine), found
+    return _work_nodes(run, proc, start, end, c["cpu"][mine]), found
 
 
 def _buffer_nodes(mapped, last_nodes: dict) -> dict[str, float]:

@@ -37,6 +37,8 @@ _CODE = {name: i for i, name in enumerate(COMPONENTS)}
 # The writer's hooked calls and the component a save waits on while in them.
 _WRITER_PHASES = {"get": "queue", "write": "write", "fadvise": "fadvise", "fsync": "fsync",
                   "close": "close"}
+# The phases whose own seconds (nesting.own_ns) a save reports: the producer's and its writer's.
+_MEASURED = ("gen", "put", "get", "write", "fadvise", "fsync", "close")
 _SAVE_PHASES = ("save", "producer")  # a producer call spanning one save, when hooked
 # Components grouped for the one-word bottleneck of a save: the group with the
 # most critical-path seconds (bound_by), shown beside its seconds. Its
@@ -102,7 +104,8 @@ def find(run, idx: _Index | None = None) -> list[dict]:
     # Field by field (views): whole records are wide, and there are millions of them.
     c = {name: run.chunk_columns[name] for name in ("proc", "phase", "depth", "tid", "writer_seq", "start_ns",
                                                     "end_ns", "bytes")}
-    c["own_ns"] = nesting.own_ns(c)  # a call's time less the hooked calls inside it (close less its fsync)
+    # A call's time less the hooked calls inside it (close less its fsync), for the phases a save reports.
+    c["own_ns"] = nesting.own_ns(c, phases=[codes[p] for p in _MEASURED if p in codes])
     per_proc = _per_process(run, c)
     found = _starts(run, idx, codes, c)
     if not found:
@@ -115,8 +118,8 @@ def find(run, idx: _Index | None = None) -> list[dict]:
     mine = owner >= 0
     save_of = owner[mine]
     size = max(run.phase_names, default=0) + 1
-    producer_s = _table(save_of, c["phase"][mine], c["own_ns"][mine], n, size) / 1e9
-    producer_calls = _table(save_of, c["phase"][mine], None, n, size)
+    producer_s, producer_calls = _tables(save_of, c["phase"][mine], [c["own_ns"][mine], None], n, size)
+    producer_s = producer_s / 1e9  # (not in place: a table of no calls is bincount's ints)
     put_s, puts = _put_waits(c, owner, found, codes.get("put", -1), n)
     is_gen = mine & (c["phase"] == codes.get("gen", -1))
     gen = {"start_ns": c["start_ns"][is_gen], "end_ns": c["end_ns"][is_gen], "save": owner[is_gen]}
@@ -129,7 +132,7 @@ def find(run, idx: _Index | None = None) -> list[dict]:
     loop["save"] = save_of_writer[loop["proc"]]
     del c, owner, mine, in_loop, is_gen  # the columns are big: let them go before the next peak
     paths = _critical_paths(found, w0, w1, gen, loop, codes)
-    at = {name: codes.get(name, size) for name in ("gen", "put", "get", "write", "fadvise", "fsync", "close")}
+    at = {name: codes.get(name, size) for name in _MEASURED}
     # As lists: a numpy scalar per field of a save cost more than the save.
     seconds, calls, nbytes = (np.pad(t, ((0, 1), (0, 1))).tolist() for t in per_proc)  # row -1, column `size`: none
     producer_s, producer_calls = (np.pad(t, ((0, 0), (0, 1))).tolist() for t in (producer_s, producer_calls))
@@ -139,6 +142,7 @@ def find(run, idx: _Index | None = None) -> list[dict]:
     saves = []
     for i, f in enumerate(found):
         row, start, path = writer[i], f["start"], paths[i]
+        own = seconds[row]
         critical = dict(zip(COMPONENTS, path[:-1]))
         bound, bound_s = bound_by(critical)
         duration = (w1[i] - w0[i]) / 1e9
@@ -163,8 +167,11 @@ def find(run, idx: _Index | None = None) -> list[dict]:
             "startup_s": sum(f["startup"].values()) if f["startup"] else None,
             "gen_s": measured(producer_s[i][at["gen"]], producer_calls[i][at["gen"]]),
             "put_wait_s": measured(put_s[i], puts[i]),
-            "get_wait_s": measured(seconds[row][at["get"]], calls[row][at["get"]]),
-            **{f"{phase}_s": seconds[row][at[phase]] for phase in ("write", "fadvise", "fsync", "close")},
+            "get_wait_s": measured(own[at["get"]], calls[row][at["get"]]),
+            "write_s": own[at["write"]],
+            "fadvise_s": own[at["fadvise"]],
+            "fsync_s": own[at["fsync"]],
+            "close_s": own[at["close"]],
             "critical_path": critical,
             "unexplained_s": path[-1],
             "bottleneck": bound,
@@ -173,10 +180,10 @@ def find(run, idx: _Index | None = None) -> list[dict]:
     return sorted(saves, key=lambda s: s["start_ns"])
 
 
-def _table(rows, phases, weights, n_rows, n_phases) -> np.ndarray:
-    """A (row, phase) table of summed weights."""
-    flat = rows.astype(np.int64) * n_phases + phases
-    return np.bincount(flat, weights=weights, minlength=n_rows * n_phases).reshape(n_rows, n_phases)
+def _tables(rows, phases, weights: list, n_rows, n_phases) -> list[np.ndarray]:
+    """(row, phase) tables of summed weights, one per weights (None: the calls)."""
+    flat = rows.astype(np.int64) * n_phases + phases  # made once for all
+    return [np.bincount(flat, weights=w, minlength=n_rows * n_phases).reshape(n_rows, n_phases) for w in weights]
 
 
 def measured(seconds, count) -> float | None:
@@ -216,10 +223,8 @@ def _put_waits(c, owner, found, put, n) -> tuple[np.ndarray, np.ndarray]:
 def _per_process(run, c):
     """Per process and phase code: seconds, calls and bytes of its calls."""
     n, size = len(run.processes), max(run.phase_names, default=0) + 1
-    seconds = _table(c["proc"], c["phase"], c["own_ns"], n, size) / 1e9
-    calls = _table(c["proc"], c["phase"], None, n, size).astype(np.int64)
-    nbytes = _table(c["proc"], c["phase"], c["bytes"].clip(0), n, size).astype(np.int64)
-    return seconds, calls, nbytes
+    seconds, calls, nbytes = _tables(c["proc"], c["phase"], [c["own_ns"], None, c["bytes"].clip(0)], n, size)
+    return seconds / 1e9, calls.astype(np.int64), nbytes.astype(np.int64)
 
 
 def _starts(run, idx, codes, c) -> list[dict]:
@@ -272,10 +277,11 @@ def _first_calls(run, idx, codes, c) -> dict[str, np.ndarray]:
     n = len(run.processes)
     out = {}
     for name, phases in (("loop", list(_loop_components(codes))), ("write", [codes.get("write", -1)])):
-        chosen = np.isin(c["phase"], phases)
-        procs, first = np.unique(c["proc"][chosen], return_index=True)
+        chosen = np.flatnonzero(np.isin(c["phase"], phases))
+        procs = c["proc"][chosen]
+        first = chosen[np.diff(procs, prepend=-1) != 0]  # each process's calls together: its first
         out[name] = np.full(n, -1, dtype=np.int64)
-        out[name][procs] = c["start_ns"][chosen][first]
+        out[name][c["proc"][first]] = c["start_ns"][first]
     ends = c["end_ns"]  # in process order (chunk_columns): each process's calls together
     bounds = idx.chunk_bounds
     out["last_end"] = np.full(n, -1, dtype=np.int64)
@@ -349,15 +355,14 @@ def _startup(created, writer, events, firsts, t_start) -> tuple[dict, list]:
     created: run.processes' column, firsts: _first_calls', as lists."""
     if writer is None:
         return {}, []
-    spans = {k: d for k, d in events if k in ("main_rerun", "unpickle")}
-    at = {k: int(d["t_ns"]) for k, d in events if k in ("bootstrap", "target_start")}
+    last = dict(events)  # kind -> its last event's data
     marks = [("start", t_start), ("interpreter", max(created[writer], t_start))]
     for name in ("main_rerun", "unpickle"):
-        if name in spans:
-            marks.append((name, int(spans[name]["start_ns"])))
+        if name in last:
+            marks.append((name, int(last[name]["start_ns"])))
     for name in ("bootstrap", "target_start"):
-        if name in at:
-            marks.append(("bootstrap" if name == "bootstrap" else "target_setup", at[name]))
+        if name in last:
+            marks.append(("bootstrap" if name == "bootstrap" else "target_setup", int(last[name]["t_ns"])))
     if firsts["loop"][writer] >= 0:
         marks.append(("first_chunk", firsts["loop"][writer]))
     end = firsts["write"][writer]
@@ -365,7 +370,7 @@ def _startup(created, writer, events, firsts, t_start) -> tuple[dict, list]:
         return {}, marks
     times = [max(t, marks[0][1]) for _, t in marks]  # never before Process.start()
     times = list(accumulate(times, max))  # (np.maximum.accumulate: slower on a few)
-    phases = {name: 0.0 for name in STARTUP_PHASES}
+    phases = dict.fromkeys(STARTUP_PHASES, 0.0)
     for (name, _), a, b in zip(marks, times, times[1:] + [end]):
         phases[name] += max(0, min(b, end) - a) / 1e9
     return phases, list(zip([n for n, _ in marks], times))
@@ -414,13 +419,18 @@ def _critical_paths(found, w0, w1, gen, loop, codes) -> np.ndarray:
 
     span = w1 - w0
 
-    def keys(times, save):
+    def keys(save, *times):
+        """Each of times (of these saves) as keys: offsets into the save's window, under its number."""
         save = save.astype(np.int64)
-        offset = np.asarray(times, dtype=np.int64) - w0[save]
-        np.maximum(offset, 0, out=offset)  # clipped to the save's window (np.clip: several times slower)
-        np.minimum(offset, span[save], out=offset)
-        offset |= save << shift
-        return offset
+        base, top, high = w0[save], span[save], save << shift  # once for the starts and the ends
+        out = []
+        for t in times:
+            offset = np.asarray(t, dtype=np.int64) - base
+            np.maximum(offset, 0, out=offset)  # clipped to the save's window (np.clip: several times slower)
+            np.minimum(offset, top, out=offset)
+            offset |= high
+            out.append(offset)
+        return out
 
     t_start = np.array([f["t_start"] for f in found], dtype=np.int64)
     t_started = np.array([f["t_started"] for f in found], dtype=np.int64)
@@ -448,22 +458,21 @@ def _critical_paths(found, w0, w1, gen, loop, codes) -> np.ndarray:
     # producer where it is doing something (generating; before and during
     # Process.start()), then the writer's calls (deeper calls inside outer ones
     # win), after its last call its teardown, its start-up phases.
-    begun, started = keys(t_start, saves), keys(t_started, saves)
-    layers = [_pieces(keys(gen_start, gen_save), keys(gen_end, gen_save),
-                      np.full(len(gen_start), _CODE["generation"])),
-              (np.concatenate([keys(w0, saves), begun]), np.concatenate([begun, started]),
+    opened, begun, started = keys(saves, w0, t_start, t_started)
+    layers = [_pieces(*keys(gen_save, gen_start, gen_end), np.full(len(gen_start), _CODE["generation"])),
+              (np.concatenate([opened, begun]), np.concatenate([begun, started]),
                np.repeat([_CODE["setup"], _CODE["startup:start"]], n))]
     for depth in reversed(range(int(loop_depth.max()) + 1 if len(loop_depth) else 0)):
         level = loop_depth == depth
         level = slice(None) if level.all() else level  # one level (the usual): no copies
-        layers.append(_pieces(keys(loop_start[level], loop_save[level]), keys(loop_end[level], loop_save[level]),
+        layers.append(_pieces(*keys(loop_save[level], loop_start[level], loop_end[level]),
                               component_of[loop_phase[level]]))
     if len(loop_end):  # each save's calls together (by_save): its last end, a reduce per save
         first = np.flatnonzero(np.append(True, loop_save[1:] != loop_save[:-1]))
         has = loop_save[first]
-        layers.append((keys(np.maximum.reduceat(loop_end, first), has), keys(w1[has], has),
+        layers.append((*keys(has, np.maximum.reduceat(loop_end, first), w1[has]),
                        np.full(len(has), _CODE["teardown"])))
-    layers.append(_pieces(keys(up_start, up_save), keys(up_end, up_save), np.array(up_name, dtype=np.int64)))
+    layers.append(_pieces(*keys(up_save, up_start, up_end), np.array(up_name, dtype=np.int64)))
     # Each piece holds the save for its time outside the layers above it (their
     # union, as intervals in order); the rest of the save is unexplained.
     # Times in whole nanoseconds, summed exactly (as floats up to 2**53 ns).
@@ -475,7 +484,7 @@ def _critical_paths(found, w0, w1, gen, loop, codes) -> np.ndarray:
             continue
         kept = stop > start
         start, stop, label = start[kept], stop[kept], label[kept]
-        hidden = threads.time_inside(*above, stop) - threads.time_inside(*above, start)
+        hidden = threads.time_between(*above, start, stop)
         totals += np.bincount((start >> shift) * width + label, weights=stop - start - hidden, minlength=n * width)
         if k < len(layers) - 1:  # (none below the last)
             above = threads.merged(np.concatenate([above[0], start]), np.concatenate([above[1], stop]))

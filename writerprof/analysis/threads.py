@@ -25,6 +25,12 @@ def time_inside(starts: np.ndarray, ends: np.ndarray, t: np.ndarray) -> np.ndarr
     return done[k] + np.where(k < len(starts), part, 0)
 
 
+def time_between(starts: np.ndarray, ends: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Time spent inside the sorted, disjoint intervals from each of a to the same of b (a <= b)."""
+    both = time_inside(starts, ends, np.concatenate([b, a]))  # one search: the intervals' sums made once
+    return both[:len(b)] - both[len(b):]
+
+
 def merged(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The union of intervals, as sorted disjoint ones (some may touch: one ends where the next starts)."""
     if len(starts) == 0:
@@ -77,8 +83,10 @@ def worked(run, span_row: np.ndarray, span_start: np.ndarray, span_end: np.ndarr
     n_nodes = int(node.max()) + 1
     per_node = np.bincount(rows * n_nodes + node, weights=weight,
                            minlength=len(run.processes) * n_nodes).reshape(-1, n_nodes)
-    out = {int(row): {"nodes": _seconds(per_node[row]), "cpu_s": float(per_node[row].sum()) / 1e9, "threads": []}
-           for row in np.flatnonzero(per_node.sum(axis=1) > 0)}
+    busy = np.flatnonzero(per_node.sum(axis=1) > 0)
+    # As lists: a numpy scalar per value cost more than the value's work (thousands of rows).
+    out = {row: {"nodes": _seconds(nodes), "cpu_s": total / 1e9, "threads": []}
+           for row, nodes, total in zip(busy.tolist(), per_node[busy].tolist(), per_node[busy].sum(axis=1).tolist())}
     # Per thread: (row, tid) pairs, the busiest MAX_THREADS of each row.
     pair_key = (rows.astype(np.int64) << 32) | tid.astype(np.int64)
     pairs, first, pair = np.unique(pair_key, return_index=True, return_inverse=True)
@@ -91,12 +99,13 @@ def worked(run, span_row: np.ndarray, span_start: np.ndarray, span_end: np.ndarr
     busiest = np.lexsort((pairs & 0xFFFFFFFF, -cpu, pair_row))
     starts = np.searchsorted(pair_row[busiest], pair_row[busiest], side="left")
     chosen = busiest[np.arange(len(busiest)) - starts < MAX_THREADS]
-    pids = run.processes["pid"]
-    for p in chosen.tolist():
-        row, one = int(pair_row[p]), int(pairs[p] & 0xFFFFFFFF)
-        label = name[last[p]].decode("utf-8", "replace")
-        out[row]["threads"].append({"tid": one, "name": label or None, "main": one == int(pids[row]),
-                                    "cpu_s": float(cpu[p]) / 1e9, "nodes": _seconds(pair_nodes[p])})
+    pids = run.processes["pid"].tolist()
+    for row, one, label, seconds, nodes in zip(pair_row[chosen].tolist(), (pairs[chosen] & 0xFFFFFFFF).tolist(),
+                                               name[last[chosen]].tolist(), cpu[chosen].tolist(),
+                                               pair_nodes[chosen].tolist()):
+        label = label.decode("utf-8", "replace")
+        out[row]["threads"].append({"tid": one, "name": label or None, "main": one == pids[row],
+                                    "cpu_s": seconds / 1e9, "nodes": _seconds(nodes)})
     return out
 
 
@@ -136,9 +145,9 @@ def _share_inside(rows, since, until, span_row, span_start, span_end) -> np.ndar
     extent = np.where(hi >= lo, hi - lo + 1, 0)
     base = np.cumsum(extent) - extent - np.where(hi >= lo, lo, 0)
     starts, ends = merged(span_start + base[span_row], span_end + base[span_row])
-    inside = time_inside(starts, ends, until + base[rows]) - time_inside(starts, ends, since + base[rows])
+    inside = time_between(starts, ends, since + base[rows], until + base[rows])
     return inside / np.maximum(until - since, 1)
 
 
-def _seconds(per_node: np.ndarray) -> dict[int, float]:
-    return {n: float(w) / 1e9 for n, w in enumerate(per_node) if w > 0}
+def _seconds(per_node: list[float]) -> dict[int, float]:
+    return {n: w / 1e9 for n, w in enumerate(per_node) if w > 0}
