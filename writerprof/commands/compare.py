@@ -24,12 +24,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from writerprof import allocator
     from writerprof.analysis.compare import compare
     from writerprof.collector import collector_paused, keep_until_exit
     from writerprof.analysis.summary import summarize
     from writerprof.render import terminal
     from writerprof.run import load
 
+    allocator.for_big_arrays()
     with collector_paused():
         a, b = summarize(load(args.run_a)), summarize(load(args.run_b))
     keep_until_exit(a, b)

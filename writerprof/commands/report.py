@@ -26,6 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # Imported before the plot workers fork, which then share them (numpy, the analysis).
+    from writerprof import allocator
     from writerprof.collector import collector_paused, keep_until_exit
     from writerprof.analysis.summary import summarize
     from writerprof.commands.common import output_directory, write_markup
@@ -33,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     from writerprof.run import load
 
     with _plot_workers(args) as pending:
-        _malloc_for_big_arrays()
+        allocator.for_big_arrays()  # after the plot workers forked: theirs as it was
         with collector_paused():
             recorded = load(args.run_dir)
             summary = summarize(recorded)
@@ -63,31 +64,6 @@ def run(args: argparse.Namespace) -> int:
         write_markup(args.html, html.report_html(summary, figures, flames=flames), "HTML report")
         print(f"writerprof report: {args.html}", file=sys.stderr)
     return 0
-
-
-# glibc malloc's thresholds for the report: arrays up to MMAP_THRESHOLD from
-# the heap, and up to TRIM_THRESHOLD of freed heap kept for the next ones.
-# By default an array over 32 MiB (a 1M-chunk run's columns and their
-# temporaries) is mapped afresh, every page faulted in, and unmapped when
-# freed (the mmap threshold alone changes nothing: the freed heap is handed
-# back at once). 10M chunks, no forks: system time 7.0 -> 3.8-5.1 s, peak RSS
-# 3.62 -> 3.64-3.70 GiB; forks: 10.4 -> 7.1 s, 2.96 -> 3.03-3.06 GiB. A trim
-# threshold of 1 GiB kept more: 3.83 and 3.27 GiB.
-MMAP_THRESHOLD = 1 << 30
-TRIM_THRESHOLD = 128 << 20
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt's parameters (malloc.h)
-
-
-def _malloc_for_big_arrays() -> None:
-    """Set MMAP_THRESHOLD and TRIM_THRESHOLD, where the C library is glibc."""
-    import ctypes
-
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):  # not glibc's (macOS): its allocator as it is
-        return
-    mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
-    mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD)
 
 
 # Process rows from which their JSON is made in a forked child while this

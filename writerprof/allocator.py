@@ -1,0 +1,29 @@
+"""glibc malloc's thresholds for a process that analyses a large run
+(report, compare): arrays up to MMAP_THRESHOLD from the heap, and up to
+TRIM_THRESHOLD of freed heap kept for the next ones. By default an array
+over 32 MiB (a 1M-chunk run's columns and their temporaries) is mapped
+afresh, every page faulted in, and unmapped when freed (the mmap threshold
+alone changes nothing: the freed heap is handed back at once).
+
+report --json of 10M chunks, no forks: system time 7.0 -> 3.8-5.1 s, peak
+RSS 3.62 -> 3.64-3.70 GiB; forks: 10.4 -> 7.1 s, 2.96 -> 3.03-3.06 GiB. A
+trim threshold of 1 GiB kept more: 3.83 and 3.27 GiB. compare of two 1M-chunk
+runs: system time 10.8 -> 8.9 s, the same peak."""
+
+from __future__ import annotations
+
+MMAP_THRESHOLD = 1 << 30
+TRIM_THRESHOLD = 128 << 20
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt's parameters (malloc.h)
+
+
+def for_big_arrays() -> None:
+    """Set MMAP_THRESHOLD and TRIM_THRESHOLD, where the C library is glibc."""
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # not glibc's (macOS): its allocator as it is
+        return
+    mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+    mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD)
