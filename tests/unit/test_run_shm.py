@@ -80,6 +80,8 @@ def test_records_read_as_the_json_events_of_a_schema_1_run(tmp_path):
     assert old.buffer_events("shm") == new.buffer_events("shm")
     assert old.buffer_events("placement") == new.buffer_events("placement")
     same_readings(old, new)
+    with pytest.raises(ValueError, match="buffer_events"):  # not an empty answer, silently
+        new.events_of("placement")
     r = buffers.readings(new)
     assert r.mapped == {0: {0, 1}, 1: {0, 1}} and r.pages == {0: 2 * PAGES, 1: 2 * PAGES}
     assert r.created == {0: [(1100, 0), (1200, 1)]}

@@ -103,7 +103,11 @@ class Run:
         return self.events[self.events["proc"] == self._proc(host, pid, created_ns)]
 
     def events_of(self, kind: str) -> np.ndarray:
-        """The events of that kind (not "shm" or "placement": buffer_events)."""
+        """The events of that kind. Not "shm" or "placement": they are columns
+        (Run.shm, Run.placements), read as events by buffer_events; asked for
+        here they would be none, silently."""
+        if kind in shm.KINDS:
+            raise ValueError(f"{kind!r} readings are not in run.events: see run.buffer_events({kind!r})")
         return self.events[self.events["kind"] == kind]
 
     def buffer_events(self, kind: str) -> list[dict]:
