@@ -15,9 +15,9 @@ directory on disk):
 Variants, each a separate run of the reproducer:
 
   plain       the reproducer alone
-  default     under `writerprof record` (probe, sampler, stacks as recorded by default)
-  one-rate    `record --sparse-stack-rate 100`: one py-spy for the whole tree at 100 Hz (the
-              default before issue 16)
+  default     under `writerprof record` (probe, sampler, stacks as recorded by default: by the probe)
+  py-spy-stacks  `record --stacks-by py-spy`: stacks by a py-spy per process (the default before)
+  one-rate    `record --stacks-by py-spy --sparse-stack-rate 100`: every process at 100 Hz by py-spy
   no-stacks   `record --no-stacks`
   no-sampler  `record --no-sampler` (stacks still taken)
   probe-only  `record --no-sampler --no-stacks`: the probe and record's own process alone
@@ -66,7 +66,7 @@ from common import children_cpu_s, writerprof
 REPRO = ["repro", "--json", "--saves", "4", "--size", "512MiB", "--start-method", "forkserver",
          "--main-imports", "numpy,matplotlib.pyplot"]
 WORKLOADS = {"disk": [], "cpu": ["--generator", "random", "--gen-threads", "2"]}
-VARIANTS = ("plain", "default", "one-rate", "no-stacks", "no-sampler", "probe-only", "py-spy", "dftracer")
+VARIANTS = ("plain", "default", "py-spy-stacks", "one-rate", "no-stacks", "no-sampler", "probe-only", "py-spy", "dftracer")
 QUICK = ("plain", "default", "no-stacks")
 _PR_SET_CHILD_SUBREAPER = 36
 # The parts of a record variant's CPU seconds (run_once), as the second table names them.
@@ -108,9 +108,10 @@ def command(variant: str, workload: str, scratch: str) -> tuple[list[str], dict]
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     if variant == "plain":
         return repro, env
-    if variant in ("default", "one-rate", "no-stacks", "no-sampler", "probe-only"):
+    if variant in ("default", "py-spy-stacks", "one-rate", "no-stacks", "no-sampler", "probe-only"):
         run = tempfile.mkdtemp(prefix=f"run-{variant}-", dir=scratch)
-        options = {"default": [], "one-rate": ["--sparse-stack-rate", "100"], "no-stacks": ["--no-stacks"],
+        options = {"default": [], "py-spy-stacks": ["--stacks-by", "py-spy"],
+                   "one-rate": ["--stacks-by", "py-spy", "--sparse-stack-rate", "100"], "no-stacks": ["--no-stacks"],
                    "no-sampler": ["--no-sampler"], "probe-only": ["--no-sampler", "--no-stacks"]}[variant]
         return writerprof() + ["record", "-o", run, *options, "--"] + repro, env
     if variant == "py-spy":

@@ -4,7 +4,8 @@ next to this package when WRITERPROF_RUN names a run directory.
 
 Every Python process of a recorded command pays for what runs here, so
 start-up does only what every process needs: the identity line, the os
-hooks, the exit and fork handlers, and import hooks that wait. The
+hooks, the exit and fork handlers, the stack sampler's thread if record
+asked for one, and import hooks that wait. The
 multiprocessing and shared-memory hooks (mp, mitigate, shm, numa) are
 imported and installed when the target first imports multiprocessing; the
 sampler agent's module only on a host that needs one."""
@@ -14,7 +15,7 @@ import sys
 import time
 
 from . import calls, format, identity, imports, lifecycle, osio, specs
-from .format import FORCE_ENV, LAUNCH_HOST_ENV, MITIGATE_ENV, PROBES_ENV, RUN_ENV
+from .format import FORCE_ENV, LAUNCH_HOST_ENV, MITIGATE_ENV, PROBES_ENV, RUN_ENV, STACKS_ENV
 from .journal import Journal
 
 
@@ -56,6 +57,10 @@ def activate(started_ns=None):
 
     lifecycle.install(journal, process, phases)
     lifecycle.on_fork_in_child(calls.reset_after_fork)
+    if os.environ.get(STACKS_ENV):  # record takes the stacks here, not with py-spy
+        from . import stacks
+
+        stacks.install(journal, process, lifecycle.on_fork_in_child, lifecycle.on_exit)
     osio.install(hook_status)
     forced = os.environ.get(FORCE_ENV, "").strip() or None
     mitigations = os.environ.get(MITIGATE_ENV, "")

@@ -159,6 +159,7 @@ EVENTS_SUFFIX = ".events.jsonl"
 CHUNKS_SUFFIX = ".chunks.bin"
 SHM_SUFFIX = ".shm.bin"
 PLACEMENT_SUFFIX = ".placement.bin"
+STACKS_SUFFIX = ".stacks.txt"  # the probe's stack samples (stacks.py): "frame;...;frame COUNT" lines
 RECORD_SUFFIXES = {"shm": SHM_SUFFIX, "placement": PLACEMENT_SUFFIX}  # event kind -> its records' file
 
 HOSTS_DIR = "hosts"
@@ -172,6 +173,7 @@ RUN_ENV = "WRITERPROF_RUN"
 FORCE_ENV = "WRITERPROF_FORCE_START_METHOD"
 MITIGATE_ENV = "WRITERPROF_MITIGATE"  # comma-separated mitigation names (mitigate.py)
 PROBES_ENV = "WRITERPROF_PROBES"  # added hook specs, one per line
+STACKS_ENV = "WRITERPROF_STACKS"  # "FULL,SPARSE,DAEMON" Hz: the probe samples its process's stacks (stacks.py)
 
 # Overrides the host name a process files itself under: to tell apart
 # containers that share a host name, or to test many hosts on one machine.

@@ -19,6 +19,12 @@ _open, _write, _close, _fstat = os.open, os.write, os.close, os.fstat
 _FLUSH_RECORDS, _FLUSH_NS = format.FLUSH_RECORDS, format.FLUSH_NS  # bound: read per record
 
 
+def _write_fd(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[_write(fd, view):]
+
+
 class Journal:
     def __init__(self, run, host):
         self.run, self.host = run, host
@@ -29,6 +35,7 @@ class Journal:
         self.base = None
         self.stopped = None  # why journaling stopped in this process, or None
         self.dropped = {"events": 0, "records": 0}
+        self.on_next_event = None  # called once at the next event (stacks.py: after a fork, on 3.13)
 
     def open(self, pid, created_ns):
         """Start this process's files (at start, and in a child after fork)."""
@@ -66,12 +73,18 @@ class Journal:
         return fd
 
     def event(self, kind, **fields):
+        if self.on_next_event is not None:
+            call, self.on_next_event = self.on_next_event, None
+            try:
+                call()
+            except Exception:
+                pass
         if self.stopped is not None:
             self.dropped["events"] += 1
             return
         fields["kind"] = kind
         fields.setdefault("t_ns", time.monotonic_ns())
-        if not self._append(format.EVENTS_SUFFIX, (dumps(fields) + "\n").encode()):
+        if not self.append(format.EVENTS_SUFFIX, (dumps(fields) + "\n").encode()):
             self.dropped["events"] += 1
 
     def buffer_event(self, kind, **fields):
@@ -85,7 +98,7 @@ class Journal:
         data = format.record(kind, t_ns, fields)
         if data is None:
             self.event(kind, t_ns=t_ns, **fields)
-        elif not self._append(format.RECORD_SUFFIXES[kind], data):
+        elif not self.append(format.RECORD_SUFFIXES[kind], data):
             self.dropped["events"] += 1
 
     def record(self, fields):
@@ -113,14 +126,14 @@ class Journal:
                     self.dropped["records"] += count
                 else:
                     data = b"".join(records[:count])
-                    if not self._append(format.CHUNKS_SUFFIX, data):
+                    if not self.append(format.CHUNKS_SUFFIX, data):
                         self.dropped["records"] += count
                 del records[:count]
             self.flush_due = time.monotonic_ns() + _FLUSH_NS
         finally:
             self._flushing.release()
 
-    def _append(self, suffix, data):
+    def append(self, suffix, data):
         """Write data whole; False (and the journal stopped) if the disk would not take it."""
         if self.stopped is not None:
             return False
@@ -131,11 +144,28 @@ class Journal:
             return False
         return True
 
+    def replace(self, suffix, data):
+        """Write one of this process's files whole, in place of its last
+        version (a temporary file renamed over it: a reader, or a kill,
+        finds the one or the other). False (and the journal stopped) if the
+        disk would not take it."""
+        if self.stopped is not None or self.base is None:
+            return False
+        temporary = self.base + suffix + ".tmp"
+        try:
+            fd = _open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+            try:
+                _write_fd(fd, data)
+            finally:
+                _close(fd)
+            os.replace(temporary, self.base + suffix)
+        except OSError as exc:
+            self._stop(exc)
+            return False
+        return True
+
     def _write_all(self, suffix, data):
-        view = memoryview(data)
-        fd = self._fd(suffix)
-        while view:
-            view = view[_write(fd, view):]
+        _write_fd(self._fd(suffix), data)
 
     def _stop(self, exc):
         self.stopped = "%s: %s" % (type(exc).__name__, exc)

@@ -12,7 +12,7 @@ daemon imports the target's module and children skip the __main__ re-run."""
 import sys
 import time
 
-from . import calls, imports, lifecycle, mitigate, queues
+from . import calls, imports, lifecycle, mitigate, queues, stacks
 
 _now = time.monotonic_ns
 _POPEN_METHODS = {
@@ -101,6 +101,7 @@ def _process(module):
 
             def run_wrapper():
                 journal.event("target_start")
+                stacks.target_started()
                 try:
                     return run()
                 finally:

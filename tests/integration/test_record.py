@@ -22,8 +22,8 @@ from helpers import attached_placements, mount_tmpfs, run_writerprof, writerprof
 TARGETS = Path(__file__).parent / "targets"
 
 
-def record(run_dir, *command, check=True, env=None, timeout=240):
-    done = subprocess.run(writerprof_command() + ["record", "-o", str(run_dir), "--", *map(str, command)],
+def record(run_dir, *command, check=True, env=None, timeout=240, options=()):
+    done = subprocess.run(writerprof_command() + ["record", "-o", str(run_dir), *options, "--", *map(str, command)],
                           capture_output=True, text=True, timeout=timeout, env=env)
     if check and done.returncode != 0:
         raise AssertionError(f"record exited {done.returncode}:\n{done.stderr}")
@@ -457,10 +457,13 @@ def test_a_python_grandchild_that_outlives_cmd_is_named_and_not_waited_for(tmp_p
         os.kill(grandchild, signal.SIGKILL)
 
 
-def test_a_command_that_never_runs_python_starts_no_py_spy(tmp_path):
-    record(tmp_path / "run", "sh", "-c", "sleep 0.3")
+@pytest.mark.parametrize("by, reason", [
+    ("py-spy", "no Python process was found in CMD's process tree"),
+    ("probe", "no probed Python process lived long enough to be sampled")])
+def test_a_command_that_never_runs_python_starts_no_py_spy(tmp_path, by, reason):
+    record(tmp_path / "run", "sh", "-c", "sleep 0.3", options=("--stacks-by", by))
     run = load(tmp_path / "run")
-    assert run.meta["stacks"]["reason"] == "no Python process was found in CMD's process tree"
+    assert run.meta["stacks"]["reason"] == reason and run.meta["stacks"]["by"] == by
     # Before: py-spy was started, and retried every half second (its log says each time).
     assert not list((tmp_path / "run").rglob("py-spy.log"))
 
@@ -474,8 +477,10 @@ os.kill(os.getpid(), signal.SIGSEGV)
 """
 
 
-def test_a_python_command_killed_by_a_signal_keeps_its_stacks(tmp_path):
-    done = record(tmp_path / "run", sys.executable, "-c", SEGFAULTS, check=False)
+@pytest.mark.parametrize("by", ["probe", "py-spy"])
+def test_a_python_command_killed_by_a_signal_keeps_its_stacks(tmp_path, by):
+    # (The probe's: what it had written at its last rewrite, 0.75 s into the 0.8 s.)
+    done = record(tmp_path / "run", sys.executable, "-c", SEGFAULTS, check=False, options=("--stacks-by", by))
     assert done.returncode == 128 + signal.SIGSEGV, done.stderr
     run = load(tmp_path / "run")
     assert run.meta["signal"] == "SIGSEGV"

@@ -143,7 +143,8 @@ def test_no_stacks_takes_none_and_says_so(tmp_path):
 
 def _with_py_spy(tmp_path, executable, *cmd):
     env = dict(os.environ, WRITERPROF_PY_SPY=str(executable))
-    return subprocess.run([*writerprof_command(), "record", "-o", str(tmp_path / "run"), "--", *cmd],
+    return subprocess.run([*writerprof_command(), "record", "--stacks-by", "py-spy", "-o", str(tmp_path / "run"), "--",
+                           *cmd],
                           capture_output=True, text=True, env=env, timeout=60)
 
 

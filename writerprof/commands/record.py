@@ -5,10 +5,11 @@ directory for `writerprof report`.
 The probe reaches CMD's Python processes through PYTHONPATH (a sitecustomize
 that does nothing unless WRITERPROF_RUN is set, and runs any sitecustomize it
 shadows); interpreters started with -E, -I or -S ignore it and go unprobed.
-py-spy samples the Python stacks of CMD's whole process tree alongside
-(--stack-rate, --native, --no-stacks; see writerprof.record.pyspy): if it is
-missing or may not attach (ptrace), record says so in one line and goes on
-without. Exits with CMD's exit status (128+N if a signal N killed it). CMD
+The probe also samples each process's Python stacks from inside it (a
+thread reading sys._current_frames; see writerprof_probe.stacks); with
+--stacks-by py-spy (and for --native), py-spy samples them from outside
+(see writerprof.record.pyspy): if it is missing or may not attach (ptrace),
+record says so in one line and goes on without. Exits with CMD's exit status (128+N if a signal N killed it). CMD
 runs in a process group of its own, which gets the terminal (Ctrl-C goes to
 CMD) and any SIGINT or SIGTERM sent to record; while it runs, record writes
 nothing to the terminal (its notes and summary come after CMD ended). The run
@@ -69,19 +70,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also time this callable as PHASE (repeatable)")
     parser.add_argument("--no-sampler", action="store_true",
                         help="journal from inside the processes only; no /proc sampling")
+    parser.add_argument("--stacks-by", choices=("probe", "py-spy"), default=None,
+                        help="who samples the Python stacks: the probe inside each process (default), or a py-spy "
+                        "per process from outside (the default with --native or --busy-stack-rate)")
     parser.add_argument("--stack-rate", type=_rate, default=pyspy.RATE_HZ, metavar="HZ",
-                        help=f"py-spy samples per second of the first {FULL_RATE_STARTS} processes each Python process "
-                        f"of CMD started (writers, workers), in their start-up (default: {pyspy.RATE_HZ})")
+                        help="stack samples per second of the writers (processes a Python process of CMD started) in "
+                        f"their start-up; with py-spy, of the first {FULL_RATE_STARTS} of each parent "
+                        f"(default: {pyspy.RATE_HZ})")
     parser.add_argument("--sparse-stack-rate", type=_rate, default=pyspy.SPARSE_RATE_HZ, metavar="HZ",
-                        help="py-spy samples per second of the rest (CMD, MPI ranks, later writers; multiprocessing's daemons at "
-                        f"{pyspy.DAEMON_RATE_HZ} at most) and of the writers after their start-up; at --stack-rate or "
-                        f"above, every process is sampled at --stack-rate (default: {pyspy.SPARSE_RATE_HZ})")
+                        help="stack samples per second of the rest (CMD, MPI ranks; with py-spy, later writers; "
+                        f"multiprocessing's daemons at {pyspy.DAEMON_RATE_HZ} at most) and of the writers after their "
+                        "start-up; at --stack-rate or above, every process is sampled at --stack-rate "
+                        f"(default: {pyspy.SPARSE_RATE_HZ})")
     parser.add_argument("--busy-stack-rate", type=_rate, default=None, metavar="HZ",
-                        help="the --stack-rate of a process that starts while the host's CPUs have under a "
+                        help="py-spy's --stack-rate for a process that starts while the host's CPUs have under a "
                         "quarter of their time free (/proc/stat) (default: --stack-rate always)")
     parser.add_argument("--native", action="store_true",
                         help="py-spy also samples native frames (C, C++, Cython)")
-    parser.add_argument("--no-stacks", action="store_true", help="take no Python stacks (no py-spy)")
+    parser.add_argument("--no-stacks", action="store_true", help="take no Python stacks")
     parser.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]")
 
 
@@ -92,7 +98,12 @@ def run(args: argparse.Namespace) -> int:
             specs.parse(spec)
         except specs.SpecError as exc:
             raise UsageError(f"--probe {exc}") from None
-    stacks = StackOptions(enabled=not args.no_stacks, rate_hz=args.stack_rate, native=args.native,
+    by_py_spy = args.native or args.busy_stack_rate is not None
+    if args.stacks_by == "probe" and by_py_spy:
+        raise UsageError(f"{'--native' if args.native else '--busy-stack-rate'} is py-spy's: "
+                         "record with --stacks-by py-spy (or without --stacks-by)")
+    by = args.stacks_by or ("py-spy" if by_py_spy else "probe")
+    stacks = StackOptions(enabled=not args.no_stacks, by=by, rate_hz=args.stack_rate, native=args.native,
                           sparse_rate_hz=args.sparse_stack_rate, busy_rate_hz=args.busy_stack_rate)
     return session.run(args.output, command, interval_ns=args.interval, probes=args.probe,
                        sampler=not args.no_sampler, stacks=stacks)

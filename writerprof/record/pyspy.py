@@ -145,6 +145,7 @@ class StackOptions:
     nonblocking are on)."""
 
     enabled: bool = True
+    by: str = "probe"  # who samples: the probe in each process (probestacks), or "py-spy" (this module)
     rate_hz: int = RATE_HZ
     native: bool = False
     idle: bool = True

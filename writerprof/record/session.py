@@ -37,7 +37,7 @@ from writerprof.errors import UsageError, WriterprofError
 from writerprof.probes.writerprof_probe import format as journal_format
 from writerprof.probes.writerprof_probe import identity
 from writerprof.probes.writerprof_probe.format import host_name
-from writerprof.record import procfs, pyspy, topology
+from writerprof.record import probestacks, procfs, pyspy, topology
 from writerprof.record.pyspy import StackOptions
 from writerprof.record.sampler import Sampler, journaled_by
 from writerprof.record.system import HOST
@@ -161,7 +161,9 @@ def record(run_dir: Path, command: list[str], interval_ns: int, probes: list[str
         directory.write_topology(run_dir, host, topology.snapshot())
     except RunDirectoryError as exc:
         recorded.incomplete.append(f"no topology: {exc}")
-    env = probe_environment(run_dir, probes, extra=extra_env, interval_ns=interval_ns)
+    by_probe = stacks.enabled and stacks.by == probestacks.BY
+    env = probe_environment(run_dir, probes, extra={**(extra_env or {}), **(
+        probestacks.environment(stacks) if by_probe else {})}, interval_ns=interval_ns)
     with _ForwardedSignals() as signals:
         child = _start(run_dir, command, env, output, stacks)
         signals.follow(child.pid)
@@ -236,10 +238,14 @@ def _follow(child: subprocess.Popen, run_dir: Path, host: str, interval_ns: int,
     running = stack_recorder = None
     procs = layout.procs_dir(run_dir, host)
     tree = procfs.ProcessTree(HOST, child.pid)  # looked at by py-spy's watch and the sampler, once for both
+    by_probe = stacks.enabled and stacks.by == probestacks.BY
     try:
-        stack_recorder, stacks_taken = pyspy.start(child.pid, layout.stacks_dir(run_dir, host), stacks,
-                                                   warn=lambda line: recorded.notes.append(f"no stacks: {line}"),
-                                                   journals=procs, tree=tree)
+        if by_probe:
+            stacks_taken = _probe_index(run_dir, host, stacks, recorded)
+        else:
+            stack_recorder, stacks_taken = pyspy.start(
+                child.pid, layout.stacks_dir(run_dir, host), stacks,
+                warn=lambda line: recorded.notes.append(f"no stacks: {line}"), journals=procs, tree=tree)
         if sampler:
             try:
                 running = Sampler(child.pid, layout.host_dir(run_dir, host), interval_ns / 1e9, tree=tree)
@@ -265,8 +271,22 @@ def _follow(child: subprocess.Popen, run_dir: Path, host: str, interval_ns: int,
             recorded.stacks_threads_s = stack_recorder.thread_cpu_s
             if stack_recorder.write_error:
                 recorded.incomplete.append(f"stacks end early: {stack_recorder.write_error}")
+        elif by_probe and stacks_taken.get("reason") is None:
+            stacks_taken = probestacks.outcome(run_dir, stacks)
         tree.close()
     return status, stacks_taken
+
+
+def _probe_index(run_dir: Path, host: str, stacks: StackOptions, recorded: Recorded) -> dict:
+    """stacks.json for the probe's stacks; the outcome so far (its reason
+    if the index could not be written: the stacks are then not read)."""
+    try:
+        probestacks.write_index(layout.stacks_dir(run_dir, host), stacks)
+    except OSError as exc:
+        reason = f"cannot write {layout.STACKS_INDEX}: {exc.strerror or exc}"
+        recorded.incomplete.append(f"no stacks: {reason}")
+        return {**stacks.settings(), "taken": False, "reason": reason}
+    return {**stacks.settings(), "taken": False, "reason": None}
 
 
 def _wait(child: subprocess.Popen, recorded: Recorded) -> int:
@@ -424,7 +444,11 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
     if len(problems) > 5:
         lines.append(f"    ... and {len(problems) - 5} more")
     taken = recorded.meta.get("stacks") or {}
-    if taken.get("taken"):
+    if taken.get("taken") and taken.get("by") == probestacks.BY:
+        lines.append(f"  stacks           {taken.get('samples', 0)} samples by the probe in "
+                     f"{taken.get('processes', 0)} processes: writers' start-up at {taken.get('rate_hz')} Hz, "
+                     f"the rest at {taken.get('tree_rate_hz')} Hz")
+    elif taken.get("taken"):
         own = taken.get("full_rate_processes") or 0
         where = (f"{own} process{'es' * (own != 1)} started by Python at {taken.get('rate_hz')} Hz in start-up, "
                  f"the rest at "

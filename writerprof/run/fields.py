@@ -148,7 +148,8 @@ STACKS_INDEX_FIELDS: dict[str, Check] = {
     "rate_hz": lambda v: is_number(v) and v > 0, "segments": list_of(is_dict), "py_spy": optional(is_str),
     "executable": optional(is_str), "command": list_of(is_str), "enabled": is_bool,
     "sparse_rate_hz": lambda v: is_number(v) and v > 0, "tree_rate_hz": lambda v: is_number(v) and v > 0,
-    "full_rate_command": optional(list_of(is_str)),
+    "full_rate_command": optional(list_of(is_str)), "by": is_str,
+    "daemon_rate_hz": lambda v: is_number(v) and v > 0,
 }
 SEGMENT_FIELDS: dict[str, Check] = {
     "file": is_str, "root_pid": optional(is_count), "started_ns": optional(is_count),

@@ -11,8 +11,11 @@ RUN/
     sampled.jsonl              the sampler's rare records (kinds below)
     procs/PID-CREATED.events.jsonl, .chunks.bin   per probed process
     procs/PID-CREATED.shm.bin, .placement.bin     ... and its buffers' records, if it mapped any
+    procs/PID-CREATED.stacks.txt                  ... and its Python stacks, if the probe took them
+                               (record's default; writerprof_probe.stacks, writerprof.record.probestacks)
     stacks/                    Python stacks of CMD's Python processes, by py-spy (writerprof.record.pyspy)
-      stacks.json              the stack sampler's index (STACKS_INDEX keys below)
+      stacks.json              the stack sampler's index (STACKS_INDEX keys below; "by": "probe"
+                               and no segments when the probe took them)
       PID-NNN.raw.gz           one segment: a run of process PID's own py-spy, its raw (collapsed)
                                output gzipped by record once written (PID-NNN.raw until then)
       NNN.raw.gz               (older runs) a segment of the py-spy that followed the whole tree

@@ -1,6 +1,9 @@
-"""The Python stacks py-spy took during a recording, per process, tied to
-the rows of run.processes and their roles. The files are described in
-writerprof.run.layout; they are written by writerprof.record.pyspy.
+"""The Python stacks taken during a recording, per process, tied to the
+rows of run.processes and their roles. The files are described in
+writerprof.run.layout; they are written by the probe in each process
+(writerprof_probe.stacks: procs/PID-CREATED.stacks.txt, the process's own,
+counts in periods of the full rate already) or by py-spy
+(writerprof.record.pyspy: the rest of this docstring).
 
 Counts are samples at the run's rate_hz (the writers' rate): a segment taken
 at another rate (the tree's sparse rate, its "rate_hz" in stacks.json) has
@@ -33,6 +36,7 @@ killed while writing), unreadable lines.
 from __future__ import annotations
 
 import json
+import os
 import re
 import zlib
 from dataclasses import dataclass
@@ -41,6 +45,7 @@ from pathlib import Path
 import numpy as np
 
 from writerprof.errors import WriterprofError
+from writerprof.probes.writerprof_probe.format import STACKS_SUFFIX
 from writerprof.run import fields, layout
 from writerprof.run import roles as run_roles
 
@@ -175,10 +180,16 @@ def load_stacks(run, probe_frames: bool = False) -> list[ProcessStacks]:
     losses: list[str] = []
     for host in run.hosts:
         directory = layout.stacks_dir(run.path, host)
+        index = _index(run, directory, losses) if directory.is_dir() else {}
+        rate = float(index.get("rate_hz") or (run.meta.get("stacks") or {}).get("rate_hz") or 100)
+        for proc, samples in _probe_stacks(run, host, losses):
+            found[(host, proc, 0, "")] = ProcessStacks(
+                proc=proc, pid=int(run.processes["pid"][proc]), host=host, role=str(role_of[proc]), samples=samples,
+                rate_hz=rate, ppid=int(run.processes["ppid"][proc]), rank=int(run.processes["rank"][proc]),
+                cmdline=" ".join(run.identity(host, int(run.processes["pid"][proc]),
+                                              int(run.processes["created_ns"][proc])).get("argv") or []))
         if not directory.is_dir():
             continue
-        index = _index(run, directory, losses)
-        rate = float(index.get("rate_hz") or (run.meta.get("stacks") or {}).get("rate_hz") or 100)
         segments = {s.get("file"): s for s in index.get("segments", []) if isinstance(s, dict)}
         on_disk = {p.name for p in directory.iterdir()
                    if p.name.endswith((layout.STACKS_SUFFIX, layout.STACKS_SUFFIX + ".gz"))}
@@ -226,6 +237,49 @@ def load_stacks(run, probe_frames: bool = False) -> list[ProcessStacks]:
         for process in found.values():
             process.samples = without_probe_frames(process.samples)
     return sorted(found.values(), key=lambda s: (s.proc < 0, s.proc, run.hosts.index(s.host), s.pid))
+
+
+def _probe_stacks(run, host: str, losses: list[str]):
+    """(row of run.processes, {frames: count}) of each process whose probe
+    took its stacks (procs/PID-CREATED.stacks.txt: frames only, counts in
+    periods of the full rate already, a stack on several lines)."""
+    procs = layout.procs_dir(run.path, host)
+    try:
+        names = sorted(n for n in os.listdir(procs) if n.endswith(STACKS_SUFFIX))
+    except OSError:
+        return
+    on_host = run.processes["host"] == host
+    for name in names:
+        rel = f"{procs.relative_to(run.path).as_posix()}/{name}"
+        pid, _, created = name[:-len(STACKS_SUFFIX)].partition("-")
+        rows = np.flatnonzero(on_host & (run.processes["pid"] == int(pid)) & (
+            run.processes["created_ns"] == int(created))) if pid.isdigit() and created.isdigit() else []
+        if not len(rows):
+            losses.append(f"{rel}: no journal of that process: its stacks are left out")
+            continue
+        try:
+            text = (procs / name).read_bytes().decode("utf-8", "replace")
+        except OSError as exc:
+            losses.append(f"{rel}: unreadable ({exc.strerror}): its stacks are lost")
+            continue
+        samples: dict[tuple[str, ...], int] = {}
+        lines = text.split("\n")
+        if lines.pop():
+            losses.append(f"{rel}: a cut-off last line dropped (the process killed mid-write?)")
+        bad = 0
+        for line in lines:
+            try:
+                chain, frames, count = parse_line(line)
+            except ValueError:
+                bad += 1
+                continue
+            if chain or not frames:
+                bad += 1
+                continue
+            samples[frames] = samples.get(frames, 0) + count
+        if bad:
+            losses.append(f"{rel}: {bad} unreadable line{'s' * (bad > 1)} dropped")
+        yield int(rows[0]), samples
 
 
 def _read(file: Path, rel: str, losses: list[str]) -> str:
@@ -323,7 +377,7 @@ def why_none(run) -> str:
     if meta.get("taken") is None:
         return "its recording did not finish (writerprof record was killed?)"
     if meta.get("reason"):
-        return f"py-spy took none: {meta['reason']}"
+        return f"{'the probe' if meta.get('by') == 'probe' else 'py-spy'} took none: {meta['reason']}"
     return "its stack files are missing or unreadable"
 
 

@@ -1,0 +1,249 @@
+"""The probe's own stack sampler (issue 16): a thread in each probed process
+that reads every thread's Python stack (sys._current_frames) at a rate,
+instead of a py-spy process per process. Started when record asks for it
+(STACKS_ENV: "FULL,SPARSE,DAEMON" in Hz).
+
+Why in the process: a py-spy costs ~13 ms to start (it reads the
+interpreter's symbols) and ~0.5 ms a sample of 80 frames (a writer's
+imports), read through another process's memory; here a sample of 80
+frames costs 20-45 us (Python 3.9-3.13 on this project's machine), and
+nothing is started per process. What it cannot do: native frames (record
+--stacks-by py-spy --native), and a process the probe is not in (an
+interpreter started with -I or -S).
+
+Rates, as record's py-spys had them (writerprof.record.stackrate): a
+multiprocessing child (a writer, forked or exec'd) at FULL for its start-up,
+until its target has run HEAD_NS (its first save's calls) or, without a
+target, CAP_NS; then SPARSE. multiprocessing's daemons, which only wait, at
+DAEMON; every other process (CMD, MPI ranks) at SPARSE.
+
+Each sample is weighted by the time since the one before, in periods of
+the FULL rate: a count is the same wall-clock time in every process and at
+every rate, and a sample the GIL kept waiting (a long C call of the target)
+counts the time it waited. It lands where that call returned: the line
+that made it. Counts are summed per stack in memory and written as
+"frame;...;frame COUNT" lines (root first, py-spy's raw format, frames
+"name (file:line)", the name qualified on 3.11+ and the file from its
+outermost package, as py-spy names them) to PID-CREATED.stacks.txt,
+rewritten whole (a temporary renamed over it) a quarter of a second after
+the process starts, then twice as late each time up to every 8 s, before
+a fork and at exit: the file is as small as the process's distinct stacks
+however long it runs, and a SIGKILL or a crash loses what came after the
+last rewrite.
+
+The thread is a bare _thread (not in threading.enumerate(), not joined at
+exit), stopped and joined before every fork and started again after, in the
+parent and in the child: a fork with it running would make Python 3.12+
+warn that the process is multi-threaded, and its lock could be held in the
+child. Python 3.13 counts the threads after the fork's after_in_parent
+hooks: there the parent's thread starts again at its next journal event
+(a multiprocessing parent journals the child it started at once; a
+forkserver daemon, which only waits, goes unsampled until then)."""
+
+import _thread
+import os
+import sys
+import time
+
+from . import format
+
+_now = time.monotonic_ns
+HEAD_NS = 500_000_000  # of the target kept at the full rate
+CAP_NS = 3_000_000_000  # the full rate's end for a process with no target (a start-up on a loaded machine: 0.4-1.5 s)
+FLUSH_NS = 250_000_000  # the first rewrite of the file; then twice as late each time, up to
+FLUSH_MAX_NS = 8_000_000_000
+_DAEMONS = ("forkserver", "resource_tracker")
+_CHILDREN = ("spawn_child", "forkserver_child", "fork_child")
+
+
+class _Sampler:
+    def __init__(self, journal, rates, process):
+        self.journal, self.process = journal, process  # process: the probe's "process" event (its role)
+        self.full, self.sparse, self.daemon = rates
+        self.counts = {}  # stack key (leaf first) -> weight in full-rate periods, since the process began
+        self.changed = False  # whether counts changed since the file was written
+        self.names = {}  # code object -> its "name (file" prefix
+        self.lines = {}  # stack key -> its frames as the file has them
+        self.lock = _thread.allocate_lock()  # held while counts change or are written
+        self.thread = None  # (wake, done) locks of the running thread, or None
+        self.flush_every = self.flush_due = 0  # (set by restart)
+        self.native_id = 0  # the running thread's id in the kernel
+        self.restart()
+
+    def restart(self):
+        """The rates of this process from now, its first flush FLUSH_NS away
+        (at start, and in a forked child: its role changed)."""
+        self.flush_every = FLUSH_NS
+        self.flush_due = _now() + FLUSH_NS
+        role = self.process["role"]
+        self.full_until = _now() + CAP_NS if role in _CHILDREN else 0
+        self.rate = self.daemon if role in _DAEMONS else self.sparse
+
+    def period_ns(self, now):
+        return 1_000_000_000 // (self.full if now < self.full_until else self.rate)
+
+    def start(self):
+        wake, done = _thread.allocate_lock(), _thread.allocate_lock()
+        wake.acquire()
+        done.acquire()
+        self.thread = (wake, done)
+        _thread.start_new_thread(self._run, (wake, done))
+
+    def stop(self):
+        """End the thread and wait for it (it is in Python code for a sample
+        at most) to be gone from the kernel too: Python 3.13 counts the
+        process's threads there when it forks, and the thread's last steps
+        come after it said it was done."""
+        if self.thread is not None:
+            wake, done = self.thread
+            self.thread = None
+            wake.release()
+            done.acquire()
+            task = "/proc/self/task/%d" % self.native_id
+            deadline = _now() + 100_000_000
+            while os.path.exists(task) and _now() < deadline:
+                time.sleep(0.0001)
+
+    def _run(self, wake, done):
+        try:
+            me, self.native_id = _thread.get_ident(), _thread.get_native_id()
+            last = _now()
+            full_ns = 1_000_000_000 // self.full
+            while not wake.acquire(True, self.period_ns(last) / 1e9):
+                now = _now()
+                self.sample(me, (now - last) / full_ns)
+                last = now
+                if now >= self.flush_due:
+                    self.flush()
+        except Exception:  # never the target's problem: its stacks end here
+            pass
+        finally:
+            done.release()
+
+    def sample(self, me, weight):
+        counts, names = self.counts, self.names
+        with self.lock:
+            for ident, frame in sys._current_frames().items():
+                if ident == me:
+                    continue
+                key = []
+                while frame is not None:
+                    code = frame.f_code
+                    if code not in names:
+                        names[code] = "%s (%s" % (getattr(code, "co_qualname", code.co_name), short_file(code.co_filename))
+                    key.append((code, frame.f_lineno))  # (None in some frames of 3.11+: written as 0)
+                    frame = frame.f_back
+                key = tuple(key)
+                counts[key] = counts.get(key, 0.0) + weight
+            self.changed = True
+
+    def flush(self):
+        """The file rewritten whole with the counts so far (if they changed),
+        each rounded to whole periods; the next flush twice as late, up to
+        FLUSH_MAX_NS."""
+        self.flush_due = _now() + self.flush_every
+        self.flush_every = min(2 * self.flush_every, FLUSH_MAX_NS)
+        if not self.changed or not self.lock.acquire(True, 0.5):  # (a sample in progress ends in microseconds)
+            return
+        try:
+            names, lines, out = self.names, self.lines, []
+            for key, weight in self.counts.items():
+                whole = int(weight + 0.5)
+                if whole:
+                    line = lines.get(key)
+                    if line is None:
+                        line = lines[key] = ";".join(["%s:%d)" % (names[code], number or 0)
+                                                      for code, number in reversed(key)])
+                    out.append("%s %d\n" % (line, whole))
+            self.changed = False
+        finally:
+            self.lock.release()
+        self.journal.replace(format.STACKS_SUFFIX, "".join(out).encode("utf-8", "surrogateescape"))
+
+
+_short = {}  # a file -> its name as py-spy gives it
+
+
+def short_file(path):
+    """A frame's file as py-spy names it: from its outermost package (the
+    directories above it that hold an __init__.py), so "multiprocessing/
+    spawn.py", "numpy/core/numeric.py", a script as "t.py"; a name that is
+    not a path ("<frozen importlib._bootstrap>", "<string>") as it is."""
+    short = _short.get(path)
+    if short is None:
+        short = path
+        if path.startswith("/"):
+            top = os.path.dirname(path)
+            while top != "/" and os.path.exists(os.path.join(top, "__init__.py")):
+                top = os.path.dirname(top)
+            short = path[len(top):].lstrip("/")
+        _short[path] = short
+    return short
+
+
+_sampler = [None]
+_THREADS_COUNTED_AFTER_HOOKS = sys.version_info >= (3, 13)  # os.fork's multi-threaded warning
+
+
+def parse_rates(text):
+    """(full, sparse, daemon) Hz from STACKS_ENV's value; None if it is not three positive integers."""
+    try:
+        rates = tuple(int(r) for r in text.split(","))
+    except ValueError:
+        return None
+    return rates if len(rates) == 3 and min(rates) > 0 else None
+
+
+def install(journal, process, on_fork, on_exit):
+    """Start sampling if STACKS_ENV asks for it, stopped and started again
+    around forks (on_fork: lifecycle's hooks run in the forked child) and
+    flushed at exit."""
+    rates = parse_rates(os.environ.get(format.STACKS_ENV, ""))
+    if rates is None:
+        return
+    sampler = _sampler[0] = _Sampler(journal, rates, process)
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent)
+    on_fork(_after_fork_in_child)
+    on_exit(_at_exit)
+    sampler.start()
+
+
+def target_started():
+    """The target's first line (a multiprocessing child's run()): the full rate for HEAD_NS more."""
+    sampler = _sampler[0]
+    if sampler is not None and sampler.full_until:
+        sampler.full_until = _now() + HEAD_NS
+
+
+def _before_fork():
+    sampler = _sampler[0]
+    try:
+        sampler.journal.on_next_event = None  # (the fork's own event is journaled next: not yet)
+        sampler.stop()
+        sampler.flush()  # (the child starts empty: what the parent sampled is the parent's)
+    except Exception:
+        pass
+
+
+def _after_fork_in_parent():
+    try:
+        if _THREADS_COUNTED_AFTER_HOOKS:
+            _sampler[0].journal.on_next_event = _sampler[0].start
+        else:
+            _sampler[0].start()
+    except Exception:
+        pass
+
+
+def _after_fork_in_child():
+    sampler = _sampler[0]
+    sampler.lock = _thread.allocate_lock()
+    sampler.counts, sampler.changed = {}, False
+    sampler.restart()
+    sampler.start()
+
+
+def _at_exit():
+    sampler = _sampler[0]
+    sampler.stop()
+    sampler.flush()

@@ -1,0 +1,93 @@
+"""The probe's stack sampler (writerprof_probe.stacks) in real processes,
+under every CPython from 3.9 that pyenv has: every process of a fork,
+forkserver and spawn run sampled, the target's output and warnings
+unchanged (no "multi-threaded fork" warning), and what a killed process
+had sampled kept."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from test_probe_journal import INTERPRETERS, PROBE_DIR, run_probed
+
+from writerprof.probes.writerprof_probe import format as journal_format
+from writerprof.run.stacks import parse_line
+
+STACKS = {journal_format.STACKS_ENV: "100,10,5"}
+# Every start method, and a bare os.fork in __main__ (where Python 3.12+ shows
+# its multi-threaded-fork DeprecationWarning by default).
+TARGET = """
+import multiprocessing, os, sys, time
+
+def spin_in_child(seconds):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        sum(range(1000))
+
+if __name__ == "__main__":
+    for method in ("fork", "forkserver", "spawn"):
+        child = multiprocessing.get_context(method).Process(target=spin_in_child, args=(0.3,))
+        child.start()
+        child.join()
+        print(method, child.exitcode)
+    pid = os.fork()
+    if pid == 0:
+        spin_in_child(0.3)
+        os._exit(0)
+    print("os.fork", os.waitpid(pid, 0)[1])
+"""
+
+
+def _stacks(run):
+    """{pid: {frames: count}} of every file the probe wrote."""
+    out = {}
+    for file in run.glob("hosts/*/procs/*" + journal_format.STACKS_SUFFIX):
+        samples = {}
+        for line in file.read_text().splitlines():
+            chain, frames, count = parse_line(line)
+            assert chain == [] and count > 0
+            samples[frames] = samples.get(frames, 0) + count
+        out[int(file.name.split("-")[0])] = samples
+    return out
+
+
+@pytest.mark.parametrize("python", INTERPRETERS.values(), ids=INTERPRETERS.keys())
+def test_every_process_is_sampled_and_the_target_sees_nothing_of_it(tmp_path, python):
+    script = tmp_path / "target.py"
+    script.write_text(TARGET)
+    plain = subprocess.run([python, "-W", "always", str(script)], capture_output=True, text=True, timeout=120)
+    run, done = run_probed(tmp_path, "-W", "always", script, python=python, extra_env=STACKS)
+    assert (done.returncode, done.stdout, done.stderr) == (plain.returncode, plain.stdout, plain.stderr) == \
+        (0, "fork 0\nforkserver 0\nspawn 0\nos.fork 0\n", "")
+    stacks = _stacks(run)
+    spinning = [pid for pid, samples in stacks.items()
+                if any(any(f.startswith("spin_in_child (target.py:") for f in frames) for frames in samples)]
+    assert len(spinning) == 4, stacks  # the three writers and the bare fork child
+    for pid in spinning:  # 0.3 s of work at the full rate: 30 periods, give or take the machine's load
+        assert 10 <= sum(stacks[pid].values()) <= 200, (pid, stacks[pid])
+    writer = next(samples for pid, samples in stacks.items() if pid in spinning and any(
+        "multiprocessing/spawn.py:" in f for frames in samples for f in frames))
+    assert any(f.startswith(("BaseProcess._bootstrap (", "_bootstrap (")) for frames in writer for f in frames)
+
+
+def test_a_killed_process_keeps_what_it_had_sampled(tmp_path):
+    script = tmp_path / "target.py"
+    script.write_text("import time\nprint('started', flush=True)\nwhile True:\n    sum(range(1000))\n")
+    run = tmp_path / "run"
+    run.mkdir()
+    env = {**os.environ, journal_format.RUN_ENV: str(run), "PYTHONPATH": PROBE_DIR, **STACKS}
+    target = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE, text=True)
+    assert target.stdout.readline() == "started\n"
+    time.sleep(1.2)  # past the rewrites at 0.25 and 0.75 s
+    target.send_signal(signal.SIGKILL)
+    target.wait()
+    target.stdout.close()
+    [samples] = _stacks(run).values()
+    assert any(frames[-1].startswith("<module> (target.py:") for frames in samples)
+    # At 10 Hz (a main process), each sample counts for ten periods of the full rate.
+    assert sum(samples.values()) >= 30

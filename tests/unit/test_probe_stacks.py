@@ -1,0 +1,143 @@
+"""The probe's stack sampler (writerprof_probe.stacks): rates, frames as
+py-spy names them, counts weighted by time and carried across flushes. Its
+thread, forks, exits and kills in real processes: tests/integration/test_probe_stacks.py."""
+
+import os
+import sys
+import threading
+
+import pytest
+
+from writerprof.probes.writerprof_probe import format as journal_format
+from writerprof.probes.writerprof_probe import stacks
+from writerprof.run.stacks import parse_line
+
+
+class _Journal:
+    def __init__(self):
+        self.written = []
+        self.on_next_event = None
+
+    def replace(self, suffix, data):
+        self.written.append((suffix, data.decode()))
+        return True
+
+
+def _sampler(role="main", rates=(100, 10, 5)):
+    return stacks._Sampler(_Journal(), rates, {"role": role})
+
+
+@pytest.mark.parametrize("text, rates", [("100,10,5", (100, 10, 5)), ("50,50,5", (50, 50, 5)), ("", None),
+                                         ("100,10", None), ("100,0,5", None), ("a,b,c", None)])
+def test_rates_are_three_positive_integers(text, rates):
+    assert stacks.parse_rates(text) == rates
+
+
+@pytest.mark.parametrize("role, period_ms", [("main", 100), ("forkserver", 200), ("resource_tracker", 200),
+                                             ("spawn_child", 10), ("forkserver_child", 10), ("fork_child", 10)])
+def test_a_writer_starts_at_the_full_rate_the_daemons_at_theirs_the_rest_sparse(role, period_ms):
+    sampler = _sampler(role)
+    assert sampler.period_ns(stacks._now()) == period_ms * 1_000_000
+
+
+def test_a_writers_full_rate_ends_half_a_second_into_its_target(monkeypatch):
+    sampler = _sampler("fork_child")
+    monkeypatch.setattr(stacks, "_sampler", [sampler])
+    now = stacks._now()
+    assert sampler.full_until >= now + stacks.CAP_NS - 10**9
+    stacks.target_started()
+    assert sampler.full_until <= stacks._now() + stacks.HEAD_NS
+    assert sampler.period_ns(sampler.full_until + 1) == 100_000_000
+
+
+def test_a_file_is_named_from_its_outermost_package_as_py_spy_names_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(stacks, "_short", {})
+    package = tmp_path / "lib" / "pkg" / "sub"
+    package.mkdir(parents=True)
+    for where in (package.parent, package):
+        (where / "__init__.py").write_text("")
+    assert stacks.short_file(str(package / "mod.py")) == "pkg/sub/mod.py"
+    assert stacks.short_file(str(tmp_path / "lib" / "script.py")) == "script.py"
+    assert stacks.short_file("<frozen importlib._bootstrap>") == "<frozen importlib._bootstrap>"
+    assert stacks.short_file(os.__file__) == "os.py"
+
+
+def _where_sampled(sampler):
+    sampler.sample(-1, 1.0)  # -1: no thread is left out, this one included
+    return sys._getframe().f_lineno - 1
+
+
+def test_a_sample_is_every_threads_stack_root_first_in_py_spys_raw_format():
+    sampler = _sampler()
+    parked, go = threading.Event(), threading.Event()
+
+    def waiting_thread():
+        parked.set()
+        go.wait()
+
+    thread = threading.Thread(target=waiting_thread)
+    thread.start()
+    parked.wait()
+    try:
+        line = _where_sampled(sampler)
+    finally:
+        go.set()
+        thread.join()
+    sampler.flush()
+    [(suffix, text)] = sampler.journal.written
+    assert suffix == journal_format.STACKS_SUFFIX
+    parsed = [parse_line(row) for row in text.splitlines()]
+    assert all(chain == [] and count == 1 for chain, _, count in parsed)
+    [mine] = [frames for _, frames, _ in parsed if any(f.startswith("_where_sampled (") for f in frames)]
+    at = next(i for i, f in enumerate(mine) if f.startswith("_where_sampled ("))
+    assert mine[at].endswith(f"test_probe_stacks.py:{line})")
+    assert mine[at - 1].startswith("test_a_sample_is_every_threads_stack_root_first_in_py_spys_raw_format (")
+    assert mine[at + 1].startswith(("_Sampler.sample (", "sample (")) and mine[at + 1:] == mine[-1:]
+    waiting = [frames for _, frames, _ in parsed if any("waiting_thread (" in f for f in frames)]
+    assert waiting and waiting[0][-1].startswith("Condition.wait (" if sys.version_info >= (3, 11) else "wait (")
+
+
+@pytest.fixture
+def parked():
+    """A thread waiting at one place (its stack the same at every sample)."""
+    go = threading.Event()
+    thread = threading.Thread(target=go.wait)
+    thread.start()
+    yield
+    go.set()
+    thread.join()
+
+
+def test_counts_are_periods_of_the_full_rate_rewritten_whole_and_rounded(parked):
+    sampler, me = _sampler(), threading.get_ident()  # the parked thread's stack alone
+    written = []
+    for weight in (0.4, None, 0.4, None, None, 0.9, None):
+        if weight is None:
+            sampler.flush()
+            written.append([parse_line(row)[2] for row in sampler.journal.written[-1][1].splitlines()]
+                           if sampler.journal.written else [])
+            sampler.journal.written.clear()
+        else:
+            sampler.sample(me, weight)
+    # 0.4 rounds to none; 0.8 to 1; unchanged, not written again; 1.7 to 2.
+    assert written == [[], [1], [], [2]]
+    assert sampler.flush_every == stacks.FLUSH_MAX_NS or sampler.flush_every == stacks.FLUSH_NS * 2 ** 4
+
+
+def test_a_frame_without_a_line_is_written_at_line_zero():
+    sampler = _sampler()
+    code = test_a_frame_without_a_line_is_written_at_line_zero.__code__
+    sampler.names[code] = "f (x.py"
+    sampler.counts[((code, None),)] = 1.0
+    sampler.changed = True
+    sampler.flush()
+    assert sampler.journal.written[0][1] == "f (x.py:0) 1\n"
+
+
+def test_without_its_variable_the_probe_takes_no_stacks(monkeypatch):
+    monkeypatch.delenv(journal_format.STACKS_ENV, raising=False)
+    monkeypatch.setattr(stacks, "_sampler", [None])
+    stacks.install(_Journal(), {"role": "main"}, lambda fn: pytest.fail("hooked"), lambda fn: pytest.fail("hooked"))
+    assert stacks._sampler[0] is None
+    stacks.target_started()  # a no-op then
+    assert os.environ.get(journal_format.STACKS_ENV) is None
