@@ -62,6 +62,8 @@ a host); spans also have "start_ns" and "end_ns". The kinds:
                 stride, nodes ({node: pages of the sample}), unfaulted (pages
                 of the sample not mapped in this process yet), unreadable
                 (pages of the sample move_pages could not read; absent: none)
+  stacks        (before exit, if the probe sampled stacks) samples taken in
+                this process, cpu_ns (its sampling thread's CPU time)
   exit          via ("atexit" | "os._exit" | "signal"), code, rusage, signal
   agent         this process started its host's sampler agent: started (false:
                 reason), pid, python

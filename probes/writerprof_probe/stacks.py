@@ -29,7 +29,8 @@ rewritten whole (a temporary renamed over it) a quarter of a second after
 the process starts, then twice as late each time up to every 8 s, before
 a fork and at exit: the file is as small as the process's distinct stacks
 however long it runs, and a SIGKILL or a crash loses what came after the
-last rewrite.
+last rewrite. At exit, a "stacks" event says how many samples the process
+took and its thread's CPU time: what the sampling cost it.
 
 The thread is a bare _thread (not in threading.enumerate(), not joined at
 exit), stopped and joined before every fork and started again after, in the
@@ -62,12 +63,13 @@ class _Sampler:
         self.full, self.sparse, self.daemon = rates
         self.counts = {}  # stack key (leaf first) -> weight in full-rate periods, since the process began
         self.changed = False  # whether counts changed since the file was written
-        self.names = {}  # code object -> its "name (file" prefix
+        self.names = {}  # id of a code object -> (its "name (file" prefix, the code object)
         self.lines = {}  # stack key -> its frames as the file has them
         self.lock = _thread.allocate_lock()  # held while counts change or are written
         self.thread = None  # (wake, done) locks of the running thread, or None
         self.flush_every = self.flush_due = 0  # (set by restart)
         self.native_id = 0  # the running thread's id in the kernel
+        self.samples = self.cpu_ns = 0  # taken in this process, and the thread's CPU time (the "stacks" event)
         self.restart()
 
     def restart(self):
@@ -112,12 +114,14 @@ class _Sampler:
             while not wake.acquire(True, self.period_ns(last) / 1e9):
                 now = _now()
                 self.sample(me, (now - last) / full_ns)
+                self.samples += 1
                 last = now
                 if now >= self.flush_due:
                     self.flush()
         except Exception:  # never the target's problem: its stacks end here
             pass
         finally:
+            self.cpu_ns += time.thread_time_ns()
             done.release()
 
     def sample(self, me, weight):
@@ -128,10 +132,14 @@ class _Sampler:
                     continue
                 key = []
                 while frame is not None:
+                    # By id: a code object's own hash hashes its constants, nested
+                    # functions' code included (a module's body: all of its code).
                     code = frame.f_code
-                    if code not in names:
-                        names[code] = "%s (%s" % (getattr(code, "co_qualname", code.co_name), short_file(code.co_filename))
-                    key.append((code, frame.f_lineno))  # (None in some frames of 3.11+: written as 0)
+                    ident = id(code)
+                    if ident not in names:
+                        names[ident] = ("%s (%s" % (getattr(code, "co_qualname", code.co_name),
+                                                    short_file(code.co_filename)), code)  # (kept: ids stay its)
+                    key.append((ident, frame.f_lineno))  # (None in some frames of 3.11+: written as 0)
                     frame = frame.f_back
                 key = tuple(key)
                 counts[key] = counts.get(key, 0.0) + weight
@@ -152,8 +160,8 @@ class _Sampler:
                 if whole:
                     line = lines.get(key)
                     if line is None:
-                        line = lines[key] = ";".join(["%s:%d)" % (names[code], number or 0)
-                                                      for code, number in reversed(key)])
+                        line = lines[key] = ";".join(["%s:%d)" % (names[ident][0], number or 0)
+                                                      for ident, number in reversed(key)])
                     out.append("%s %d\n" % (line, whole))
             self.changed = False
         finally:
@@ -238,12 +246,14 @@ def _after_fork_in_parent():
 def _after_fork_in_child():
     sampler = _sampler[0]
     sampler.lock = _thread.allocate_lock()
-    sampler.counts, sampler.changed = {}, False
+    sampler.counts, sampler.changed, sampler.samples, sampler.cpu_ns = {}, False, 0, 0
     sampler.restart()
     sampler.start()
 
 
 def _at_exit():
     sampler = _sampler[0]
+    sampler.journal.on_next_event = None  # (a thread to start again after a fork: not now)
     sampler.stop()
     sampler.flush()
+    sampler.journal.event("stacks", samples=sampler.samples, cpu_ns=sampler.cpu_ns)

@@ -127,8 +127,8 @@ def test_counts_are_periods_of_the_full_rate_rewritten_whole_and_rounded(parked)
 def test_a_frame_without_a_line_is_written_at_line_zero():
     sampler = _sampler()
     code = test_a_frame_without_a_line_is_written_at_line_zero.__code__
-    sampler.names[code] = "f (x.py"
-    sampler.counts[((code, None),)] = 1.0
+    sampler.names[id(code)] = ("f (x.py", code)
+    sampler.counts[((id(code), None),)] = 1.0
     sampler.changed = True
     sampler.flush()
     assert sampler.journal.written[0][1] == "f (x.py:0) 1\n"

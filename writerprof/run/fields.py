@@ -98,7 +98,8 @@ EVENT_FIELDS: dict[str, Check] = {
     "code": optional(is_int), "rusage": dict_of(is_number), "signal": optional(lambda v: is_str(v) or is_int(v)),
     "applied": is_bool, "cpus": list_of(is_count), "inherited": list_of(is_count), "modules": list_of(is_str),
     "events_dropped": optional(is_count), "records_dropped": optional(is_count), "error": is_str,
-    "where": is_str, "forced": optional(is_str), "requested": optional(is_str),
+    "where": is_str, "forced": optional(is_str), "requested": optional(is_str), "samples": is_count,
+    "cpu_ns": is_count,
 }
 KIND_FIELDS: dict[tuple[str, str], Check] = {
     ("phase", "code"): is_count,
