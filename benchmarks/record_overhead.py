@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import glob
 import importlib.util
 import json
 import os
@@ -77,6 +78,7 @@ PARTS = {
     "stack_threads": "record's thread that drives py-spy",
     "summary": "record's summary, read from the run after CMD ended",
     "py_spy": "the py-spy processes",
+    "probe_stacks": "the probe's stack-sampling threads, in CMD's processes (their \"stacks\" events; in target)",
     "target": "CMD's processes less the reproducer alone's (the probe, and what the rest disturbed)",
 }
 
@@ -165,8 +167,20 @@ def run_once(variant: str, workload: str, scratch: str) -> dict:
         result.update(py_spy=spy, record=record_all, imports=parts.get("before_cmd_s") or 0.0,
                       sampler=parts.get("sampler_s") or 0.0, stack_threads=parts.get("stacks_threads_s") or 0.0,
                       summary=record_all - (parts.get("record_s") or 0.0) - (parts.get("before_cmd_s") or 0.0),
-                      target=cpu - record_all - spy)
+                      target=cpu - record_all - spy, probe_stacks=_probe_stacks_s(argv[argv.index("-o") + 1]))
     return result
+
+
+def _probe_stacks_s(run: str) -> float:
+    """The CPU seconds the probe's stack-sampling threads took, from each
+    process's "stacks" event."""
+    total = 0
+    for procs in glob.glob(os.path.join(run, "hosts", "*", "procs")):
+        for name in os.listdir(procs):
+            if name.endswith(".events.jsonl"):
+                with open(os.path.join(procs, name), "rb") as events:
+                    total += sum(json.loads(line).get("cpu_ns", 0) for line in events if b'"kind": "stacks"' in line)
+    return total / 1e9
 
 
 def main() -> None:
@@ -211,7 +225,7 @@ def main() -> None:
         shutil.rmtree(scratch, ignore_errors=True)
     load = os.getloadavg()
     print(f"\nload average at the end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    print(f"{'workload':<8} {'variant':<11} {'ratio':>6} {'range':>13} {'extra CPU s':>12} {'%':>6} {'range':>15}")
+    print(f"{'workload':<8} {'variant':<13} {'ratio':>6} {'range':>13} {'extra CPU s':>12} {'%':>6} {'range':>15}")
     for workload in workloads:
         plain = results[workload]["plain"]
         for variant in variants[1:]:
@@ -219,19 +233,19 @@ def main() -> None:
             ratios = [r["gib_s"] / p["gib_s"] for r, p in zip(runs, plain)]
             extra = [r["cpu_s"] - p["cpu_s"] for r, p in zip(runs, plain)]
             share = 100 * statistics.median(e / p["cpu_s"] for e, p in zip(extra, plain))
-            print(f"{workload:<8} {variant:<11} {statistics.median(ratios):>6.3f} "
+            print(f"{workload:<8} {variant:<13} {statistics.median(ratios):>6.3f} "
                   f"{min(ratios):>6.3f}-{max(ratios):<6.3f} {statistics.median(extra):>+12.2f} {share:>+5.1f}% "
                   f"{min(extra):>+7.2f}/{max(extra):<+7.2f}")
     print("\nwhere record's extra CPU seconds go (medians over cycles): " + "; ".join(
         f"{name} = {what}" for name, what in PARTS.items()))
-    print(f"{'workload':<8} {'variant':<11} " + " ".join(f"{name:>13}" for name in PARTS))
+    print(f"{'workload':<8} {'variant':<13} " + " ".join(f"{name:>13}" for name in PARTS))
     for workload in workloads:
         plain = results[workload]["plain"]
         for variant in (v for v in variants[1:] if "py_spy" in results[workload][v][0]):
             runs = results[workload][variant]
             cells = [statistics.median(r[name] - (p["cpu_s"] if name == "target" else 0.0)
                                        for r, p in zip(runs, plain)) for name in PARTS]
-            print(f"{workload:<8} {variant:<11} " + " ".join(f"{c:>13.3f}" for c in cells))
+            print(f"{workload:<8} {variant:<13} " + " ".join(f"{c:>13.3f}" for c in cells))
     print("targets: default ratio >= 0.99 on disk, >= 0.97 on cpu (and the CPU seconds alike)")
 
 
