@@ -1,6 +1,6 @@
 """The probe's stack sampler (writerprof_probe.stacks): rates, frames as
 py-spy names them, counts weighted by time and carried across flushes. Its
-thread, forks, exits and kills in real processes: tests/integration/test_probe_stacks.py."""
+thread, forks, exits and kills in real processes: tests/integration/test_probe_sampling.py."""
 
 import os
 import sys
