@@ -6,7 +6,9 @@ children bare, with the probe inert and with it on.
 Cases, for `python -c pass` and `python -c "import multiprocessing"`:
   bare   no probe on PYTHONPATH
   inert  the probe's directory on PYTHONPATH, no WRITERPROF_RUN
-  on     PYTHONPATH and WRITERPROF_RUN (a temporary run directory)
+  on     PYTHONPATH, WRITERPROF_RUN (a temporary run directory) and WRITERPROF_STACKS
+         (as `record` runs a process by default: the probe's stack-sampling thread
+         started at activation, stopped and its file written at exit)
 Every round runs every case once, in a shuffled order, so that the load of a
 shared machine falls on all of them alike; each child is timed from spawn to
 exit. Prints median and p90 per case and the probe's increment (median of the
@@ -74,6 +76,7 @@ def case_env(mode: str, probe_dir: str | None, run_dir: str) -> dict[str, str]:
         env["PYTHONPATH"] = probe_dir
     if mode.startswith("on"):
         env["WRITERPROF_RUN"] = run_dir
+        env["WRITERPROF_STACKS"] = "100,10,5"
     if mode.endswith("source"):
         env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env

@@ -176,6 +176,9 @@ FORCE_ENV = "WRITERPROF_FORCE_START_METHOD"
 MITIGATE_ENV = "WRITERPROF_MITIGATE"  # comma-separated mitigation names (mitigate.py)
 PROBES_ENV = "WRITERPROF_PROBES"  # added hook specs, one per line
 STACKS_ENV = "WRITERPROF_STACKS"  # "FULL,SPARSE,DAEMON" Hz: the probe samples its process's stacks (stacks.py)
+# The comm (thread name) of the probe's stack-sampling thread: its CPU time is
+# not the target's work (writerprof.analysis.threads leaves it out).
+STACKS_THREAD = "writerprof-stk"
 
 # Overrides the host name a process files itself under: to tell apart
 # containers that share a host name, or to test many hosts on one machine.

@@ -33,7 +33,8 @@ last rewrite. At exit, a "stacks" event says how many samples the process
 took and its thread's CPU time: what the sampling cost it.
 
 The thread is a bare _thread (not in threading.enumerate(), not joined at
-exit), stopped and joined before every fork and started again after, in the
+exit; named format.STACKS_THREAD in /proc, so that the analysis does not
+count its CPU time as the process's work), stopped and joined before every fork and started again after, in the
 parent and in the child: a fork with it running would make Python 3.12+
 warn that the process is multi-threaded, and its lock could be held in the
 child. Python 3.13 counts the threads after the fork's after_in_parent
@@ -91,11 +92,11 @@ class _Sampler:
         self.thread = (wake, done)
         _thread.start_new_thread(self._run, (wake, done))
 
-    def stop(self):
-        """End the thread and wait for it (it is in Python code for a sample
-        at most) to be gone from the kernel too: Python 3.13 counts the
-        process's threads there when it forks, and the thread's last steps
-        come after it said it was done."""
+    def stop(self, gone=False):
+        """End the thread and wait for it to be done (it is in Python code
+        for a sample at most); gone: and to be gone from the kernel too, as
+        before a fork: Python 3.13 counts the process's threads there when
+        it forks, and the thread's last steps come after it said it was done."""
         if self.thread is not None:
             wake, done = self.thread
             self.thread = None
@@ -103,12 +104,14 @@ class _Sampler:
             done.acquire()
             task = "/proc/self/task/%d" % self.native_id
             deadline = _now() + 100_000_000
-            while os.path.exists(task) and _now() < deadline:
+            while gone and os.path.exists(task) and _now() < deadline:
                 time.sleep(0.0001)
 
     def _run(self, wake, done):
         try:
             me, self.native_id = _thread.get_ident(), _thread.get_native_id()
+            with open("/proc/self/task/%d/comm" % self.native_id, "w") as comm:
+                comm.write(format.STACKS_THREAD)  # told apart from the target's threads in /proc
             last = _now()
             full_ns = 1_000_000_000 // self.full
             while not wake.acquire(True, self.period_ns(last) / 1e9):
@@ -227,7 +230,7 @@ def _before_fork():
     sampler = _sampler[0]
     try:
         sampler.journal.on_next_event = None  # (the fork's own event is journaled next: not yet)
-        sampler.stop()
+        sampler.stop(gone=True)
         sampler.flush()  # (the child starts empty: what the parent sampled is the parent's)
     except Exception:
         pass

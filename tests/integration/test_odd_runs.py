@@ -31,16 +31,19 @@ def writerprof(*args, **kwargs) -> subprocess.CompletedProcess:
     return done
 
 
-@pytest.fixture(scope="module")
-def odd(tmp_path_factory) -> Path:
-    """The recording, in a directory whose name is not UTF-8, stacks included."""
+@pytest.fixture(scope="module", params=["probe", "py-spy"])
+def odd(tmp_path_factory, request) -> Path:
+    """The recording, in a directory whose name is not UTF-8, stacks included
+    (by the probe, and by py-spy)."""
     tmp = tmp_path_factory.mktemp("odd")
     run = Path(os.fsdecode(bytes(tmp) + b"/run-" + LABEL))
     # A short command line (python, the target by its name): the text report shows it whole.
-    done = writerprof("record", "-o", run, "--", "python", "odd_names.py", LABEL, cwd=TARGETS)
+    done = writerprof("record", "-o", run, "--stacks-by", request.param, "--", "python", "odd_names.py", LABEL,
+                      cwd=TARGETS)
     assert done.returncode == 0, done.stderr.decode(errors="replace")
     index = json.loads(next(run.glob("hosts/*/stacks/stacks.json")).read_text())
-    assert index["segments"], index  # py-spy wrote its stacks under that path
+    # Its stacks written under that path.
+    assert index["segments"] if request.param == "py-spy" else list(run.glob("hosts/*/procs/*.stacks.txt")), index
     return run
 
 

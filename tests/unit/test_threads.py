@@ -175,6 +175,19 @@ def test_over_its_whole_life_the_main_threads_start_up_counts_too(tmp_path):
     assert found[0]["threads"][-1]["tid"] == MAIN and found[0]["threads"][-1]["main"]
 
 
+@needs_numa2
+def test_the_probes_stack_sampling_thread_is_not_the_processs_work(tmp_path):
+    sampler = 4260
+    readings = [{**reading, sampler: (journal.STACKS_THREAD, 5 * i, i, 0)}
+                for i, reading in enumerate(IDLE_MAIN_BUSY_POOL)]
+    run_dir, _ = record(tmp_path, readings)
+    run = with_process(load(run_dir))
+    assert sampler in run.threads["tid"].tolist()  # read as any thread, and left out of the work
+    found = threads.worked(run, *np.zeros((3, 0), np.int64))
+    assert found[0]["nodes"] == {0: pytest.approx(0.44), 1: pytest.approx(1.27)}
+    assert sampler not in [t["tid"] for t in found[0]["threads"]]
+
+
 def test_a_run_without_thread_readings_falls_back(tmp_path):
     assert processes._worked({}, {"0": 1.0}, {"1": 1.0}) == ({"0": 1.0}, processes.WORKED_FROM_CALLS)
     assert processes._worked({}, {}, {"1": 1.0}) == ({"1": 1.0}, processes.WORKED_FROM_SAMPLES)

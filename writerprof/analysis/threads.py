@@ -2,13 +2,17 @@
 per-thread readings (run.threads), each one's CPU time over its interval put
 on the node of the CPU the thread last ran on, counted inside spans of the
 process's life (its work calls, else all of it). An idle thread (a main
-thread blocked on a queue while a pool fills the buffers) weighs nothing."""
+thread blocked on a queue while a pool fills the buffers) weighs nothing;
+the probe's stack-sampling thread is left out."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from writerprof.analysis.samples import cpu_column, node_table, thread_rows
+from writerprof.probes.writerprof_probe.format import STACKS_THREAD as _STACKS_THREAD
+
+STACKS_THREAD = _STACKS_THREAD.encode()  # as run.threads' name column has it
 
 MAX_THREADS = 8  # threads listed per process, the busiest first
 
@@ -53,7 +57,7 @@ def worked(run, span_row: np.ndarray, span_start: np.ndarray, span_end: np.ndarr
     busiest MAX_THREADS, each {"tid", "name", "main", "cpu_s", "nodes"}}.
     All processes at once: a large run has thousands."""
     t, rows = run.threads, thread_rows(run)
-    keep = rows >= 0
+    keep = (rows >= 0) & (t["name"] != STACKS_THREAD)  # the probe's sampling is not the process's work
     if not keep.any():
         return {}
     t, rows = t[keep], rows[keep]
