@@ -5,7 +5,7 @@ which opens it offline once loaded) and chrome://tracing: a track per process
 named by role, rank and pid; start-up phases and every hooked call as slices;
 CPU, NUMA node and page faults as counters.
 
---speedscope FILE: the Python stacks record took with py-spy, as a speedscope
+--speedscope FILE: the Python stacks record took, as a speedscope
 file (speedscope.app): one sampled profile per process, named by role, rank
 and pid, weighted in milliseconds of wall-clock time. writerprof's own probe frames are
 folded out (each removed, its callees on its caller); --probe-frames keeps them.

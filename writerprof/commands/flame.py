@@ -1,4 +1,4 @@
-"""Draw flamegraphs of the Python stacks `writerprof record` took with py-spy.
+"""Draw flamegraphs of the Python stacks `writerprof record` took (by the probe, or py-spy).
 
   writerprof flame RUN [--role ROLE] [--pid P] [-o FILE]
   writerprof flame --diff A B [--role ROLE] [-o FILE]

@@ -1,4 +1,4 @@
-"""Flamegraphs of the stacks py-spy took (writerprof.run.stacks): an
+"""Flamegraphs of the stacks record took (writerprof.run.stacks): an
 interactive SVG, a PNG, and a differential one of two runs.
 
 A flamegraph here is a tree of frames, the root (all samples) at the bottom,

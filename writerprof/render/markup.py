@@ -118,8 +118,9 @@ def _flames(flames: dict[str, str]) -> str:
     stay interactive (hover, click to zoom) and their ids cannot collide."""
     if not flames:
         return ""
-    out = ["<h2>Flamegraphs (py-spy)</h2>",
-           "<p>Python stacks sampled by py-spy, blocked threads included: widths are wall-clock time. "
+    out = ["<h2>Flamegraphs</h2>",
+           "<p>Python stacks sampled while the run was recorded (by the probe in each process, or by py-spy: "
+           "<code>record --stacks-by</code>), blocked threads included: widths are wall-clock time. "
            "Hover a frame for its samples and share; click to zoom.</p>"]
     for name, svg in flames.items():
         height = re.search(r'<svg[^>]*\sheight="(\d+)"', svg)
