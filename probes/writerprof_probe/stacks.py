@@ -26,8 +26,8 @@ that made it. Counts are summed per stack in memory and written as
 "name (file:line)", the name qualified on 3.11+ and the file from its
 outermost package, as py-spy names them) to PID-CREATED.stacks.txt,
 rewritten whole (a temporary renamed over it) a quarter of a second after
-the process starts, then twice as late each time up to every 8 s, before
-a fork and at exit: the file is as small as the process's distinct stacks
+the process starts, then twice as late each time up to every 8 s, and at
+exit: the file is as small as the process's distinct stacks
 however long it runs, and a SIGKILL or a crash loses what came after the
 last rewrite. At exit, a "stacks" event says how many samples the process
 took and its thread's CPU time: what the sampling cost it.
@@ -54,6 +54,7 @@ HEAD_NS = 500_000_000  # of the target kept at the full rate
 CAP_NS = 3_000_000_000  # the full rate's end for a process with no target (a start-up on a loaded machine: 0.4-1.5 s)
 FLUSH_NS = 250_000_000  # the first rewrite of the file; then twice as late each time, up to
 FLUSH_MAX_NS = 8_000_000_000
+STOP_WAIT_S = 2.0
 _DAEMONS = ("forkserver", "resource_tracker")
 _CHILDREN = ("spawn_child", "forkserver_child", "fork_child")
 
@@ -89,8 +90,8 @@ class _Sampler:
         wake, done = _thread.allocate_lock(), _thread.allocate_lock()
         wake.acquire()
         done.acquire()
+        _thread.start_new_thread(self._run, (wake, done))  # (RuntimeError if no thread can start)
         self.thread = (wake, done)
-        _thread.start_new_thread(self._run, (wake, done))
 
     def stop(self, gone=False):
         """End the thread and wait for it to be done (it is in Python code
@@ -101,7 +102,7 @@ class _Sampler:
             wake, done = self.thread
             self.thread = None
             wake.release()
-            done.acquire()
+            done.acquire(True, STOP_WAIT_S)  # (a file write hung on a dead disk does not hang the target)
             task = "/proc/self/task/%d" % self.native_id
             deadline = _now() + 100_000_000
             while gone and os.path.exists(task) and _now() < deadline:
@@ -212,11 +213,16 @@ def install(journal, process, on_fork, on_exit):
     rates = parse_rates(os.environ.get(format.STACKS_ENV, ""))
     if rates is None:
         return
-    sampler = _sampler[0] = _Sampler(journal, rates, process)
+    sampler = _Sampler(journal, rates, process)
+    try:
+        sampler.start()
+    except Exception as exc:  # the rest of the probe goes on
+        journal.event("hook", spec="stacks", status="failed", reason="%s: %s" % (type(exc).__name__, exc))
+        return
+    _sampler[0] = sampler
     os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent)
     on_fork(_after_fork_in_child)
     on_exit(_at_exit)
-    sampler.start()
 
 
 def target_started():
@@ -231,7 +237,6 @@ def _before_fork():
     try:
         sampler.journal.on_next_event = None  # (the fork's own event is journaled next: not yet)
         sampler.stop(gone=True)
-        sampler.flush()  # (the child starts empty: what the parent sampled is the parent's)
     except Exception:
         pass
 

@@ -141,3 +141,22 @@ def test_without_its_variable_the_probe_takes_no_stacks(monkeypatch):
     assert stacks._sampler[0] is None
     stacks.target_started()  # a no-op then
     assert os.environ.get(journal_format.STACKS_ENV) is None
+
+
+def test_a_sampling_thread_that_cannot_start_is_a_failed_hook_and_the_probe_goes_on(monkeypatch):
+    events = []
+
+    class Journal(_Journal):
+        def event(self, kind, **fields):
+            events.append((kind, fields))
+
+    def no_thread(*args):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setenv(journal_format.STACKS_ENV, "100,10,5")
+    monkeypatch.setattr(stacks, "_sampler", [None])
+    monkeypatch.setattr(stacks._thread, "start_new_thread", no_thread)
+    stacks.install(Journal(), {"role": "main"}, lambda fn: pytest.fail("hooked"), lambda fn: pytest.fail("hooked"))
+    assert events == [("hook", {"spec": "stacks", "status": "failed",
+                                "reason": "RuntimeError: can't start new thread"})]
+    assert stacks._sampler[0] is None
