@@ -1,5 +1,7 @@
 """Stacks on real recordings (named apart from tests/unit/test_stacks.py:
-the test directories are not packages, so basenames must differ): each Python process of the tree has py-spys of its own, the writer's
+the test directories are not packages, so basenames must differ), taken by
+the probe and by py-spy (each Python process of the tree has py-spys of its
+own): the writer's
 start-up (the re-run of __main__ and its imports) is in its stacks and its
 flamegraph, the forkserver daemon, the resource tracker and each writer are
 told apart; --no-stacks, a py-spy that may not attach and a missing py-spy
@@ -30,10 +32,10 @@ def _record(path, method, *options, size=None):
     return done, [s for s in saves if s["record"] == "save"]
 
 
-@pytest.fixture(scope="module")
-def forkserver(tmp_path_factory):
+@pytest.fixture(scope="module", params=["probe", "py-spy"])
+def forkserver(tmp_path_factory, request):
     path = tmp_path_factory.mktemp("stacks") / "forkserver"
-    done, saves = _record(path, "forkserver")
+    done, saves = _record(path, "forkserver", "--stacks-by", request.param)
     return path, done, saves
 
 
