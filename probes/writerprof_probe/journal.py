@@ -23,7 +23,8 @@ class Journal:
     def __init__(self, run, host):
         self.run, self.host = run, host
         self.fds = {}  # suffix -> (fd, inode), reopened if the target closed ours
-        self.records = []
+        self.records = []  # the one list for the journal's life: `queue` is its append
+        self.queue = self.records.append  # the hot path's: one attribute read, not two (~5 ns on 3.9)
         self.flush_due = time.monotonic_ns() + _FLUSH_NS
         self._flushing = _thread.allocate_lock()
         self.base = None
@@ -38,7 +39,7 @@ class Journal:
             except OSError:
                 pass
         self.fds = {}
-        self.records = []
+        self.records.clear()
         self._flushing = _thread.allocate_lock()
         # A forked child starts its own journal, and gets its own chance at the disk.
         self.stopped = None
@@ -90,9 +91,9 @@ class Journal:
 
     def record(self, fields):
         """Queue one CHUNK record (a tuple in CHUNK_FIELDS order). The hot
-        path (calls.timed) appends to `records` itself, packed, and asks
+        path (calls.timed) queues its records itself, packed, and asks
         flush_if_due at its threads' CPU readings."""
-        self.records.append(format.CHUNK.pack(*fields))
+        self.queue(format.CHUNK.pack(*fields))
         self.flush_if_due(fields[7])
 
     def flush_if_due(self, end_ns):

@@ -124,6 +124,7 @@ def test_a_shared_memory_view_names_its_buffer_in_the_wrappers_too(journal, monk
     monkeypatch.setitem(calls.shm_index, id(backing), 4)
     monkeypatch.setattr(osio, "_fd_state", {})
     monkeypatch.setattr(osio, "_fd_state_get", osio._fd_state.get)
+    monkeypatch.setattr(osio, "_written_fds", set())
     spec = calls.timed(lambda data: None, calls.Hook("t", 40, calls.describe_args))
     write = calls.timed(os.write, calls.Hook("os:write=write", 4, osio._describe_write, osio._accept_write))
     fd = os.open(tmp_path / "f", os.O_WRONLY | os.O_CREAT)
@@ -145,6 +146,7 @@ def test_a_shared_memory_view_names_its_buffer_in_the_wrappers_too(journal, monk
 def test_writes_are_timed_on_files_only_and_a_written_files_close_too(tmp_path, monkeypatch):
     monkeypatch.setattr(osio, "_fd_state", {})
     monkeypatch.setattr(osio, "_fd_state_get", osio._fd_state.get)
+    monkeypatch.setattr(osio, "_written_fds", set())
     fd = os.open(tmp_path / "f", os.O_WRONLY | os.O_CREAT)
     read_end, write_end = os.pipe()
     try:
@@ -153,7 +155,7 @@ def test_writes_are_timed_on_files_only_and_a_written_files_close_too(tmp_path, 
         assert osio._accept_write((fd, b"x")) and osio._accept_write((fd, b"x"))
         assert not osio._accept_write((write_end, b"x")) and not osio._accept_write(())
         assert osio._accept_close((fd,)) and not osio._accept_close((write_end,))
-        assert fd not in osio._fd_state  # closed: its number may come back as anything
+        assert fd not in osio._fd_state and fd not in osio._written_fds  # closed: its number may come back as anything
         osio._accept_write((fd, b"x"))
         osio._forget(fd)  # reissued by os.open/dup
         assert not osio._accept_close((fd,))
@@ -170,7 +172,8 @@ def _names(code):
 
 
 def test_the_names_inlined_sources_may_not_use_are_the_wrappers():
-    code = compile(calls._TEMPLATE.format(names="", accept="", describe=" " * 16 + "pass"), "", "exec")
+    source = calls._TEMPLATE.format(names="", accept="", describe=" " * 16 + "pass", **calls._KEYWORDS)
+    code = compile(source, "", "exec")
     assert _names(code) - {"args", "result", "buffer", "nbytes"} == calls._WRAPPER_NAMES
     with pytest.raises(ValueError, match="state"):
         calls.inline("clashing", {}, "buffer, nbytes", "state = buffer = nbytes = -1")
