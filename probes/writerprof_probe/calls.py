@@ -13,7 +13,9 @@ _now = time.monotonic_ns
 _tls = _thread._local()
 
 journal = None  # set by activate()
-writer_seq = [-1]  # index of the writer this process started last
+# The index of the writer this process started last (mp.py): an int global,
+# read per call (~15 ns less than a list's item on 3.9).
+writer_seq = -1
 shm_index = {}  # id(mmap of a SharedMemory) -> its index in this process
 _getcpu = None
 _pack = None  # format.CHUNK.pack, bound when a thread first times a call
@@ -86,11 +88,12 @@ def _new_thread_state():
 def reset_after_fork():
     """In a forked child: its one thread starts a new state (its tid, its
     faults). The thread-local itself stays: the wrappers hold it."""
+    global writer_seq
     try:
         del _tls.state
     except AttributeError:
         pass
-    writer_seq[0] = -1
+    writer_seq = -1
 
 
 def buffer_of(data):
@@ -200,7 +203,7 @@ def _indent(body, spaces):
 # the hook's describe, or its source; {params} and {call}, _KEYWORDS or
 # _POSITIONAL.
 _TEMPLATE = """
-def make(fn, hook, describe, accept, now, tls, seq, fault_read_min_ns, cpu_read_ns{names}):
+def make(fn, hook, describe, accept, now, tls, fault_read_min_ns, cpu_read_ns{names}):
     phase = hook.phase
     own = (phase,)  # () + own is own: the outermost call makes no tuple
     on = True
@@ -237,7 +240,7 @@ def make(fn, hook, describe, accept, now, tls, seq, fault_read_min_ns, cpu_read_
                     minflt, majflt, cpu = state.read(t0, t1, fault_read_min_ns, cpu_read_ns)
                 else:
                     minflt = majflt = 0
-                journal.queue(_pack(phase, len(outer) if outer else 0, cpu, buffer, seq[0], tid,
+                journal.queue(_pack(phase, len(outer) if outer else 0, cpu, buffer, writer_seq, tid,
                                     t0, t1, nbytes, minflt, majflt))  # len() only where nested
             except Exception as exc:
                 on = False
@@ -255,7 +258,7 @@ _makers = {}  # (whether there is an accept, the inlined sources, positional) ->
 # result, buffer, nbytes): what it may not name (tests/unit/test_probe_calls.py
 # checks this against the template).
 _WRAPPER_NAMES = frozenset((
-    "fn", "hook", "describe", "accept", "now", "tls", "seq", "fault_read_min_ns", "cpu_read_ns", "phase",
+    "fn", "hook", "describe", "accept", "now", "tls", "fault_read_min_ns", "cpu_read_ns", "phase",
     "own", "on", "wrapper", "kwargs", "state", "exc", "outer", "t0", "t1", "due", "cpu", "tid", "minflt", "majflt"))
 
 
@@ -303,16 +306,17 @@ def timed(fn, hook):
 
     The hot path (<= 1 us a call, benchmarks/probe_overhead.py): the wrapper
     is made from _TEMPLATE per kind of hook (compiled once per interpreter:
-    _compiled), without an accept test where the hook has none, and with
-    its describe and accept pasted in where made by inline() (on 3.9 and
-    3.10 a Python call costs ~100 ns); the
-    hook's phase, describe and accept, the constants, the module's containers
-    and the inlined sources' names are bound here, once, as closure cells,
-    and so is `on` (a hook that failed stands aside); only the thread's state
-    and the journal (set by activate(), replaced in tests) are looked up per
-    call. The record is queued inline, not through a method call, and the
-    CPU, faults and whether a batch is due are read at the thread's CPU
-    readings and after long calls only (_Thread.read)."""
+    _compiled), without an accept test where the hook has none, with its
+    describe and accept pasted in where made by inline() (on 3.9 and 3.10 a
+    Python call costs ~100 ns), and without **kwargs around a positional-only
+    builtin (_POSITIONAL); the hook's phase, describe and accept, the
+    constants, the module's containers and the inlined sources' names are
+    bound here, once, as closure cells, and so is `on` (a hook that failed
+    stands aside); only the thread's state, the journal (set by activate(),
+    replaced in tests) and writer_seq are looked up per call. The record is
+    queued through Journal.queue (the list's own append), not a Python method,
+    and the CPU, faults and whether a batch is due are read at the thread's
+    CPU readings and after long calls only (_Thread.read)."""
     bound = {}  # the inlined sources' names, each from the globals of the source that names it
     for part, inlined in zip((hook.accept, hook.describe), _inlined(hook)):
         for name in inlined[2] if inlined else ():
@@ -321,7 +325,7 @@ def timed(fn, hook):
     # Positional-only where the describe is pasted in: on the hot hooks (the
     # others share one wrapper, as _inlined says).
     positional = _inlined(hook)[1] is not None and _positional_only(fn)
-    wrapper = _maker(hook, positional)(fn, hook, hook.describe, hook.accept, _now, _tls, writer_seq,
+    wrapper = _maker(hook, positional)(fn, hook, hook.describe, hook.accept, _now, _tls,
                                        format.FAULT_READ_MIN_NS, format.CPU_READ_NS, **bound)
     for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
         try:

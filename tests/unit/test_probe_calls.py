@@ -49,7 +49,7 @@ def test_a_timed_call_is_one_record_of_its_fields(journal, monkeypatch):
     clock = iter(range(1000, 10**9, 1000))
     monkeypatch.setattr(calls, "_now", lambda: next(clock))
     monkeypatch.setattr(calls, "_load_getcpu", lambda: lambda: 3)
-    monkeypatch.setattr(calls, "writer_seq", [2])
+    monkeypatch.setattr(calls, "writer_seq", 2)
     hooked = calls.timed(lambda data: 4096, calls.Hook("t", 40, calls.describe_args))
     assert hooked(bytearray(10)) == 4096
     journal.record((41, 1, 2, 7, 0, 99, 1000, 2000, 4096, 5, 1))  # the same record, from its fields
