@@ -240,8 +240,8 @@ def make(fn, hook, describe, accept, now, tls, fault_read_min_ns, cpu_read_ns{na
                     minflt, majflt, cpu = state.read(t0, t1, fault_read_min_ns, cpu_read_ns)
                 else:
                     minflt = majflt = 0
-                journal.queue(_pack(phase, len(outer) if outer else 0, cpu, buffer, writer_seq, tid,
-                                    t0, t1, nbytes, minflt, majflt))  # len() only where nested
+                journal.records.append(_pack(phase, len(outer) if outer else 0, cpu, buffer, writer_seq, tid,
+                                             t0, t1, nbytes, minflt, majflt))  # len() only where nested
             except Exception as exc:
                 on = False
                 hook.fail(exc)
@@ -314,9 +314,9 @@ def timed(fn, hook):
     bound here, once, as closure cells, and so is `on` (a hook that failed
     stands aside); only the thread's state, the journal (set by activate(),
     replaced in tests) and writer_seq are looked up per call. The record is
-    queued through Journal.queue (the list's own append), not a Python method,
-    and the CPU, faults and whether a batch is due are read at the thread's
-    CPU readings and after long calls only (_Thread.read)."""
+    queued inline, not through a method call (3.11+ specialise the append
+    itself), and the CPU, faults and whether a batch is due are read at the
+    thread's CPU readings and after long calls only (_Thread.read)."""
     bound = {}  # the inlined sources' names, each from the globals of the source that names it
     for part, inlined in zip((hook.accept, hook.describe), _inlined(hook)):
         for name in inlined[2] if inlined else ():

@@ -23,8 +23,7 @@ class Journal:
     def __init__(self, run, host):
         self.run, self.host = run, host
         self.fds = {}  # suffix -> (fd, inode), reopened if the target closed ours
-        self.records = []  # the one list for the journal's life: `queue` is its append
-        self.queue = self.records.append  # the hot path's: one attribute read, not two (~5 ns on 3.9)
+        self.records = []
         self.flush_due = time.monotonic_ns() + _FLUSH_NS
         self._flushing = _thread.allocate_lock()
         self.base = None
@@ -39,7 +38,7 @@ class Journal:
             except OSError:
                 pass
         self.fds = {}
-        self.records.clear()
+        self.records = []
         self._flushing = _thread.allocate_lock()
         # A forked child starts its own journal, and gets its own chance at the disk.
         self.stopped = None
@@ -91,9 +90,9 @@ class Journal:
 
     def record(self, fields):
         """Queue one CHUNK record (a tuple in CHUNK_FIELDS order). The hot
-        path (calls.timed) queues its records itself, packed, and asks
+        path (calls.timed) appends to `records` itself, packed, and asks
         flush_if_due at its threads' CPU readings."""
-        self.queue(format.CHUNK.pack(*fields))
+        self.records.append(format.CHUNK.pack(*fields))
         self.flush_if_due(fields[7])
 
     def flush_if_due(self, end_ns):

@@ -14,7 +14,6 @@ class _Unpacked(list):
 class MemoryJournal:
     def __init__(self):
         self.records, self.events = _Unpacked(), []
-        self.queue = self.records.append  # what the hot path calls, as a Journal's
 
     def record(self, values):
         list.append(self.records, tuple(values))
