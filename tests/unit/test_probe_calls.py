@@ -143,6 +143,16 @@ def test_a_shared_memory_view_names_its_buffer_in_the_wrappers_too(journal, monk
     assert calls.view_buffer(released) == -1 and calls.buffer_of(b"x") == -1
 
 
+def test_a_wrapper_takes_keywords_unless_it_wraps_a_positional_only_builtin(journal):
+    assert calls._positional_only(os.write) and calls._positional_only(os.pwrite)
+    assert not calls._positional_only(os.fsync) and not calls._positional_only(lambda data: None)
+    write = calls.timed(os.write, calls.Hook("os:write=write", 4, osio._describe_write, osio._accept_write))
+    with pytest.raises(TypeError):  # as from os.write itself
+        write(1, data=b"x")
+    spec = calls.timed(lambda data, size=0: size, calls.Hook("t", 40, calls.describe_args))
+    assert spec(b"x", size=3) == 3
+
+
 def test_writes_are_timed_on_files_only_and_a_written_files_close_too(tmp_path, monkeypatch):
     monkeypatch.setattr(osio, "_fd_state", {})
     monkeypatch.setattr(osio, "_fd_state_get", osio._fd_state.get)
