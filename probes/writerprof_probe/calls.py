@@ -205,7 +205,7 @@ def _indent(body, spaces):
 _TEMPLATE = """
 def make(fn, hook, describe, accept, now, tls, fault_read_min_ns, cpu_read_ns{names}):
     phase = hook.phase
-    own = (phase,)  # () + own is own: the outermost call makes no tuple
+    own = (phase,)  # the outermost call's phases: made once, not per call
     on = True
 
     def wrapper({params}):
@@ -222,9 +222,12 @@ def make(fn, hook, describe, accept, now, tls, fault_read_min_ns, cpu_read_ns{na
                 hook.fail(exc)
                 return {call}
         outer = state.phases
-        if phase in outer:
-            return {call}
-        state.phases = outer + own
+        if outer:  # nested: the outermost call, most calls, neither searches nor adds
+            if phase in outer:
+                return {call}
+            state.phases = outer + own
+        else:
+            state.phases = own
         result = None
         t0 = now()
         try:
