@@ -13,7 +13,9 @@ _now = time.monotonic_ns
 _tls = _thread._local()
 
 journal = None  # set by activate()
-writer_seq = [-1]  # index of the writer this process started last
+# The index of the writer this process started last (mp.py): an int global,
+# read per call (~15 ns less than a list's item on 3.9).
+writer_seq = -1
 shm_index = {}  # id(mmap of a SharedMemory) -> its index in this process
 _getcpu = None
 _pack = None  # format.CHUNK.pack, bound when a thread first times a call
@@ -42,20 +44,20 @@ class _Thread:
     """Per-thread state: the phases of the hooked calls in progress (a
     tuple, outermost first: set and restored around a call, so that no list
     grows and shrinks per call), the fault counters at the
-    last reading (so that every fault lands on exactly one record), and the
-    CPU at the last reading and when it is due again: sched_getcpu through
-    ctypes costs several hundred ns, so a thread reads it at most once per
-    CPU_READ_NS and its records in between carry that reading."""
+    last reading (so that every fault lands on exactly one record), and
+    `carry`, what every call reads: (when the CPU is due, the CPU at the last
+    reading, the thread's id), one tuple rather than three attributes (each
+    costs ~20 ns on 3.9). sched_getcpu through ctypes costs several hundred
+    ns, so a thread reads it at most once per CPU_READ_NS and its records in
+    between carry that reading."""
 
-    __slots__ = ("phases", "tid", "minflt", "majflt", "cpu", "cpu_due")
+    __slots__ = ("phases", "carry", "minflt", "majflt")
 
     def __init__(self):
         self.phases = ()
-        self.tid = _thread.get_native_id()
         usage = _thread_usage()
         self.minflt, self.majflt = usage.ru_minflt, usage.ru_majflt
-        self.cpu = _load_getcpu()()
-        self.cpu_due = _now() + format.CPU_READ_NS
+        self.carry = (_now() + format.CPU_READ_NS, _load_getcpu()(), _thread.get_native_id())
 
     def faults(self):
         usage = _thread_usage()
@@ -65,13 +67,15 @@ class _Thread:
 
     def read(self, t0, t1, fault_read_min_ns, cpu_read_ns):
         """At the end of a call that was long or ends when the CPU is due:
-        its (minflt, majflt) where it was long, else zeros; the CPU where
-        due, and then, as rarely, whether a batch is due."""
+        its (minflt, majflt, cpu): the faults where it was long, else zeros;
+        the CPU read where due, and then, as rarely, whether a batch is due."""
         minflt, majflt = self.faults() if t1 - t0 >= fault_read_min_ns else (0, 0)
-        if t1 >= self.cpu_due:
-            self.cpu, self.cpu_due = _getcpu(), t1 + cpu_read_ns
+        due, cpu, tid = self.carry
+        if t1 >= due:
+            cpu = _getcpu()
+            self.carry = (t1 + cpu_read_ns, cpu, tid)
             journal.flush_if_due(t1)
-        return minflt, majflt
+        return minflt, majflt, cpu
 
 
 def _new_thread_state():
@@ -84,11 +88,12 @@ def _new_thread_state():
 def reset_after_fork():
     """In a forked child: its one thread starts a new state (its tid, its
     faults). The thread-local itself stays: the wrappers hold it."""
+    global writer_seq
     try:
         del _tls.state
     except AttributeError:
         pass
-    writer_seq[0] = -1
+    writer_seq = -1
 
 
 def buffer_of(data):
@@ -195,17 +200,18 @@ def _indent(body, spaces):
 
 # The wrapper, made per kind of hook (timed below): {accept} is empty (no
 # accept), a call of the hook's accept, or its source; {describe} a call of
-# the hook's describe, or its source.
+# the hook's describe, or its source; {params} and {call}, _KEYWORDS or
+# _POSITIONAL.
 _TEMPLATE = """
-def make(fn, hook, describe, accept, now, tls, seq, fault_read_min_ns, cpu_read_ns{names}):
+def make(fn, hook, describe, accept, now, tls, fault_read_min_ns, cpu_read_ns{names}):
     phase = hook.phase
-    own = (phase,)  # () + own is own: the outermost call makes no tuple
+    own = (phase,)  # the outermost call's phases: made once, not per call
     on = True
 
-    def wrapper(*args, **kwargs):
+    def wrapper({params}):
         nonlocal on
         if not on{accept}:
-            return fn(*args, **kwargs) if kwargs else fn(*args)
+            return {call}
         try:
             state = tls.state
         except AttributeError:  # this thread's first timed call
@@ -214,26 +220,30 @@ def make(fn, hook, describe, accept, now, tls, seq, fault_read_min_ns, cpu_read_
             except Exception as exc:
                 on = False
                 hook.fail(exc)
-                return fn(*args, **kwargs) if kwargs else fn(*args)
+                return {call}
         outer = state.phases
-        if phase in outer:
-            return fn(*args, **kwargs) if kwargs else fn(*args)
-        state.phases = outer + own
+        if outer:  # nested: the outermost call, most calls, neither searches nor adds
+            if phase in outer:
+                return {call}
+            state.phases = outer + own
+        else:
+            state.phases = own
         result = None
         t0 = now()
         try:
-            result = fn(*args, **kwargs) if kwargs else fn(*args)
+            result = {call}
             return result
         finally:
             t1 = now()
             state.phases = outer
             try:
 {describe}
-                if t1 >= state.cpu_due or t1 - t0 >= fault_read_min_ns:
-                    minflt, majflt = state.read(t0, t1, fault_read_min_ns, cpu_read_ns)
+                due, cpu, tid = state.carry
+                if t1 >= due or t1 - t0 >= fault_read_min_ns:
+                    minflt, majflt, cpu = state.read(t0, t1, fault_read_min_ns, cpu_read_ns)
                 else:
                     minflt = majflt = 0
-                journal.records.append(_pack(phase, len(outer) if outer else 0, state.cpu, buffer, seq[0], state.tid,
+                journal.records.append(_pack(phase, len(outer) if outer else 0, cpu, buffer, writer_seq, tid,
                                              t0, t1, nbytes, minflt, majflt))  # len() only where nested
             except Exception as exc:
                 on = False
@@ -241,13 +251,18 @@ def make(fn, hook, describe, accept, now, tls, seq, fault_read_min_ns, cpu_read_
 
     return wrapper
 """
-_makers = {}  # (whether there is an accept, the inlined sources) -> make
+# A wrapper that takes **kwargs makes a dict per call (~30 ns on 3.9), even
+# where none are passed: one around a function that takes positional
+# arguments only (os.write) takes *args only.
+_KEYWORDS = {"params": "*args, **kwargs", "call": "fn(*args, **kwargs) if kwargs else fn(*args)"}
+_POSITIONAL = {"params": "*args", "call": "fn(*args)"}
+_makers = {}  # (whether there is an accept, the inlined sources, positional) -> make
 # The names in _TEMPLATE but those an inlined source shares with it (args,
 # result, buffer, nbytes): what it may not name (tests/unit/test_probe_calls.py
 # checks this against the template).
 _WRAPPER_NAMES = frozenset((
-    "fn", "hook", "describe", "accept", "now", "tls", "seq", "fault_read_min_ns", "cpu_read_ns", "phase",
-    "own", "on", "wrapper", "kwargs", "state", "exc", "outer", "t0", "t1", "minflt", "majflt"))
+    "fn", "hook", "describe", "accept", "now", "tls", "fault_read_min_ns", "cpu_read_ns", "phase",
+    "own", "on", "wrapper", "kwargs", "state", "exc", "outer", "t0", "t1", "due", "cpu", "tid", "minflt", "majflt"))
 
 
 def _inlined(hook):
@@ -259,9 +274,16 @@ def _inlined(hook):
     return (getattr(hook.accept, "inline", None) if describe else None), describe
 
 
-def _maker(hook):
+def _positional_only(fn):
+    """Whether fn is a builtin whose arguments are all positional-only (its
+    signature ends in "/"), as os.write's are."""
+    signature = getattr(fn, "__text_signature__", None)
+    return bool(signature) and signature.replace(" ", "").endswith(",/)")
+
+
+def _maker(hook, positional):
     accept, describe = _inlined(hook)
-    key = (hook.accept is not None, accept, describe)
+    key = (hook.accept is not None, accept, describe, positional)
     make = _makers.get(key)
     if make is None:
         names = dict.fromkeys(name for part in (accept, describe) if part for name in part[2])
@@ -272,9 +294,9 @@ def _maker(hook):
         returns, body = describe[:2] if describe else ("describe(args, result)", "")
         source = _indent(body, 16) + ("" if returns == "buffer, nbytes" else _indent("buffer, nbytes = " + returns, 16))
         code = _compiled(_TEMPLATE.format(names="".join(", " + name for name in names), accept=test,
-                                          describe=source.rstrip("\n")),
-                         "timed-%s-%s" % (accept[3] if accept else "call" if hook.accept is not None else "all",
-                                          describe[3] if describe else "call"))
+                                          describe=source.rstrip("\n"), **(_POSITIONAL if positional else _KEYWORDS)),
+                         "timed-%s-%s%s" % (accept[3] if accept else "call" if hook.accept is not None else "all",
+                                            describe[3] if describe else "call", "-positional" if positional else ""))
         namespace = {}
         exec(code, globals(), namespace)
         make = _makers[key] = namespace["make"]
@@ -287,23 +309,27 @@ def timed(fn, hook):
 
     The hot path (<= 1 us a call, benchmarks/probe_overhead.py): the wrapper
     is made from _TEMPLATE per kind of hook (compiled once per interpreter:
-    _compiled), without an accept test where the hook has none, and with
-    its describe and accept pasted in where made by inline() (on 3.9 and
-    3.10 a Python call costs ~100 ns); the
-    hook's phase, describe and accept, the constants, the module's containers
-    and the inlined sources' names are bound here, once, as closure cells,
-    and so is `on` (a hook that failed stands aside); only the thread's state
-    and the journal (set by activate(), replaced in tests) are looked up per
-    call. The record is queued inline, not through a method call, and the
-    CPU, faults and whether a batch is due are read at the thread's CPU
-    readings and after long calls only (_Thread.read)."""
+    _compiled), without an accept test where the hook has none, with its
+    describe and accept pasted in where made by inline() (on 3.9 and 3.10 a
+    Python call costs ~100 ns), and without **kwargs around a positional-only
+    builtin (_POSITIONAL); the hook's phase, describe and accept, the
+    constants, the module's containers and the inlined sources' names are
+    bound here, once, as closure cells, and so is `on` (a hook that failed
+    stands aside); only the thread's state, the journal (set by activate(),
+    replaced in tests) and writer_seq are looked up per call. The record is
+    queued inline, not through a method call (3.11+ specialise the append
+    itself), and the CPU, faults and whether a batch is due are read at the
+    thread's CPU readings and after long calls only (_Thread.read)."""
     bound = {}  # the inlined sources' names, each from the globals of the source that names it
     for part, inlined in zip((hook.accept, hook.describe), _inlined(hook)):
         for name in inlined[2] if inlined else ():
             if bound.setdefault(name, part.__globals__[name]) is not part.__globals__[name]:
                 raise ValueError("%s: the accept's and the describe's %s differ" % (hook.name, name))
-    wrapper = _maker(hook)(fn, hook, hook.describe, hook.accept, _now, _tls, writer_seq, format.FAULT_READ_MIN_NS,
-                           format.CPU_READ_NS, **bound)
+    # Positional-only where the describe is pasted in: on the hot hooks (the
+    # others share one wrapper, as _inlined says).
+    positional = _inlined(hook)[1] is not None and _positional_only(fn)
+    wrapper = _maker(hook, positional)(fn, hook, hook.describe, hook.accept, _now, _tls,
+                                       format.FAULT_READ_MIN_NS, format.CPU_READ_NS, **bound)
     for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
         try:
             setattr(wrapper, attr, getattr(fn, attr))

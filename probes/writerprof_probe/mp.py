@@ -83,8 +83,8 @@ def _process(module):
             try:
                 popen = getattr(self, "_popen", None)
                 method = _POPEN_METHODS.get(type(popen).__module__, type(popen).__module__)
-                seq = calls.writer_seq[0] + 1 if popen is not None else calls.writer_seq[0]
-                calls.writer_seq[0] = seq
+                seq = calls.writer_seq + 1 if popen is not None else calls.writer_seq
+                calls.writer_seq = seq
                 journal.event("process_start", t_ns=t0, start_ns=t0, end_ns=t1, method=method,
                               target=target, child_pid=getattr(popen, "pid", None),
                               name=self.name, writer_seq=seq, started=popen is not None)

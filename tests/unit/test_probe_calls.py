@@ -49,7 +49,7 @@ def test_a_timed_call_is_one_record_of_its_fields(journal, monkeypatch):
     clock = iter(range(1000, 10**9, 1000))
     monkeypatch.setattr(calls, "_now", lambda: next(clock))
     monkeypatch.setattr(calls, "_load_getcpu", lambda: lambda: 3)
-    monkeypatch.setattr(calls, "writer_seq", [2])
+    monkeypatch.setattr(calls, "writer_seq", 2)
     hooked = calls.timed(lambda data: 4096, calls.Hook("t", 40, calls.describe_args))
     assert hooked(bytearray(10)) == 4096
     journal.record((41, 1, 2, 7, 0, 99, 1000, 2000, 4096, 5, 1))  # the same record, from its fields
@@ -124,6 +124,7 @@ def test_a_shared_memory_view_names_its_buffer_in_the_wrappers_too(journal, monk
     monkeypatch.setitem(calls.shm_index, id(backing), 4)
     monkeypatch.setattr(osio, "_fd_state", {})
     monkeypatch.setattr(osio, "_fd_state_get", osio._fd_state.get)
+    monkeypatch.setattr(osio, "_written_fds", set())
     spec = calls.timed(lambda data: None, calls.Hook("t", 40, calls.describe_args))
     write = calls.timed(os.write, calls.Hook("os:write=write", 4, osio._describe_write, osio._accept_write))
     fd = os.open(tmp_path / "f", os.O_WRONLY | os.O_CREAT)
@@ -142,9 +143,20 @@ def test_a_shared_memory_view_names_its_buffer_in_the_wrappers_too(journal, monk
     assert calls.view_buffer(released) == -1 and calls.buffer_of(b"x") == -1
 
 
+def test_a_wrapper_takes_keywords_unless_it_wraps_a_positional_only_builtin(journal):
+    assert calls._positional_only(os.write) and calls._positional_only(os.pwrite)
+    assert not calls._positional_only(os.fsync) and not calls._positional_only(lambda data: None)
+    write = calls.timed(os.write, calls.Hook("os:write=write", 4, osio._describe_write, osio._accept_write))
+    with pytest.raises(TypeError):  # as from os.write itself
+        write(1, data=b"x")
+    spec = calls.timed(lambda data, size=0: size, calls.Hook("t", 40, calls.describe_args))
+    assert spec(b"x", size=3) == 3
+
+
 def test_writes_are_timed_on_files_only_and_a_written_files_close_too(tmp_path, monkeypatch):
     monkeypatch.setattr(osio, "_fd_state", {})
     monkeypatch.setattr(osio, "_fd_state_get", osio._fd_state.get)
+    monkeypatch.setattr(osio, "_written_fds", set())
     fd = os.open(tmp_path / "f", os.O_WRONLY | os.O_CREAT)
     read_end, write_end = os.pipe()
     try:
@@ -153,7 +165,7 @@ def test_writes_are_timed_on_files_only_and_a_written_files_close_too(tmp_path, 
         assert osio._accept_write((fd, b"x")) and osio._accept_write((fd, b"x"))
         assert not osio._accept_write((write_end, b"x")) and not osio._accept_write(())
         assert osio._accept_close((fd,)) and not osio._accept_close((write_end,))
-        assert fd not in osio._fd_state  # closed: its number may come back as anything
+        assert fd not in osio._fd_state and fd not in osio._written_fds  # closed: its number may come back as anything
         osio._accept_write((fd, b"x"))
         osio._forget(fd)  # reissued by os.open/dup
         assert not osio._accept_close((fd,))
@@ -170,7 +182,8 @@ def _names(code):
 
 
 def test_the_names_inlined_sources_may_not_use_are_the_wrappers():
-    code = compile(calls._TEMPLATE.format(names="", accept="", describe=" " * 16 + "pass"), "", "exec")
+    source = calls._TEMPLATE.format(names="", accept="", describe=" " * 16 + "pass", **calls._KEYWORDS)
+    code = compile(source, "", "exec")
     assert _names(code) - {"args", "result", "buffer", "nbytes"} == calls._WRAPPER_NAMES
     with pytest.raises(ValueError, match="state"):
         calls.inline("clashing", {}, "buffer, nbytes", "state = buffer = nbytes = -1")
