@@ -15,6 +15,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import select
 import threading
 import time
 import traceback
@@ -52,6 +53,17 @@ PROCESS_FILES_OPEN = 32
 # three (10 us against 5), lag by that much at most where it ran for less
 # than a tick; an affinity set by another process is seen then, or once it runs.
 STATUS_EVERY_NS = 1_000_000_000
+# The thread's records are written at most this often (and at stop): a write
+# of each of the three files every tick was ~5% of a tick's CPU time. What a
+# killed record loses is at most this much of the end of its samples.
+FLUSH_EVERY_NS = 500_000_000
+# procs/ is listed again only where its mtime changed, and once more when
+# that mtime has stood for this long: a journal created since cannot then
+# have the same mtime, on any file system whose times step by less (ext4,
+# xfs, NFS: a clock tick) ...
+PROCS_SETTLE_NS = 100_000_000
+# ... or this, where the times are whole milliseconds (FAT, some Lustre: seconds).
+PROCS_SETTLE_COARSE_NS = 2_000_000_000
 
 
 @dataclass(frozen=True)
@@ -111,12 +123,17 @@ class Sampler:
         self._threads_fd = os.open(Path(host_dir) / layout.THREADS_FILE, flags, 0o644)
         self._lock = threading.Lock()  # one tick at a time; status() between ticks
         self._stopping = threading.Event()
+        # stop() wakes the thread through this pipe: a poll of it costs the thread less than an Event's wait.
+        self._wake_r, self._wake_w = os.pipe()
         self._thread: threading.Thread | None = None
         self._closed = False
         self._live: dict[int, _Process] = {}
         self._ended: set[tuple[int, int]] = set()  # (pid, start_ticks): a zombie is not seen again
         self._ended_wchar = 0
         self._journal_names: set[str] = set()
+        self._procs_mtime = -1  # procs/'s mtime at its last listing
+        self._procs_mtime_ns = 0  # when that mtime was first seen (monotonic)
+        self._procs_settled = False  # whether a listing started once it had stood PROCS_SETTLE_NS
         self._journals: dict[int, tuple[int, Path]] = {}  # pid -> (created_ns, events file), the latest
         self._journal_pids: dict[int, int] = {}  # pid -> created_ns, named since the last tick
         self._errors = 0
@@ -140,12 +157,16 @@ class Sampler:
         if self._closed:
             return
         self._stopping.set()
+        os.write(self._wake_w, b"x")
         if self._thread is not None:
             self._thread.join()
         self._tree_fresh_ns = 0  # the last tick looks for itself: one from before CMD ended may miss its last processes
         self._tick_counting_errors()
         with self._lock:
+            self._flush()
             self._closed = True
+            os.close(self._wake_r)
+            os.close(self._wake_w)
             for proc in self._live.values():
                 self._close_threads(proc)
             if self._own_tree:
@@ -178,7 +199,10 @@ class Sampler:
         with self._lock:
             if self._closed:  # rather than write to a descriptor since reused
                 raise OSError(errno.EBADF, "the sampler is stopped")
-            self._tick()
+            try:
+                self._tick()
+            finally:
+                self._flush()
 
     def _run(self) -> None:
         # Below the recorded processes: where they keep every CPU busy, the
@@ -188,18 +212,26 @@ class Sampler:
             os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + SAMPLER_NICE))
         except OSError:
             pass
-        deadline = time.monotonic()
+        wake = select.poll()
+        wake.register(self._wake_r, select.POLLIN)
+        interval_ns = int(self.interval_s * 1e9)
+        deadline = flushed = time.monotonic_ns()
         while not self._stopping.is_set():
             began = time.monotonic_ns()
             self._tick_counting_errors()
-            took = time.monotonic_ns() - began
+            ended = time.monotonic_ns()
+            took = ended - began
             with self._lock:
                 self._ticks += 1
-                self._late += took > self.interval_s * 1e9
+                self._late += took > interval_ns
                 self._longest_ns = max(self._longest_ns, took)
+                if ended - flushed >= FLUSH_EVERY_NS:
+                    self._flush()
+                    flushed = ended
             # A tick that overran is not caught up on: the next one starts now.
-            deadline = max(deadline + self.interval_s, time.monotonic())
-            self._stopping.wait(deadline - time.monotonic())
+            deadline = max(deadline + interval_ns, ended)
+            if deadline > ended:
+                wake.poll((deadline - ended) / 1e6)  # (ms, rounded up)
         self._cpu_ns = time.thread_time_ns()
 
     def _tick_counting_errors(self) -> None:
@@ -215,15 +247,13 @@ class Sampler:
                     self._flush()
 
     def _tick(self) -> None:
-        try:
-            self._read_journal_names()
-            tree = self._tree.pids(self._tree_fresh_ns)
-            in_tree = set(tree)
-            for pid in dict.fromkeys([*tree, *self._journal_pids, *self._live]):
-                self._sample(pid, pid in in_tree)
-            self._records += self._numa_counters.tick(time.monotonic_ns(), self._live)
-        finally:
-            self._flush()
+        """One tick's records, into the lists _flush writes."""
+        self._read_journal_names()
+        tree = self._tree.pids(self._tree_fresh_ns)
+        in_tree = set(tree)
+        for pid in dict.fromkeys([*tree, *self._journal_pids, *self._live]):
+            self._sample(pid, pid in in_tree)
+        self._records += self._numa_counters.tick(time.monotonic_ns(), self._live)
 
     def _sample(self, pid: int, in_tree: bool) -> None:
         t_ns = time.monotonic_ns()
@@ -351,6 +381,15 @@ class Sampler:
     def _read_journal_names(self) -> None:
         """Note the journals started since the last tick (PID-CREATED_NS.events.jsonl)."""
         try:
+            mtime = os.stat(self._procs_dir).st_mtime_ns
+            now = time.monotonic_ns()
+            if mtime != self._procs_mtime:
+                self._procs_mtime, self._procs_mtime_ns, self._procs_settled = mtime, now, False
+            elif self._procs_settled:
+                return  # nothing created since it was listed
+            else:
+                settle = PROCS_SETTLE_COARSE_NS if mtime % 1_000_000 == 0 else PROCS_SETTLE_NS
+                self._procs_settled = now - self._procs_mtime_ns >= settle
             names = os.listdir(self._procs_dir)
         except FileNotFoundError:
             return
