@@ -43,8 +43,12 @@ COMMANDS = {
 # Commands whose process ends holding a loaded run: millions of small
 # objects, whose teardown (freed one by one, then the cyclic collector's
 # last pass over them) writes nothing and took 0.9 s of a 1M-chunk run's
-# 7.4 s `report --json`. Their console script leaves without it (entry).
-LEAVE_WITHOUT_TEARDOWN = frozenset({"report", "compare", "plot", "flame", "export"})
+# 7.4 s `report --json`; record's, numpy and the ~250 modules loaded for its
+# summary, ~0.015 CPU s of every recording. Their console script leaves without it (entry).
+LEAVE_WITHOUT_TEARDOWN = frozenset({"record", "report", "compare", "plot", "flame", "export"})
+# Those of them that start no program of the user's: their numpy at one BLAS
+# thread, for all of them (record's summary sets it for itself, not for CMD).
+ONE_BLAS_THREAD = LEAVE_WITHOUT_TEARDOWN - {"record"}
 
 
 class Parser(argparse.ArgumentParser):
@@ -119,13 +123,13 @@ def entry() -> None:
     close their files themselves). Where the flush fails
     (a closed pipe), the usual exit, which says so."""
     argv = sys.argv[1:]
-    leave = _command(argv) in LEAVE_WITHOUT_TEARDOWN
+    command = _command(argv)
+    leave = command in LEAVE_WITHOUT_TEARDOWN
     if leave:
         from writerprof import collector
 
         collector.leaving_without_teardown()
-    # The same commands start no program of the user's: their numpy at one BLAS thread, for all of them.
-    with blas.one_thread() if leave else contextlib.nullcontext():
+    with blas.one_thread() if command in ONE_BLAS_THREAD else contextlib.nullcontext():
         code = main(argv)
     if leave:
         try:
