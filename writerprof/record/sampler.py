@@ -39,7 +39,7 @@ WRITER_ROLES = frozenset({"fork_child", "forkserver_child", "spawn_child"})
 # buffers it touched already does not (a read was ~4 ms of a 0.75 ms tick's
 # average for such a producer here).
 NUMA_MAPS_EVERY_NS = 2_000_000_000
-# Thread stat files the sampler keeps open, in all (ThreadReader): far below
+# Thread stat files the sampler keeps open, in all (procfs.TaskFiles): far below
 # the usual limit of 1024 descriptors, as record has files of its own.
 THREAD_FILES_OPEN = 384
 SAMPLER_NICE = 10  # added to the sampler thread's niceness: a tenth of the recorded processes' share
@@ -89,8 +89,8 @@ class _Process:
     read_ns: int = 0  # the previous tick's read of it
     cpu_ns: int = -1  # its utime + stime then
     thread_count: int = 0
-    threads: dict[int, tuple] = field(default_factory=dict)  # tid -> (start_ticks, utime + stime) last read
-    thread_reader: procfs.ThreadReader | None = None
+    threads: dict[str, tuple] = field(default_factory=dict)  # tid -> (its stat, start_ticks, utime + stime) last read
+    thread_reader: procfs.TaskFiles | None = None  # its threads' stat files
     files: procfs.ProcessFiles | None = None
     stat_text: str = ""  # its stat as last read
     stat: procfs.Stat | None = None  # stat_text parsed
@@ -320,26 +320,32 @@ class Sampler:
             return
         proc.cpu_ns, proc.thread_count = cpu_ns, stat.threads
         if proc.thread_reader is None:
-            proc.thread_reader = procfs.ThreadReader(self.system, proc.pid, 0)
+            proc.thread_reader = procfs.TaskFiles(self.system, proc.pid, "stat", 0)
         reader = proc.thread_reader
         had = len(reader.fds)
         reader.keep_open = had + max(0, THREAD_FILES_OPEN - self._thread_files)  # what is left of the budget
         read = reader.read()
         self._thread_files += len(reader.fds) - had
         known, now = proc.threads, {}
-        for thread in read:
+        for tid, data in read:
+            last = known.get(tid)
+            if last is not None and last[0] == data:  # its stat as it was: it has not run (most threads)
+                now[tid] = last
+                continue
+            if not data:  # being reaped
+                continue
+            thread = procfs.parse_thread_stat(data)
             used = thread.utime_ns + thread.stime_ns
-            last = known.get(thread.tid)
-            if last is None or last[0] != thread.start_ticks:  # new, or its tid reused
-                last = (thread.start_ticks, 0)
+            if last is None or last[1] != thread.start_ticks:  # new, or its tid reused
+                last = (b"", thread.start_ticks, 0)
                 began = max(since, procfs.start_ns(thread.start_ticks))
             else:
                 began = since
-            if used > last[1]:
+            if used > last[2]:
                 self._thread_samples.append(layout.THREAD_SAMPLE.pack(
                     t_ns, began, proc.pid, thread.tid, thread.cpu, thread.utime_ns, thread.stime_ns,
                     thread.name.encode()[:15]))
-            now[thread.tid] = (thread.start_ticks, used)
+            now[tid] = (data, thread.start_ticks, used)
         proc.threads = now
 
     def _close_threads(self, proc: _Process) -> None:
