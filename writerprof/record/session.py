@@ -418,10 +418,10 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
         lines = head + [f"  warnings         {len(done.warnings()) + 1}", f"    cannot read the recording: {exc}"]
         return "\n".join(lines + [f"    {w}" for w in done.warnings()])
     codes = {name: code for code, name in recorded.phase_names.items()}
-    chunks = recorded.chunks
-    writes = chunks[chunks["phase"] == codes["write"]]
+    phase = recorded.chunk_columns["phase"]  # counts and sums: the columns, not Run.chunks's sorted copy
+    written = recorded.chunk_columns["bytes"][phase == codes["write"]]
     starts = [e["data"] for e in recorded.events_of("process_start") if e["data"].get("started")]
-    saves = int((chunks["phase"] == codes["save"]).sum()) or len(starts)
+    saves = int((phase == codes["save"]).sum()) or len(starts)
     unmatched = unmatched_probes(recorded.meta.get("probes") or [], recorded.events_of("hook"))
     problems = done.warnings()
     problems += [f"--probe {spec} matched nothing: {why}" for spec, why in unmatched.items()]
@@ -435,7 +435,7 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
         f"{len({int(s['pid']) for s in recorded.sampled if s['kind'] == 'seen'})} sampled",
         f"  writers started  {len(starts)}",
         f"  saves            {saves}",
-        f"  file writes      {len(writes)}, {format_size(int(writes['bytes'].clip(0).sum()))}",
+        f"  file writes      {len(written)}, {format_size(int(written.clip(0).sum()))}",
     ]
     if recorded.meta.get("probes"):
         lines.append(f"  probes           {len(recorded.meta['probes'])} given, {len(unmatched)} matched nothing")
