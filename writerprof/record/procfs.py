@@ -320,8 +320,9 @@ class ProcessTree:
         while i < len(found):
             found += self._children(found[i]) or ()
             i += 1
-        for pid in self._files.keys() - set(found):  # gone: a pid reused later starts afresh
-            self._files.pop(pid).close()
+        if len(self._files) > len(found):  # (every pid found has its files)
+            for pid in self._files.keys() - set(found):  # gone: a pid reused later starts afresh
+                self._files.pop(pid).close()
         return found
 
     def _children(self, pid: int) -> list[int] | None:
