@@ -16,7 +16,6 @@ import contextlib
 import importlib
 import os
 import sys
-import traceback
 
 from writerprof import __version__, blas
 from writerprof.errors import Interrupted, UsageError, WriterprofError
@@ -109,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if os.environ.get(DEBUG_ENV):
             raise
+        import traceback  # only here: record's process goes without it (numpy does not import it either)
+
         where = traceback.extract_tb(exc.__traceback__)[-1]
         print(f"{prog}: {INTERNAL_ERROR}: {type(exc).__name__}: {_first_line(exc)} (at {where.filename}:{where.lineno}; "
               f"please report it, with {DEBUG_ENV}=1 for the traceback)", file=sys.stderr)
@@ -120,7 +121,8 @@ def entry() -> None:
     a command of LEAVE_WITHOUT_TEARDOWN, once its output is flushed, by
     os._exit, its run's objects unfreed (collector.keep_until_exit): none
     of them leaves work to exit handlers (they reap their plot workers and
-    close their files themselves). Where the flush fails
+    close their files themselves; record has stopped its sampler and
+    py-spys, and finished run.json, before its summary). Where the flush fails
     (a closed pipe), the usual exit, which says so."""
     argv = sys.argv[1:]
     command = _command(argv)

@@ -1,8 +1,14 @@
 """The out-of-process sampler of `writerprof record`: a thread of the launcher
 that reads /proc for the recorded command's processes every interval and
 appends to HOST_DIR/samples.bin, threads.bin and sampled.jsonl (formats:
-run.layout). Each process's threads are read only in ticks where its CPU
-time grew: an idle process costs one stat read, however many threads it has.
+run.layout), every FLUSH_EVERY_NS and at stop(). Each process's threads are
+read only in ticks where its CPU time grew: an idle process costs one stat
+read, however many threads it has.
+
+What a tick costs is mostly its code being cold: after 50 ms of the
+recorded processes on the CPU, each builtin and each kind of system call a
+tick makes costs ~10-40 us the first time (a VM's page walks), however
+little it does; the tick makes as few as it can.
 
 If a write fails (a full or vanished run directory) the sampler stops: it
 keeps what it wrote, says why once (write_error), and never raises into the
@@ -18,7 +24,6 @@ import os
 import select
 import threading
 import time
-import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -245,6 +250,8 @@ class Sampler:
             except Exception as exc:
                 self._errors += 1
                 if self._errors == 1:  # the first says what; later ones are counted in status()
+                    import traceback  # (a recording without errors goes without it)
+
                     self._records.append({"kind": "error", "t_ns": time.monotonic_ns(), "pid": self.root_pid,
                                           "error": f"{type(exc).__name__}: {exc}",
                                           "traceback": traceback.format_exc()})

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import resource
-import shlex
 import shutil
 import signal
 import subprocess
@@ -321,6 +320,8 @@ def _record_cpu(own_before: resource.struct_rusage, children_before: resource.st
 
 def _argv_text(argv: list[str], width: int = 60) -> str:
     """A command line on one line of the summary, shortened."""
+    import shlex  # (only for a process that outlived CMD)
+
     text = shlex.join(argv).replace("\n", "\\n")
     return (text if len(text) <= width else text[:width - 3] + "...") or "?"
 
