@@ -17,8 +17,7 @@ import importlib
 import os
 import sys
 
-from writerprof import __version__, blas
-from writerprof.collector import collector_paused
+from writerprof import __version__, blas, collector
 from writerprof.errors import Interrupted, UsageError, WriterprofError
 
 # The last line of defence, for a bug: an exception no command expected is one
@@ -74,7 +73,7 @@ def build_parser(command: str | None = None) -> Parser:
     for name, help_line in COMMANDS.items():
         sub = subcommands.add_parser(name, help=help_line, formatter_class=argparse.RawDescriptionHelpFormatter)
         if command in (None, name):
-            with collector_paused():  # the import's objects are for good: no passes over them (~1.5 ms of record's)
+            with collector.collector_paused():  # the import's objects are for good: no passes over them (~1.5 ms of record's)
                 module = importlib.import_module(f"writerprof.commands.{name}")
             sub.description = module.__doc__
             module.add_arguments(sub)
@@ -130,8 +129,6 @@ def entry() -> None:
     command = _command(argv)
     leave = command in LEAVE_WITHOUT_TEARDOWN
     if leave:
-        from writerprof import collector
-
         collector.leaving_without_teardown()
     with blas.one_thread() if command in ONE_BLAS_THREAD else contextlib.nullcontext():
         code = main(argv)
