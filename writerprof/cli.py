@@ -16,9 +16,8 @@ import contextlib
 import importlib
 import os
 import sys
-import traceback
 
-from writerprof import __version__, blas
+from writerprof import __version__, blas, collector
 from writerprof.errors import Interrupted, UsageError, WriterprofError
 
 # The last line of defence, for a bug: an exception no command expected is one
@@ -43,8 +42,12 @@ COMMANDS = {
 # Commands whose process ends holding a loaded run: millions of small
 # objects, whose teardown (freed one by one, then the cyclic collector's
 # last pass over them) writes nothing and took 0.9 s of a 1M-chunk run's
-# 7.4 s `report --json`. Their console script leaves without it (entry).
-LEAVE_WITHOUT_TEARDOWN = frozenset({"report", "compare", "plot", "flame", "export"})
+# 7.4 s `report --json`; record's, numpy and the ~250 modules loaded for its
+# summary, ~0.015 CPU s of every recording. Their console script leaves without it (entry).
+LEAVE_WITHOUT_TEARDOWN = frozenset({"record", "report", "compare", "plot", "flame", "export"})
+# Those of them that start no program of the user's: their numpy at one BLAS
+# thread, for all of them (record's summary sets it for itself, not for CMD).
+ONE_BLAS_THREAD = LEAVE_WITHOUT_TEARDOWN - {"record"}
 
 
 class Parser(argparse.ArgumentParser):
@@ -70,7 +73,8 @@ def build_parser(command: str | None = None) -> Parser:
     for name, help_line in COMMANDS.items():
         sub = subcommands.add_parser(name, help=help_line, formatter_class=argparse.RawDescriptionHelpFormatter)
         if command in (None, name):
-            module = importlib.import_module(f"writerprof.commands.{name}")
+            with collector.collector_paused():  # the import's objects are for good: no passes over them (~1.5 ms of record's)
+                module = importlib.import_module(f"writerprof.commands.{name}")
             sub.description = module.__doc__
             module.add_arguments(sub)
             sub.set_defaults(run=module.run, parser=sub)
@@ -105,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if os.environ.get(DEBUG_ENV):
             raise
+        import traceback  # only here: record's process goes without it (numpy does not import it either)
+
         where = traceback.extract_tb(exc.__traceback__)[-1]
         print(f"{prog}: {INTERNAL_ERROR}: {type(exc).__name__}: {_first_line(exc)} (at {where.filename}:{where.lineno}; "
               f"please report it, with {DEBUG_ENV}=1 for the traceback)", file=sys.stderr)
@@ -116,16 +122,15 @@ def entry() -> None:
     a command of LEAVE_WITHOUT_TEARDOWN, once its output is flushed, by
     os._exit, its run's objects unfreed (collector.keep_until_exit): none
     of them leaves work to exit handlers (they reap their plot workers and
-    close their files themselves). Where the flush fails
+    close their files themselves; record has stopped its sampler and
+    py-spys, and finished run.json, before its summary). Where the flush fails
     (a closed pipe), the usual exit, which says so."""
     argv = sys.argv[1:]
-    leave = _command(argv) in LEAVE_WITHOUT_TEARDOWN
+    command = _command(argv)
+    leave = command in LEAVE_WITHOUT_TEARDOWN
     if leave:
-        from writerprof import collector
-
         collector.leaving_without_teardown()
-    # The same commands start no program of the user's: their numpy at one BLAS thread, for all of them.
-    with blas.one_thread() if leave else contextlib.nullcontext():
+    with blas.one_thread() if command in ONE_BLAS_THREAD else contextlib.nullcontext():
         code = main(argv)
     if leave:
         try:

@@ -78,16 +78,17 @@ def test_every_thread_is_read(tmp_path):
 @needs_numa2
 def test_thread_files_stay_open_up_to_the_budget_and_close_as_threads_end(tmp_path):
     write_threads(tmp_path, {MAIN: ("python3", 50, 5, 0), FILL1: ("fill", 10, 0, 1), FILL2: ("fill", 20, 1, 1)})
-    reader = procfs.ThreadReader(System(tmp_path), PID, keep_open=2)
+    reader = procfs.TaskFiles(System(tmp_path), PID, "stat", keep_open=2)
     assert len(reader.read()) == 3 and len(reader.fds) == 2
     write_threads(tmp_path, {MAIN: ("python3", 50, 5, 0), FILL1: ("fill", 99, 0, 1), FILL2: ("fill", 20, 1, 1)})
-    assert {t.tid: t.utime_ns for t in reader.read()}[FILL1] == 99 * procfs.TICK_NS  # re-read in place
+    read = [procfs.parse_thread_stat(data) for _, data in reader.read()]
+    assert {t.tid: t.utime_ns for t in read}[FILL1] == 99 * procfs.TICK_NS  # re-read in place
     kept = set(reader.fds)
     for tid in kept:
         (tmp_path / "proc" / str(PID) / "task" / tid / "stat").unlink()
         (tmp_path / "proc" / str(PID) / "task" / tid).rmdir()
     left = reader.read()
-    assert len(left) == 1 and reader.fds.keys() <= {str(t.tid) for t in left}
+    assert len(left) == 1 and reader.fds.keys() <= {tid for tid, _ in left}
     reader.close()
     assert reader.fds == {}
 
@@ -135,8 +136,9 @@ def test_a_thread_is_written_only_when_its_cpu_time_grew(tmp_path):
 @needs_numa2
 def test_a_process_that_did_not_run_costs_no_thread_read(tmp_path, monkeypatch):
     reads = []
-    read = procfs.ThreadReader.read
-    monkeypatch.setattr(procfs.ThreadReader, "read", lambda self: reads.append(self.base) or read(self))
+    read = procfs.TaskFiles.read
+    monkeypatch.setattr(procfs.TaskFiles, "read",
+                        lambda self: (self.name == "/stat" and reads.append(self.base)) or read(self))
     same = IDLE_MAIN_BUSY_POOL[0]
     _, host_dir = record(tmp_path, [same, same, same])
     assert thread_records(host_dir)["tid"].tolist() == [MAIN]

@@ -136,7 +136,7 @@ def read_stat(system: System, pid: int | str) -> Stat | None:
 
 def read_threads(system: System, pid: int | str) -> list[ThreadStat]:
     """Every live thread of pid ([] once it is gone), each stat file opened and closed."""
-    return ThreadReader(system, pid, keep_open=0).read()
+    return [parse_thread_stat(data) for _, data in TaskFiles(system, pid, "stat", keep_open=0).read() if data]
 
 
 class _KeptFiles:
@@ -151,7 +151,7 @@ class _KeptFiles:
     def __init__(self):
         self.fds: dict[str, int] = {}  # key -> its open file
 
-    def _read_kept(self, key: str, path: str, keep: bool) -> bytes | None:
+    def _read_kept(self, key: str, keep: bool) -> bytes | None:
         """The file's contents (None if it cannot be read), through the
         descriptor kept for key, or one opened now (and kept, if keep)."""
         fd = self.fds.get(key)
@@ -161,7 +161,7 @@ class _KeptFiles:
             except OSError:
                 os.close(self.fds.pop(key))
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            fd = os.open(self._path(key), os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
             return None  # gone, or a file this kernel lacks
         try:
@@ -173,6 +173,10 @@ class _KeptFiles:
         else:
             os.close(fd)
         return data
+
+    def _path(self, key: str) -> str:
+        """The file kept for key (each kind of files names its own)."""
+        raise NotImplementedError
 
     def close(self) -> None:
         for fd in self.fds.values():
@@ -200,13 +204,16 @@ class TaskFiles(_KeptFiles):
             return []
         found = []
         for tid in tids:
-            data = self._read_kept(tid, self.base + tid + self.name, len(self.fds) < self.keep_open)
+            data = self._read_kept(tid, len(self.fds) < self.keep_open)
             if data is not None:
                 found.append((tid, data))
         if len(self.fds) > len(tids):  # threads that ended
             for tid in self.fds.keys() - set(tids):
                 os.close(self.fds.pop(tid))
         return found
+
+    def _path(self, tid: str) -> str:
+        return self.base + tid + self.name
 
 
 class ProcessFiles(_KeptFiles):
@@ -221,18 +228,11 @@ class ProcessFiles(_KeptFiles):
     def read(self, name: str) -> str | None:
         if not self.keep_open:  # (a fixture tree's files: through its System)
             return self.system.read(f"/proc/{self.pid}/{name}")
-        data = self._read_kept(name, self.base + name, True)
+        data = self._read_kept(name, True)
         return None if data is None else data.decode("utf-8", "replace")
 
-
-class ThreadReader(TaskFiles):
-    """Every thread's stat, tick after tick."""
-
-    def __init__(self, system: System, pid: int | str, keep_open: int):
-        super().__init__(system, pid, "stat", keep_open)
-
-    def read(self) -> list[ThreadStat]:
-        return [parse_thread_stat(data) for _, data in super().read() if data]
+    def _path(self, name: str) -> str:
+        return self.base + name
 
 
 def read_status(system: System, pid: int | str) -> Status | None:
@@ -320,8 +320,9 @@ class ProcessTree:
         while i < len(found):
             found += self._children(found[i]) or ()
             i += 1
-        for pid in self._files.keys() - set(found):  # gone: a pid reused later starts afresh
-            self._files.pop(pid).close()
+        if len(self._files) > len(found):  # (every pid found has its files)
+            for pid in self._files.keys() - set(found):  # gone: a pid reused later starts afresh
+                self._files.pop(pid).close()
         return found
 
     def _children(self, pid: int) -> list[int] | None:

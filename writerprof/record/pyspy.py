@@ -113,7 +113,6 @@ import subprocess
 import sys
 import threading
 import time
-import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -464,6 +463,8 @@ class StackRecorder:
 
     def _broke(self) -> None:
         """An unexpected error in the watch: said in one line, its traceback in py-spy.log."""
+        import traceback  # (only here: record's process goes without it)
+
         self._log(["(writerprof record's py-spy watch)"], traceback.format_exc())
         error = sys.exc_info()[1]
         self._fail(f"record's py-spy watch failed: {type(error).__name__}: {error}")

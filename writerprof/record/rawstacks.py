@@ -3,7 +3,6 @@ cut off, gzipped in place with the process chains' command lines redacted."""
 
 from __future__ import annotations
 
-import gzip
 import os
 import re
 from pathlib import Path
@@ -29,6 +28,8 @@ def compress(file: Path, chain: bytes = b"") -> str:
     (`process PID:"CMDLINE";` frames, see process_chain) to put at the root of
     every line, for the file of a py-spy that followed one process (it writes
     none of its own: no --subprocesses)."""
+    import gzip  # (only with py-spy: a default record's process goes without it)
+
     target = file.with_name(file.name + ".gz")
     temporary = file.with_name(f".{target.name}.tmp")
     redacted: dict[bytes, bytes] = {}

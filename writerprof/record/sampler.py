@@ -1,8 +1,14 @@
 """The out-of-process sampler of `writerprof record`: a thread of the launcher
 that reads /proc for the recorded command's processes every interval and
 appends to HOST_DIR/samples.bin, threads.bin and sampled.jsonl (formats:
-run.layout). Each process's threads are read only in ticks where its CPU
-time grew: an idle process costs one stat read, however many threads it has.
+run.layout), every FLUSH_EVERY_NS and at stop(). Each process's threads are
+read only in ticks where its CPU time grew: an idle process costs one stat
+read, however many threads it has.
+
+What a tick costs is mostly its code being cold: after 50 ms of the
+recorded processes on the CPU, each builtin and each kind of system call a
+tick makes costs ~10-40 us the first time (a VM's page walks), however
+little it does; the tick makes as few as it can.
 
 If a write fails (a full or vanished run directory) the sampler stops: it
 keeps what it wrote, says why once (write_error), and never raises into the
@@ -15,9 +21,9 @@ from __future__ import annotations
 import errno
 import json
 import os
+import select
 import threading
 import time
-import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,7 +44,7 @@ WRITER_ROLES = frozenset({"fork_child", "forkserver_child", "spawn_child"})
 # buffers it touched already does not (a read was ~4 ms of a 0.75 ms tick's
 # average for such a producer here).
 NUMA_MAPS_EVERY_NS = 2_000_000_000
-# Thread stat files the sampler keeps open, in all (ThreadReader): far below
+# Thread stat files the sampler keeps open, in all (procfs.TaskFiles): far below
 # the usual limit of 1024 descriptors, as record has files of its own.
 THREAD_FILES_OPEN = 384
 SAMPLER_NICE = 10  # added to the sampler thread's niceness: a tenth of the recorded processes' share
@@ -52,6 +58,17 @@ PROCESS_FILES_OPEN = 32
 # three (10 us against 5), lag by that much at most where it ran for less
 # than a tick; an affinity set by another process is seen then, or once it runs.
 STATUS_EVERY_NS = 1_000_000_000
+# The thread's records are written at most this often (and at stop): a write
+# of each of the three files every tick was ~5% of a tick's CPU time. What a
+# killed record loses is at most this much of the end of its samples.
+FLUSH_EVERY_NS = 500_000_000
+# procs/ is listed again only where its mtime changed, and once more when
+# that mtime has stood for this long: a journal created since cannot then
+# have the same mtime, on any file system whose times step by less (ext4,
+# xfs, NFS: a clock tick) ...
+PROCS_SETTLE_NS = 100_000_000
+# ... or this, where the times are whole milliseconds (FAT, some Lustre: seconds).
+PROCS_SETTLE_COARSE_NS = 2_000_000_000
 
 
 @dataclass(frozen=True)
@@ -77,8 +94,8 @@ class _Process:
     read_ns: int = 0  # the previous tick's read of it
     cpu_ns: int = -1  # its utime + stime then
     thread_count: int = 0
-    threads: dict[int, tuple] = field(default_factory=dict)  # tid -> (start_ticks, utime + stime) last read
-    thread_reader: procfs.ThreadReader | None = None
+    threads: dict[str, tuple] = field(default_factory=dict)  # tid -> (its stat, start_ticks, utime + stime) last read
+    thread_reader: procfs.TaskFiles | None = None  # its threads' stat files
     files: procfs.ProcessFiles | None = None
     stat_text: str = ""  # its stat as last read
     stat: procfs.Stat | None = None  # stat_text parsed
@@ -111,12 +128,17 @@ class Sampler:
         self._threads_fd = os.open(Path(host_dir) / layout.THREADS_FILE, flags, 0o644)
         self._lock = threading.Lock()  # one tick at a time; status() between ticks
         self._stopping = threading.Event()
+        # stop() wakes the thread through this pipe: a poll of it costs the thread less than an Event's wait.
+        self._wake_r, self._wake_w = os.pipe()
         self._thread: threading.Thread | None = None
         self._closed = False
         self._live: dict[int, _Process] = {}
         self._ended: set[tuple[int, int]] = set()  # (pid, start_ticks): a zombie is not seen again
         self._ended_wchar = 0
         self._journal_names: set[str] = set()
+        self._procs_mtime = -1  # procs/'s mtime at its last listing
+        self._procs_mtime_ns = 0  # when that mtime was first seen (monotonic)
+        self._procs_settled = False  # whether a listing started once it had stood PROCS_SETTLE_NS
         self._journals: dict[int, tuple[int, Path]] = {}  # pid -> (created_ns, events file), the latest
         self._journal_pids: dict[int, int] = {}  # pid -> created_ns, named since the last tick
         self._errors = 0
@@ -140,12 +162,16 @@ class Sampler:
         if self._closed:
             return
         self._stopping.set()
+        os.write(self._wake_w, b"x")
         if self._thread is not None:
             self._thread.join()
         self._tree_fresh_ns = 0  # the last tick looks for itself: one from before CMD ended may miss its last processes
         self._tick_counting_errors()
         with self._lock:
+            self._flush()
             self._closed = True
+            os.close(self._wake_r)
+            os.close(self._wake_w)
             for proc in self._live.values():
                 self._close_threads(proc)
             if self._own_tree:
@@ -178,7 +204,10 @@ class Sampler:
         with self._lock:
             if self._closed:  # rather than write to a descriptor since reused
                 raise OSError(errno.EBADF, "the sampler is stopped")
-            self._tick()
+            try:
+                self._tick()
+            finally:
+                self._flush()
 
     def _run(self) -> None:
         # Below the recorded processes: where they keep every CPU busy, the
@@ -188,18 +217,30 @@ class Sampler:
             os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + SAMPLER_NICE))
         except OSError:
             pass
-        deadline = time.monotonic()
+        wake = select.poll()
+        wake.register(self._wake_r, select.POLLIN)
+        interval_ns = int(self.interval_s * 1e9)
+        deadline = flushed = time.monotonic_ns()
         while not self._stopping.is_set():
             began = time.monotonic_ns()
             self._tick_counting_errors()
-            took = time.monotonic_ns() - began
+            ended = time.monotonic_ns()
+            took = ended - began
+            # (No max(): each builtin a tick calls costs it ~10-40 us of CPU, its code cold after the interval.)
             with self._lock:
                 self._ticks += 1
-                self._late += took > self.interval_s * 1e9
-                self._longest_ns = max(self._longest_ns, took)
+                self._late += took > interval_ns
+                if took > self._longest_ns:
+                    self._longest_ns = took
+                if ended - flushed >= FLUSH_EVERY_NS:
+                    self._flush()
+                    flushed = ended
             # A tick that overran is not caught up on: the next one starts now.
-            deadline = max(deadline + self.interval_s, time.monotonic())
-            self._stopping.wait(deadline - time.monotonic())
+            deadline += interval_ns
+            if deadline > ended:
+                wake.poll((deadline - ended) / 1e6)  # (ms, rounded up)
+            else:
+                deadline = ended
         self._cpu_ns = time.thread_time_ns()
 
     def _tick_counting_errors(self) -> None:
@@ -209,21 +250,21 @@ class Sampler:
             except Exception as exc:
                 self._errors += 1
                 if self._errors == 1:  # the first says what; later ones are counted in status()
+                    import traceback  # (a recording without errors goes without it)
+
                     self._records.append({"kind": "error", "t_ns": time.monotonic_ns(), "pid": self.root_pid,
                                           "error": f"{type(exc).__name__}: {exc}",
                                           "traceback": traceback.format_exc()})
                     self._flush()
 
     def _tick(self) -> None:
-        try:
-            self._read_journal_names()
-            tree = self._tree.pids(self._tree_fresh_ns)
-            in_tree = set(tree)
-            for pid in dict.fromkeys([*tree, *self._journal_pids, *self._live]):
-                self._sample(pid, pid in in_tree)
-            self._records += self._numa_counters.tick(time.monotonic_ns(), self._live)
-        finally:
-            self._flush()
+        """One tick's records, into the lists _flush writes."""
+        self._read_journal_names()
+        tree = self._tree.pids(self._tree_fresh_ns)
+        in_tree = set(tree)
+        for pid in dict.fromkeys([*tree, *self._journal_pids, *self._live]):
+            self._sample(pid, pid in in_tree)
+        self._records += self._numa_counters.tick(time.monotonic_ns(), self._live)
 
     def _sample(self, pid: int, in_tree: bool) -> None:
         t_ns = time.monotonic_ns()
@@ -238,8 +279,8 @@ class Sampler:
         if proc is not None and (stat is None or stat.start_ticks != proc.start_ticks):
             self._end(proc, t_ns)  # gone, or its pid already reused
             proc = None
-        created_ns = self._journal_pids.pop(pid, None)
-        if stat is None or (pid, stat.start_ticks) in self._ended:
+        created_ns = self._journal_pids.pop(pid, None) if self._journal_pids else None
+        if stat is None or (proc is None and (pid, stat.start_ticks) in self._ended):
             return
         if proc is None and not in_tree and not (
                 created_ns is not None and journaled_by(stat.start_ticks, created_ns)):
@@ -269,11 +310,11 @@ class Sampler:
         if status.cpus is not None and status.cpus != proc.cpus:
             proc.cpus = status.cpus
             self._records.append({"kind": "affinity", "t_ns": t_ns, "pid": pid, "cpus": status.cpus})
-        faults = (stat.minflt, stat.majflt, stat.rss_bytes)
-        if proc.numa_read_ns is None or (t_ns - proc.numa_read_ns >= NUMA_MAPS_EVERY_NS and (
-                not self._one_node or faults != proc.numa_faults)):
-            proc.numa_faults = faults
-            self._read_numa_maps(proc, t_ns)
+        if proc.numa_read_ns is None or t_ns - proc.numa_read_ns >= NUMA_MAPS_EVERY_NS:
+            faults = (stat.minflt, stat.majflt, stat.rss_bytes)
+            if proc.numa_read_ns is None or not self._one_node or faults != proc.numa_faults:
+                proc.numa_faults = faults
+                self._read_numa_maps(proc, t_ns)
         if proc.role is None:
             self._read_role(proc)
         self._sample_threads(proc, stat, t_ns)
@@ -290,26 +331,32 @@ class Sampler:
             return
         proc.cpu_ns, proc.thread_count = cpu_ns, stat.threads
         if proc.thread_reader is None:
-            proc.thread_reader = procfs.ThreadReader(self.system, proc.pid, 0)
+            proc.thread_reader = procfs.TaskFiles(self.system, proc.pid, "stat", 0)
         reader = proc.thread_reader
         had = len(reader.fds)
         reader.keep_open = had + max(0, THREAD_FILES_OPEN - self._thread_files)  # what is left of the budget
         read = reader.read()
         self._thread_files += len(reader.fds) - had
         known, now = proc.threads, {}
-        for thread in read:
+        for tid, data in read:
+            last = known.get(tid)
+            if last is not None and last[0] == data:  # its stat as it was: it has not run (most threads)
+                now[tid] = last
+                continue
+            if not data:  # being reaped
+                continue
+            thread = procfs.parse_thread_stat(data)
             used = thread.utime_ns + thread.stime_ns
-            last = known.get(thread.tid)
-            if last is None or last[0] != thread.start_ticks:  # new, or its tid reused
-                last = (thread.start_ticks, 0)
+            if last is None or last[1] != thread.start_ticks:  # new, or its tid reused
+                last = (b"", thread.start_ticks, 0)
                 began = max(since, procfs.start_ns(thread.start_ticks))
             else:
                 began = since
-            if used > last[1]:
+            if used > last[2]:
                 self._thread_samples.append(layout.THREAD_SAMPLE.pack(
                     t_ns, began, proc.pid, thread.tid, thread.cpu, thread.utime_ns, thread.stime_ns,
                     thread.name.encode()[:15]))
-            now[thread.tid] = (thread.start_ticks, used)
+            now[tid] = (data, thread.start_ticks, used)
         proc.threads = now
 
     def _close_threads(self, proc: _Process) -> None:
@@ -351,6 +398,15 @@ class Sampler:
     def _read_journal_names(self) -> None:
         """Note the journals started since the last tick (PID-CREATED_NS.events.jsonl)."""
         try:
+            mtime = os.stat(self._procs_dir).st_mtime_ns
+            now = time.monotonic_ns()
+            if mtime != self._procs_mtime:
+                self._procs_mtime, self._procs_mtime_ns, self._procs_settled = mtime, now, False
+            elif self._procs_settled:
+                return  # nothing created since it was listed
+            else:
+                settle = PROCS_SETTLE_COARSE_NS if mtime % 1_000_000 == 0 else PROCS_SETTLE_NS
+                self._procs_settled = now - self._procs_mtime_ns >= settle
             names = os.listdir(self._procs_dir)
         except FileNotFoundError:
             return

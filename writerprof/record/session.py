@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import resource
-import shlex
 import shutil
 import signal
 import subprocess
@@ -33,6 +32,7 @@ from pathlib import Path
 import writerprof.probes
 from writerprof import blas
 from writerprof.analysis.hooks import unmatched_probes  # the report's own; not the whole analysis (0.04 CPU s)
+from writerprof.collector import collector_paused
 from writerprof.errors import UsageError, WriterprofError
 from writerprof.probes.writerprof_probe import format as journal_format
 from writerprof.probes.writerprof_probe import identity
@@ -321,6 +321,8 @@ def _record_cpu(own_before: resource.struct_rusage, children_before: resource.st
 
 def _argv_text(argv: list[str], width: int = 60) -> str:
     """A command line on one line of the summary, shortened."""
+    import shlex  # (only for a process that outlived CMD)
+
     text = shlex.join(argv).replace("\n", "\\n")
     return (text if len(text) <= width else text[:width - 3] + "...") or "?"
 
@@ -418,10 +420,10 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
         lines = head + [f"  warnings         {len(done.warnings()) + 1}", f"    cannot read the recording: {exc}"]
         return "\n".join(lines + [f"    {w}" for w in done.warnings()])
     codes = {name: code for code, name in recorded.phase_names.items()}
-    chunks = recorded.chunks
-    writes = chunks[chunks["phase"] == codes["write"]]
+    phase = recorded.chunk_columns["phase"]  # counts and sums: the columns, not Run.chunks's sorted copy
+    written = recorded.chunk_columns["bytes"][phase == codes["write"]]
     starts = [e["data"] for e in recorded.events_of("process_start") if e["data"].get("started")]
-    saves = int((chunks["phase"] == codes["save"]).sum()) or len(starts)
+    saves = int((phase == codes["save"]).sum()) or len(starts)
     unmatched = unmatched_probes(recorded.meta.get("probes") or [], recorded.events_of("hook"))
     problems = done.warnings()
     problems += [f"--probe {spec} matched nothing: {why}" for spec, why in unmatched.items()]
@@ -435,7 +437,7 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
         f"{len({int(s['pid']) for s in recorded.sampled if s['kind'] == 'seen'})} sampled",
         f"  writers started  {len(starts)}",
         f"  saves            {saves}",
-        f"  file writes      {len(writes)}, {format_size(int(writes['bytes'].clip(0).sum()))}",
+        f"  file writes      {len(written)}, {format_size(int(written.clip(0).sum()))}",
     ]
     if recorded.meta.get("probes"):
         lines.append(f"  probes           {len(recorded.meta['probes'])} given, {len(unmatched)} matched nothing")
@@ -464,7 +466,8 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
 
 def _loader():
     """writerprof.run.load, for the summary: its numpy imported (if it is not
-    yet) with one BLAS thread (writerprof.blas)."""
-    with blas.one_thread():
+    yet) with one BLAS thread (writerprof.blas), and without the cyclic
+    collector's passes over the objects the import makes (~5 of its ~48 ms of CPU)."""
+    with blas.one_thread(), collector_paused():
         from writerprof.run import load
     return load
