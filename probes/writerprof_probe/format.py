@@ -166,6 +166,9 @@ RECORD_SUFFIXES = {"shm": SHM_SUFFIX, "placement": PLACEMENT_SUFFIX}  # event ki
 
 HOSTS_DIR = "hosts"
 PROCS_DIR = "procs"
+# Python stacks: the probe's PID-CREATED.stacks.txt (not in procs/, whose
+# listing record's sampler watches for new journals), py-spy's files.
+STACKS_DIR = "stacks"
 
 
 # The probe's environment, read in every probed process; writerprof imports
@@ -265,3 +268,7 @@ def safe_host(host):
 
 def procs_dir(run, host):
     return os.path.join(run, HOSTS_DIR, safe_host(host), PROCS_DIR)
+
+
+def stacks_dir(run, host):
+    return os.path.join(run, HOSTS_DIR, safe_host(host), STACKS_DIR)

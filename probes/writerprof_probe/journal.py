@@ -144,21 +144,24 @@ class Journal:
             return False
         return True
 
-    def replace(self, suffix, data):
-        """Write one of this process's files whole, in place of its last
-        version (a temporary file renamed over it: a reader, or a kill,
-        finds the one or the other). False (and the journal stopped) if the
-        disk would not take it."""
+    def replace(self, directory, suffix, data):
+        """Write one of this process's files (PID-CREATED + suffix, in
+        directory, made if missing) whole, in place of its last version (a
+        temporary file renamed over it: a reader, or a kill, finds the one
+        or the other). False (and the journal stopped) if the disk would not
+        take it."""
         if self.stopped is not None or self.base is None:
             return False
-        temporary = self.base + suffix + ".tmp"
+        file = os.path.join(directory, os.path.basename(self.base) + suffix)
+        temporary = file + ".tmp"
         try:
+            os.makedirs(directory, exist_ok=True)
             fd = _open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
             try:
                 _write_fd(fd, data)
             finally:
                 _close(fd)
-            os.replace(temporary, self.base + suffix)
+            os.replace(temporary, file)
         except OSError as exc:
             self._stop(exc)
             return False

@@ -24,7 +24,8 @@ counts the time it waited. It lands where that call returned: the line
 that made it. Counts are summed per stack in memory and written as
 "frame;...;frame COUNT" lines (root first, py-spy's raw format, frames
 "name (file:line)", the name qualified on 3.11+ and the file from its
-outermost package, as py-spy names them) to PID-CREATED.stacks.txt,
+outermost package, as py-spy names them) to PID-CREATED.stacks.txt in
+its host's stacks/ (not procs/, whose listing record's sampler watches),
 rewritten whole (a temporary renamed over it) a quarter of a second after
 the process starts, then twice as late each time up to every 8 s, and at
 exit: the file is as small as the process's distinct stacks
@@ -170,7 +171,8 @@ class _Sampler:
             self.changed = False
         finally:
             self.lock.release()
-        self.journal.replace(format.STACKS_SUFFIX, "".join(out).encode("utf-8", "surrogateescape"))
+        self.journal.replace(format.stacks_dir(self.journal.run, self.journal.host), format.STACKS_SUFFIX,
+                             "".join(out).encode("utf-8", "surrogateescape"))
 
 
 _short = {}  # a file -> its name as py-spy gives it

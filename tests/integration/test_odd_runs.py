@@ -43,7 +43,7 @@ def odd(tmp_path_factory, request) -> Path:
     assert done.returncode == 0, done.stderr.decode(errors="replace")
     index = json.loads(next(run.glob("hosts/*/stacks/stacks.json")).read_text())
     # Its stacks written under that path.
-    assert index["segments"] if request.param == "py-spy" else list(run.glob("hosts/*/procs/*.stacks.txt")), index
+    assert index["segments"] if request.param == "py-spy" else list(run.glob("hosts/*/stacks/*.stacks.txt")), index
     return run
 
 

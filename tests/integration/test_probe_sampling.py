@@ -46,7 +46,7 @@ if __name__ == "__main__":
 def _stacks(run):
     """{pid: {frames: count}} of every file the probe wrote."""
     out = {}
-    for file in run.glob("hosts/*/procs/*" + journal_format.STACKS_SUFFIX):
+    for file in run.glob("hosts/*/stacks/*" + journal_format.STACKS_SUFFIX):
         samples = {}
         for line in file.read_text().splitlines():
             chain, frames, count = parse_line(line)

@@ -14,11 +14,14 @@ from writerprof.run.stacks import parse_line
 
 
 class _Journal:
+    run, host = "/run", "alpha"
+
     def __init__(self):
         self.written = []
         self.on_next_event = None
 
-    def replace(self, suffix, data):
+    def replace(self, directory, suffix, data):
+        assert directory == journal_format.stacks_dir(self.run, self.host)
         self.written.append((suffix, data.decode()))
         return True
 

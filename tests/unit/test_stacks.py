@@ -191,7 +191,7 @@ PROBE_SETTINGS = {**SETTINGS, "by": "probe", "sparse_rate_hz": 10}
 
 @pytest.fixture
 def probe_recorded(tmp_path):
-    """A forkserver run whose stacks the probe took: each process's own file beside its journal."""
+    """A forkserver run whose stacks the probe took: each process's own file in stacks/."""
     run = write_meta(tmp_path / "run", stacks={**PROBE_SETTINGS, "taken": True, "reason": None})
     _journal(run, MAIN, 1000, 1, "main", [{"kind": "process_start", "start_ns": 1, "end_ns": 2, "method": "forkserver",
                                           "target": "target", "child_pid": CHILD1, "name": "w", "writer_seq": 0}])
@@ -200,9 +200,8 @@ def probe_recorded(tmp_path):
     directory = layout.stacks_dir(run, "alpha")
     directory.mkdir(parents=True)
     (directory / layout.STACKS_INDEX).write_text(json.dumps({**PROBE_SETTINGS, "segments": []}))
-    procs = layout.procs_dir(run, "alpha")
-    (procs / f"{MAIN}-1000{journal.STACKS_SUFFIX}").write_text("<module> (main.py:3) 40\n")
-    (procs / f"{CHILD1}-1300{journal.STACKS_SUFFIX}").write_text(
+    (directory / f"{MAIN}-1000{journal.STACKS_SUFFIX}").write_text("<module> (main.py:3) 40\n")
+    (directory / f"{CHILD1}-1300{journal.STACKS_SUFFIX}").write_text(
         "<module> (<string>:1);main (multiprocessing/forkserver.py:274);run_writer (w.py:9) 12\n"
         "<module> (<string>:1);main (multiprocessing/forkserver.py:274);run_writer (w.py:9) 3\n"
         "<module> (<string>:1);_main (multiprocessing/spawn.py:131) 30\n")
@@ -220,14 +219,14 @@ def test_the_probes_stacks_are_each_processs_own_counted_as_written(probe_record
 
 
 def test_damaged_probe_stack_files_load_as_far_as_they_go(probe_recorded):
-    procs = layout.procs_dir(probe_recorded, "alpha")
-    child = procs / f"{CHILD1}-1300{journal.STACKS_SUFFIX}"
+    directory = layout.stacks_dir(probe_recorded, "alpha")
+    child = directory / f"{CHILD1}-1300{journal.STACKS_SUFFIX}"
     child.write_bytes(child.read_bytes()[:-10] + b"\nnot a line\n" + b"<module> (x.py:1) 2")
-    (procs / f"{SERVER}-999{journal.STACKS_SUFFIX}").write_text("<module> (x.py:1) 1\n")  # no such journal
+    (directory / f"{SERVER}-999{journal.STACKS_SUFFIX}").write_text("<module> (x.py:1) 1\n")  # no such journal
     run = load(probe_recorded)
     stacks = load_stacks(run)
     assert [s.total for s in stacks] == [40, 15]  # the writer's last two lines lost, the server's file left out
-    rel = f"hosts/alpha/procs/{CHILD1}-1300{journal.STACKS_SUFFIX}"
+    rel = f"hosts/alpha/stacks/{CHILD1}-1300{journal.STACKS_SUFFIX}"
     assert f"{rel}: a cut-off last line dropped (the process killed mid-write?)" in run.losses
     assert f"{rel}: 2 unreadable lines dropped" in run.losses
     assert any(f"{SERVER}-999{journal.STACKS_SUFFIX}: no journal of that process" in loss for loss in run.losses)

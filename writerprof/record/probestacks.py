@@ -3,8 +3,8 @@ default, issue 16; the sampler is writerprof_probe.stacks), as record
 asks for them and says what was taken. py-spy (writerprof.record.pyspy)
 takes them instead with --stacks-by py-spy, and for --native.
 
-The probe's files are procs/PID-CREATED.stacks.txt beside each process's
-journal; stacks/HOST/stacks.json says who took them ("by": "probe") and at
+The probe's files are hosts/HOST/stacks/PID-CREATED.stacks.txt, one per
+process; stacks.json beside them says who took them ("by": "probe") and at
 what rates, for the loader (writerprof.run.stacks)."""
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ def outcome(run_dir: Path, options: StackOptions) -> dict:
     files = []
     try:
         for host in os.listdir(run_dir / journal.HOSTS_DIR):
-            procs = run_dir / journal.HOSTS_DIR / host / journal.PROCS_DIR
-            files += [procs / n for n in os.listdir(procs) if n.endswith(journal.STACKS_SUFFIX)]
+            where = run_dir / journal.HOSTS_DIR / host / journal.STACKS_DIR
+            files += [where / n for n in os.listdir(where) if n.endswith(journal.STACKS_SUFFIX)]
     except OSError:
         pass
     for file in files:

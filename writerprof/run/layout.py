@@ -11,11 +11,11 @@ RUN/
     sampled.jsonl              the sampler's rare records (kinds below)
     procs/PID-CREATED.events.jsonl, .chunks.bin   per probed process
     procs/PID-CREATED.shm.bin, .placement.bin     ... and its buffers' records, if it mapped any
-    procs/PID-CREATED.stacks.txt                  ... and its Python stacks, if the probe took them
-                               (record's default; writerprof_probe.stacks, writerprof.record.probestacks)
-    stacks/                    Python stacks of CMD's Python processes, by py-spy (writerprof.record.pyspy)
+    stacks/                    Python stacks of CMD's Python processes
       stacks.json              the stack sampler's index (STACKS_INDEX keys below; "by": "probe"
                                and no segments when the probe took them)
+      PID-CREATED.stacks.txt   a process's own, if the probe took them (record's default;
+                               writerprof_probe.stacks, writerprof.record.probestacks)
       PID-NNN.raw.gz           one segment: a run of process PID's own py-spy, its raw (collapsed)
                                output gzipped by record once written (PID-NNN.raw until then)
       NNN.raw.gz               (older runs) a segment of the py-spy that followed the whole tree
@@ -70,7 +70,7 @@ SAMPLES_FILE = "samples.bin"
 THREADS_FILE = "threads.bin"
 SAMPLED_FILE = "sampled.jsonl"
 AGENT_ERROR_FILE = "agent.error"  # a host's sampler agent failed: its traceback
-STACKS_DIR = "stacks"
+STACKS_DIR = journal.STACKS_DIR
 STACKS_INDEX = "stacks.json"
 STACKS_SUFFIX = ".raw"  # py-spy's own file; STACKS_SUFFIX + ".gz" once record has compressed it
 

@@ -1,7 +1,7 @@
 """The Python stacks taken during a recording, per process, tied to the
 rows of run.processes and their roles. The files are described in
 writerprof.run.layout; they are written by the probe in each process
-(writerprof_probe.stacks: procs/PID-CREATED.stacks.txt, the process's own,
+(writerprof_probe.stacks: stacks/PID-CREATED.stacks.txt, the process's own,
 counts in periods of the full rate already) or by py-spy
 (writerprof.record.pyspy: the rest of this docstring).
 
@@ -241,9 +241,9 @@ def load_stacks(run, probe_frames: bool = False) -> list[ProcessStacks]:
 
 def _probe_stacks(run, host: str, losses: list[str]):
     """(row of run.processes, {frames: count}) of each process whose probe
-    took its stacks (procs/PID-CREATED.stacks.txt: frames only, counts in
+    took its stacks (stacks/PID-CREATED.stacks.txt: frames only, counts in
     periods of the full rate already, a stack on several lines)."""
-    procs = layout.procs_dir(run.path, host)
+    procs = layout.stacks_dir(run.path, host)
     try:
         names = sorted(n for n in os.listdir(procs) if n.endswith(STACKS_SUFFIX))
     except OSError:
