@@ -146,7 +146,7 @@ class Journal:
 
     def replace(self, directory, suffix, data):
         """Write one of this process's files (PID-CREATED + suffix, in
-        directory, made if missing) whole, in place of its last version (a
+        directory) whole, in place of its last version (a
         temporary file renamed over it: a reader, or a kill, finds the one
         or the other). False (and the journal stopped) if the disk would not
         take it."""
@@ -155,7 +155,6 @@ class Journal:
         file = os.path.join(directory, os.path.basename(self.base) + suffix)
         temporary = file + ".tmp"
         try:
-            os.makedirs(directory, exist_ok=True)
             fd = _open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
             try:
                 _write_fd(fd, data)

@@ -5,6 +5,7 @@ thread, forks, exits and kills in real processes: tests/integration/test_probe_s
 import os
 import sys
 import threading
+import time
 
 import pytest
 
@@ -146,10 +147,12 @@ def test_without_its_variable_the_probe_takes_no_stacks(monkeypatch):
     assert os.environ.get(journal_format.STACKS_ENV) is None
 
 
-def test_a_sampling_thread_that_cannot_start_is_a_failed_hook_and_the_probe_goes_on(monkeypatch):
+def test_a_sampling_thread_that_cannot_start_is_a_failed_hook_and_the_probe_goes_on(monkeypatch, tmp_path):
     events = []
 
     class Journal(_Journal):
+        run = str(tmp_path)
+
         def event(self, kind, **fields):
             events.append((kind, fields))
 
@@ -163,3 +166,28 @@ def test_a_sampling_thread_that_cannot_start_is_a_failed_hook_and_the_probe_goes
     assert events == [("hook", {"spec": "stacks", "status": "failed",
                                 "reason": "RuntimeError: can't start new thread"})]
     assert stacks._sampler[0] is None
+
+
+def test_at_exit_the_counts_are_written_and_the_thread_left_to_end_with_the_process(monkeypatch, parked):
+    events = []
+
+    class Journal(_Journal):
+        def event(self, kind, **fields):
+            events.append((kind, fields))
+
+    sampler = stacks._Sampler(Journal(), (100, 10, 5), {"role": "main"})
+    monkeypatch.setattr(stacks, "_sampler", [sampler])
+    sampler.start()
+    try:
+        while not sampler.native_id:  # the thread running
+            time.sleep(0.001)
+        sampler.sample(threading.get_ident(), 2.0)
+        sampler.samples += 1
+        stacks._at_exit()
+        [(_, text)] = sampler.journal.written
+        assert {parse_line(row)[2] for row in text.splitlines()} == {2}  # (the parked thread's, the sampler's)
+        [(kind, fields)] = events
+        assert kind == "stacks" and fields["samples"] == 1 and fields["cpu_ns"] > 0  # the running thread's so far
+        assert sampler.thread is not None  # not woken: it ends with the process
+    finally:
+        sampler.stop()
