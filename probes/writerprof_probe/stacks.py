@@ -95,11 +95,11 @@ class _Sampler:
         self.ident = _thread.start_new_thread(self._run, (wake, done))  # (RuntimeError if none can start)
         self.thread = (wake, done)
 
-    def stop(self, gone=False):
-        """End the thread and wait for it to be done (it is in Python code
-        for a sample at most); gone: and to be gone from the kernel too, as
-        before a fork: Python 3.13 counts the process's threads there when
-        it forks, and the thread's last steps come after it said it was done."""
+    def stop(self):
+        """End the thread (before a fork), and wait for it to be done (it is
+        in Python code for a sample at most) and gone from the kernel too:
+        Python 3.13 counts the process's threads there when it forks, and the
+        thread's last steps come after it said it was done."""
         if self.thread is not None:
             wake, done = self.thread
             self.thread = None
@@ -107,7 +107,7 @@ class _Sampler:
             done.acquire(True, STOP_WAIT_S)  # (a file write hung on a dead disk does not hang the target)
             task = "/proc/self/task/%d" % self.native_id
             deadline = _now() + 100_000_000
-            while gone and os.path.exists(task) and _now() < deadline:
+            while os.path.exists(task) and _now() < deadline:
                 time.sleep(0.0001)
 
     def thread_cpu_ns(self):
@@ -120,13 +120,7 @@ class _Sampler:
     def _run(self, wake, done):
         try:
             me, self.native_id = _thread.get_ident(), _thread.get_native_id()
-            # Named, to be told apart from the target's threads in /proc (by bare
-            # os calls: io's open and write cost this thread ~100 us more).
-            comm = _open("/proc/self/task/%d/comm" % self.native_id, os.O_WRONLY | os.O_CLOEXEC)
-            try:
-                _write(comm, format.STACKS_THREAD.encode())
-            finally:
-                _close(comm)
+            self._name()
             last = _now()
             full_ns = 1_000_000_000 // self.full
             while not wake.acquire(True, self.period_ns(last) / 1e9):
@@ -141,6 +135,19 @@ class _Sampler:
         finally:
             self.cpu_ns += time.thread_time_ns()
             done.release()
+
+    def _name(self):
+        """This thread named, to be told apart from the target's threads in
+        /proc (by bare os calls: io's open and write cost it ~100 us more);
+        unnamed if /proc will not have it, and sampling all the same."""
+        try:
+            comm = _open("/proc/self/task/%d/comm" % self.native_id, os.O_WRONLY | os.O_CLOEXEC)
+            try:
+                _write(comm, format.STACKS_THREAD.encode())
+            finally:
+                _close(comm)
+        except OSError:
+            pass
 
     def sample(self, me, weight):
         counts, names = self.counts, self.names
@@ -165,8 +172,9 @@ class _Sampler:
 
     def flush(self):
         """The file rewritten whole with the counts so far (if they changed),
-        each rounded to whole periods; the next flush twice as late, up to
-        FLUSH_MAX_NS."""
+        each rounded to whole periods, under the lock (the thread's rewrite
+        and the exit's never write the temporary file at once); the next
+        flush twice as late, up to FLUSH_MAX_NS."""
         self.flush_due = _now() + self.flush_every
         self.flush_every = min(2 * self.flush_every, FLUSH_MAX_NS)
         if not self.changed or not self.lock.acquire(True, 0.5):  # (a sample in progress ends in microseconds)
@@ -182,10 +190,10 @@ class _Sampler:
                                                       for ident, number in reversed(key)])
                     out.append("%s %d\n" % (line, whole))
             self.changed = False
+            self.journal.replace(format.stacks_dir(self.journal.run, self.journal.host), format.STACKS_SUFFIX,
+                                 "".join(out).encode("utf-8", "surrogateescape"))
         finally:
             self.lock.release()
-        self.journal.replace(format.stacks_dir(self.journal.run, self.journal.host), format.STACKS_SUFFIX,
-                             "".join(out).encode("utf-8", "surrogateescape"))
 
 
 _short = {}  # a file -> its name as py-spy gives it
@@ -253,7 +261,7 @@ def _before_fork():
     sampler = _sampler[0]
     try:
         sampler.journal.on_next_event = None  # (the fork's own event is journaled next: not yet)
-        sampler.stop(gone=True)
+        sampler.stop()
     except Exception:
         pass
 

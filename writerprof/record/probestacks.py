@@ -15,8 +15,7 @@ from pathlib import Path
 
 from writerprof.probes.writerprof_probe import format as journal
 from writerprof.record.pyspy import DAEMON_RATE_HZ, StackOptions
-
-BY = "probe"
+from writerprof.run.layout import STACKS_INDEX
 
 
 def rates(options: StackOptions) -> tuple[int, int, int]:
@@ -31,10 +30,10 @@ def environment(options: StackOptions) -> dict:
 
 
 def write_index(stacks_dir: Path, options: StackOptions) -> None:
-    full, sparse, daemon = rates(options)
+    _, sparse, daemon = rates(options)
     stacks_dir.mkdir(parents=True, exist_ok=True)
-    index = {"by": BY, **options.settings(), "tree_rate_hz": sparse, "daemon_rate_hz": daemon, "segments": []}
-    (stacks_dir / "stacks.json").write_text(json.dumps(index, indent=2) + "\n")
+    index = {**options.settings(), "tree_rate_hz": sparse, "daemon_rate_hz": daemon, "segments": []}
+    (stacks_dir / STACKS_INDEX).write_text(json.dumps(index, indent=2) + "\n")
 
 
 def outcome(run_dir: Path, options: StackOptions) -> dict:
@@ -61,7 +60,7 @@ def outcome(run_dir: Path, options: StackOptions) -> dict:
         samples += counted
         processes += counted > 0
     taken = samples > 0
-    full, sparse, _ = rates(options)
     return {**options.settings(), "taken": taken,
             "reason": None if taken else "no probed Python process lived long enough to be sampled",
-            "py_spy": None, "segments": 0, "samples": samples, "processes": processes, "tree_rate_hz": sparse}
+            "py_spy": None, "segments": 0, "samples": samples, "processes": processes,
+            "tree_rate_hz": rates(options)[1]}

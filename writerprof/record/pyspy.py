@@ -138,13 +138,16 @@ _NO_PYTHON = "No python processes found"
 _PERMISSION = ("Permission Denied", "Operation not permitted", "permission denied", "EPERM")
 
 
+BY_PROBE = "probe"  # StackOptions.by (and stacks.json's "by") when the probe takes the stacks
+
+
 @dataclass(frozen=True)
 class StackOptions:
     """How record samples stacks (see the module's docstring for why idle and
     nonblocking are on)."""
 
     enabled: bool = True
-    by: str = "probe"  # who samples: the probe in each process (probestacks), or "py-spy" (this module)
+    by: str = BY_PROBE  # who samples: the probe in each process (probestacks), or "py-spy" (this module)
     rate_hz: int = RATE_HZ
     native: bool = False
     idle: bool = True
@@ -154,6 +157,11 @@ class StackOptions:
 
     def settings(self) -> dict:
         return asdict(self)
+
+    @property
+    def by_probe(self) -> bool:
+        """Whether the probe takes the stacks (writerprof.record.probestacks), not py-spy."""
+        return self.enabled and self.by == BY_PROBE
 
     @property
     def split(self) -> bool:

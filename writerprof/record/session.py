@@ -161,9 +161,8 @@ def record(run_dir: Path, command: list[str], interval_ns: int, probes: list[str
         directory.write_topology(run_dir, host, topology.snapshot())
     except RunDirectoryError as exc:
         recorded.incomplete.append(f"no topology: {exc}")
-    by_probe = stacks.enabled and stacks.by == probestacks.BY
     env = probe_environment(run_dir, probes, extra={**(extra_env or {}), **(
-        probestacks.environment(stacks) if by_probe else {})}, interval_ns=interval_ns)
+        probestacks.environment(stacks) if stacks.by_probe else {})}, interval_ns=interval_ns)
     with _ForwardedSignals() as signals:
         child = _start(run_dir, command, env, output, stacks)
         signals.follow(child.pid)
@@ -238,9 +237,8 @@ def _follow(child: subprocess.Popen, run_dir: Path, host: str, interval_ns: int,
     running = stack_recorder = None
     procs = layout.procs_dir(run_dir, host)
     tree = procfs.ProcessTree(HOST, child.pid)  # looked at by py-spy's watch and the sampler, once for both
-    by_probe = stacks.enabled and stacks.by == probestacks.BY
     try:
-        if by_probe:
+        if stacks.by_probe:
             stacks_taken = _probe_index(run_dir, host, stacks, recorded)
         else:
             stack_recorder, stacks_taken = pyspy.start(
@@ -271,7 +269,7 @@ def _follow(child: subprocess.Popen, run_dir: Path, host: str, interval_ns: int,
             recorded.stacks_threads_s = stack_recorder.thread_cpu_s
             if stack_recorder.write_error:
                 recorded.incomplete.append(f"stacks end early: {stack_recorder.write_error}")
-        elif by_probe and stacks_taken.get("reason") is None:
+        elif stacks.by_probe and stacks_taken.get("reason") is None:
             stacks_taken = probestacks.outcome(run_dir, stacks)
         tree.close()
     return status, stacks_taken
@@ -446,7 +444,7 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
     if len(problems) > 5:
         lines.append(f"    ... and {len(problems) - 5} more")
     taken = recorded.meta.get("stacks") or {}
-    if taken.get("taken") and taken.get("by") == probestacks.BY:
+    if taken.get("taken") and taken.get("by") == pyspy.BY_PROBE:
         lines.append(f"  stacks           {taken.get('samples', 0)} samples by the probe in "
                      f"{taken.get('processes', 0)} processes: writers' start-up at {taken.get('rate_hz')} Hz, "
                      f"the rest at {taken.get('tree_rate_hz')} Hz")

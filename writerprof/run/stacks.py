@@ -144,21 +144,28 @@ def without_probe_frames(samples: dict[tuple[str, ...], int]) -> dict[tuple[str,
     return out
 
 
-def read_raw(text: str) -> tuple[dict, int, str | None]:
-    """A raw file's stacks keyed (pid, ppid, cmdline) -> {frames: count}, the
-    number of unreadable lines, and the cut-off last line if any."""
+def parse_lines(text: str) -> tuple[list[tuple[list[tuple[int, str]], tuple[str, ...], int]], int, str | None]:
+    """Each line of a raw file parsed (parse_line), the number of unreadable
+    lines, and the cut-off last line if any."""
     lines = text.split("\n")
-    tail = lines.pop() or None  # after the last newline: empty unless py-spy was cut off
-    out: dict[tuple[int, int, str], dict[tuple[str, ...], int]] = {}
-    bad = 0
+    tail = lines.pop() or None  # after the last newline: empty unless the writer was cut off
+    parsed, bad = [], 0
     for line in lines:
         if not line.strip():
             continue
         try:
-            chain, frames, count = parse_line(line)
+            parsed.append(parse_line(line))
         except ValueError:
             bad += 1
-            continue
+    return parsed, bad, tail
+
+
+def read_raw(text: str) -> tuple[dict, int, str | None]:
+    """A raw file's stacks keyed (pid, ppid, cmdline) -> {frames: count}, the
+    number of unreadable lines, and the cut-off last line if any."""
+    parsed, bad, tail = parse_lines(text)
+    out: dict[tuple[int, int, str], dict[tuple[str, ...], int]] = {}
+    for chain, frames, count in parsed:
         if not chain:  # py-spy without --subprocesses: no chain; not what record writes
             bad += 1
             continue
@@ -182,7 +189,7 @@ def load_stacks(run, probe_frames: bool = False) -> list[ProcessStacks]:
         directory = layout.stacks_dir(run.path, host)
         index = _index(run, directory, losses) if directory.is_dir() else {}
         rate = float(index.get("rate_hz") or (run.meta.get("stacks") or {}).get("rate_hz") or 100)
-        for proc, samples in _probe_stacks(run, host, losses):
+        for proc, samples in _probe_stacks(run, host, directory, losses):
             found[(host, proc, 0, "")] = ProcessStacks(
                 proc=proc, pid=int(run.processes["pid"][proc]), host=host, role=str(role_of[proc]), samples=samples,
                 rate_hz=rate, ppid=int(run.processes["ppid"][proc]), rank=int(run.processes["rank"][proc]),
@@ -239,18 +246,17 @@ def load_stacks(run, probe_frames: bool = False) -> list[ProcessStacks]:
     return sorted(found.values(), key=lambda s: (s.proc < 0, s.proc, run.hosts.index(s.host), s.pid))
 
 
-def _probe_stacks(run, host: str, losses: list[str]):
+def _probe_stacks(run, host: str, directory: Path, losses: list[str]):
     """(row of run.processes, {frames: count}) of each process whose probe
-    took its stacks (stacks/PID-CREATED.stacks.txt: frames only, counts in
-    periods of the full rate already, a stack on several lines)."""
-    procs = layout.stacks_dir(run.path, host)
+    took its stacks (directory/PID-CREATED.stacks.txt: frames only, counts
+    in periods of the full rate already)."""
     try:
-        names = sorted(n for n in os.listdir(procs) if n.endswith(STACKS_SUFFIX))
+        names = sorted(n for n in os.listdir(directory) if n.endswith(STACKS_SUFFIX))
     except OSError:
         return
     on_host = run.processes["host"] == host
     for name in names:
-        rel = f"{procs.relative_to(run.path).as_posix()}/{name}"
+        rel = (directory / name).relative_to(run.path).as_posix()
         pid, _, created = name[:-len(STACKS_SUFFIX)].partition("-")
         rows = np.flatnonzero(on_host & (run.processes["pid"] == int(pid)) & (
             run.processes["created_ns"] == int(created))) if pid.isdigit() and created.isdigit() else []
@@ -258,22 +264,15 @@ def _probe_stacks(run, host: str, losses: list[str]):
             losses.append(f"{rel}: no journal of that process: its stacks are left out")
             continue
         try:
-            text = (procs / name).read_bytes().decode("utf-8", "replace")
+            parsed, bad, tail = parse_lines(_read(directory / name, rel, losses))
         except OSError as exc:
             losses.append(f"{rel}: unreadable ({exc.strerror}): its stacks are lost")
             continue
-        samples: dict[tuple[str, ...], int] = {}
-        lines = text.split("\n")
-        if lines.pop():
+        if tail:
             losses.append(f"{rel}: a cut-off last line dropped (the process killed mid-write?)")
-        bad = 0
-        for line in lines:
-            try:
-                chain, frames, count = parse_line(line)
-            except ValueError:
-                bad += 1
-                continue
-            if chain or not frames:
+        samples: dict[tuple[str, ...], int] = {}
+        for chain, frames, count in parsed:
+            if chain or not frames:  # a process chain is py-spy's; the probe writes the frames alone
                 bad += 1
                 continue
             samples[frames] = samples.get(frames, 0) + count
