@@ -162,6 +162,7 @@ CHUNKS_SUFFIX = ".chunks.bin"
 SHM_SUFFIX = ".shm.bin"
 PLACEMENT_SUFFIX = ".placement.bin"
 STACKS_SUFFIX = ".stacks.txt"  # the probe's stack samples (stacks.py): "frame;...;frame COUNT" lines
+STARTS_SUFFIX = ".starts"  # in stacks/: PPID.starts, a byte per child that parent started (stacks.py)
 RECORD_SUFFIXES = {"shm": SHM_SUFFIX, "placement": PLACEMENT_SUFFIX}  # event kind -> its records' file
 
 HOSTS_DIR = "hosts"
@@ -169,6 +170,10 @@ PROCS_DIR = "procs"
 # Python stacks: the probe's PID-CREATED.stacks.txt (not in procs/, whose
 # listing record's sampler watches for new journals), py-spy's files.
 STACKS_DIR = "stacks"
+# A parent's writers re-run the same start-up: the first this many of each
+# parent have theirs sampled at the full rate, the rest at the sparse rate
+# (the probe's stacks.py, and record's py-spys: writerprof.record.stackrate).
+FULL_RATE_STARTS = 2
 
 
 # The probe's environment, read in every probed process; writerprof imports

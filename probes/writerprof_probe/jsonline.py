@@ -1,22 +1,30 @@
 """One journal event as a JSON line, as json.dumps(value, default=str) writes
 it. The probe does not import json: its package imports re (and re enum,
 functools, collections), which costs a bare interpreter ~4 ms of start-up,
-more than the whole probe. Strings go through the C escaper json itself uses;
-where that is missing, json does the work."""
+more than the whole probe. Strings that need escaping go through the C
+escaper json itself uses (where that is missing, json's own), loaded at the
+first such string: most never need it, and a shared library costs ~0.4 ms
+of a start-up."""
 
-try:
-    from _json import encode_basestring_ascii as _string
-except ImportError:  # not CPython: json, whatever it costs
-    _string = None
+_escape = []  # the escaper, once loaded
+
+
+def _string(value):
+    if value.isascii() and value.isprintable() and '"' not in value and "\\" not in value:
+        return '"' + value + '"'  # (concatenated: a str subclass's own __str__ is not called, as json does)
+    if not _escape:
+        try:
+            from _json import encode_basestring_ascii
+        except ImportError:  # not CPython
+            from json.encoder import encode_basestring_ascii
+        _escape.append(encode_basestring_ascii)
+    return _escape[0](value)
+
 
 _CONSTANTS = {True: "true", False: "false", None: "null"}
 
 
 def dumps(value):
-    if _string is None:
-        import json
-
-        return json.dumps(value, default=str)
     parts = []
     _encode(value, parts.append)
     return "".join(parts)

@@ -11,11 +11,14 @@ nothing is started per process. What it cannot do: native frames (record
 --stacks-by py-spy --native), and a process the probe is not in (an
 interpreter started with -I or -S).
 
-Rates, as record's py-spys had them (writerprof.record.stackrate): a
-multiprocessing child (a writer, forked or exec'd) at FULL for its start-up,
-until its target has run HEAD_NS (its first save's calls) or, without a
-target, CAP_NS; then SPARSE. multiprocessing's daemons, which only wait, at
-DAEMON; every other process (CMD, MPI ranks) at SPARSE.
+Rates, as record's py-spys had them (writerprof.record.stackrate): the
+first FULL_RATE_STARTS multiprocessing children (writers, forked or
+exec'd) of each parent at FULL for their start-up, until their target has
+run HEAD_NS (its first save's calls) or, without a target, CAP_NS; then
+SPARSE. Later writers re-run the same start-up, at SPARSE from their start
+(weighted, in tenths of the detail). multiprocessing's daemons, which only
+wait, at DAEMON; every other process (CMD, MPI ranks) at SPARSE. Outside
+FULL, an idle process is sampled ever more sparsely (IDLE_SHARE).
 
 Each sample is weighted by the time since the one before, in periods of
 the FULL rate: a count is the same wall-clock time in every process and at
@@ -31,7 +34,8 @@ the process starts, then twice as late each time up to every 8 s, and at
 exit: the file is as small as the process's distinct stacks
 however long it runs, and a SIGKILL or a crash loses what came after the
 last rewrite. At exit, a "stacks" event says how many samples the process
-took and its thread's CPU time: what the sampling cost it.
+took, its thread's CPU time (what the sampling cost it), and whether it
+was one of its parent's first writers (first_start).
 
 The thread is a bare _thread (not in threading.enumerate(), not joined at
 exit; named format.STACKS_THREAD in /proc, so that the analysis does not
@@ -57,6 +61,14 @@ CAP_NS = 3_000_000_000  # the full rate's end for a process with no target (a st
 FLUSH_NS = 250_000_000  # the first rewrite of the file; then twice as late each time, up to
 FLUSH_MAX_NS = 8_000_000_000
 STOP_WAIT_S = 2.0
+# Outside the full rate, a process whose own threads used less CPU than
+# IDLE_SHARE of the time since the last sample is idle (a daemon, a parent
+# waiting for its writers): its period doubles at each such sample, up to
+# IDLE_MAX times, and is its rate's again at its first busy one. An idle
+# thread's stack is where it waits; a wake-up costs ~60-140 us of CPU on
+# this project's VM, whatever the sample.
+IDLE_SHARE = 0.01
+IDLE_MAX = 8
 _DAEMONS = ("forkserver", "resource_tracker")
 _CHILDREN = ("spawn_child", "forkserver_child", "fork_child")
 
@@ -74,6 +86,8 @@ class _Sampler:
         self.flush_every = self.flush_due = 0  # (set by restart)
         self.ident = self.native_id = 0  # the running thread's ids: Python's (pthread_t) and the kernel's
         self.samples = self.cpu_ns = 0  # taken in this process, and the thread's CPU time (the "stacks" event)
+        self.idle = 1  # the multiple of the rate's period while idle (IDLE_MAX)
+        self.target_cpu_ns = 0  # the CPU time of the process's other threads at the last sample
         self.restart()
 
     def restart(self):
@@ -82,11 +96,25 @@ class _Sampler:
         self.flush_every = FLUSH_NS
         self.flush_due = _now() + FLUSH_NS
         role = self.process["role"]
-        self.full_until = _now() + CAP_NS if role in _CHILDREN else 0
+        self.first = role in _CHILDREN and _first_start(self.process["ppid"], self.journal)
+        self.full_until = _now() + CAP_NS if self.first else 0
         self.rate = self.daemon if role in _DAEMONS else self.sparse
+        self.idle, self.target_cpu_ns = 1, 0
 
     def period_ns(self, now):
-        return 1_000_000_000 // (self.full if now < self.full_until else self.rate)
+        if now < self.full_until:
+            return 1_000_000_000 // self.full
+        return 1_000_000_000 // self.rate * self.idle
+
+    def pace(self, elapsed_ns):
+        """After a sample: idle or not, from the CPU time of the process's
+        other threads (the process's, less this thread's and its
+        predecessors') over the elapsed_ns since the sample before."""
+        target = time.process_time_ns() - self.cpu_ns - time.thread_time_ns()
+        busy, self.target_cpu_ns = target - self.target_cpu_ns, target
+        # (Not where every process is to be sampled at the full rate: record --sparse-stack-rate.)
+        idle = busy < IDLE_SHARE * elapsed_ns and self.rate < self.full
+        self.idle = min(2 * self.idle, IDLE_MAX) if idle else 1
 
     def start(self):
         wake, done = _thread.allocate_lock(), _thread.allocate_lock()
@@ -120,13 +148,17 @@ class _Sampler:
     def _run(self, wake, done):
         try:
             me, self.native_id = _thread.get_ident(), _thread.get_native_id()
-            self._name()
+            named = False
             last = _now()
             full_ns = 1_000_000_000 // self.full
             while not wake.acquire(True, self.period_ns(last) / 1e9):
+                if not named:  # not at birth: a process that ends before its first sample is spared it
+                    self._name()
+                    named = True
                 now = _now()
                 self.sample(me, (now - last) / full_ns)
                 self.samples += 1
+                self.pace(now - last)
                 last = now
                 if now >= self.flush_due:
                     self.flush()
@@ -139,7 +171,9 @@ class _Sampler:
     def _name(self):
         """This thread named, to be told apart from the target's threads in
         /proc (by bare os calls: io's open and write cost it ~100 us more);
-        unnamed if /proc will not have it, and sampling all the same."""
+        unnamed if /proc will not have it, and sampling all the same. Each
+        call gives up the GIL, and taking it back from a busy main thread
+        costs that thread a switch: ~0.5 ms of a start-up's imports."""
         try:
             comm = _open("/proc/self/task/%d/comm" % self.native_id, os.O_WRONLY | os.O_CLOEXEC)
             try:
@@ -197,6 +231,7 @@ class _Sampler:
 
 
 _short = {}  # a file -> its name as py-spy gives it
+_tops = {}  # a directory -> the directory its files are named from (_top)
 
 
 def short_file(path):
@@ -206,14 +241,41 @@ def short_file(path):
     not a path ("<frozen importlib._bootstrap>", "<string>") as it is."""
     short = _short.get(path)
     if short is None:
-        short = path
-        if path.startswith("/"):
-            top = os.path.dirname(path)
-            while top != "/" and os.path.exists(os.path.join(top, "__init__.py")):
-                top = os.path.dirname(top)
-            short = path[len(top):].lstrip("/")
+        short = path[len(_top(os.path.dirname(path))):].lstrip("/") if path.startswith("/") else path
         _short[path] = short
     return short
+
+
+def _top(directory):
+    """The directory above the outermost package that holds `directory`
+    (itself if it is no package). One stat a directory, not one per file
+    and level: a stat gives up the GIL, and taking it back from a busy main
+    thread costs both a switch (a writer's sampled start-up meets ~80 files
+    in ~20 directories)."""
+    top = _tops.get(directory)
+    if top is None:
+        top = directory
+        if directory != "/" and os.path.exists(os.path.join(directory, "__init__.py")):
+            top = _top(os.path.dirname(directory))
+        _tops[directory] = top
+    return top
+
+
+def _first_start(ppid, journal):
+    """Whether this writer is among the first FULL_RATE_STARTS its parent
+    started: each appends a byte to the parent's PPID.starts in stacks/ and
+    reads where its byte landed (O_APPEND: the offset is the write's own).
+    One of the first if that fails: its start-up is what stacks are for."""
+    try:
+        fd = _open(os.path.join(format.stacks_dir(journal.run, journal.host), "%d%s" % (ppid, format.STARTS_SUFFIX)),
+                   os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        try:
+            _write(fd, b".")
+            return os.lseek(fd, 0, os.SEEK_CUR) <= format.FULL_RATE_STARTS
+        finally:
+            _close(fd)
+    except OSError:
+        return True
 
 
 _sampler = [None]
@@ -236,10 +298,10 @@ def install(journal, process, on_fork, on_exit):
     rates = parse_rates(os.environ.get(format.STACKS_ENV, ""))
     if rates is None:
         return
-    sampler = _Sampler(journal, rates, process)
     try:
         # Made now, not at a rewrite: a run directory removed under the run stays removed.
         os.makedirs(format.stacks_dir(journal.run, journal.host), exist_ok=True)
+        sampler = _Sampler(journal, rates, process)
         sampler.start()
     except Exception as exc:  # the rest of the probe goes on
         journal.event("hook", spec="stacks", status="failed", reason="%s: %s" % (type(exc).__name__, exc))
@@ -291,4 +353,5 @@ def _at_exit():
     sampler = _sampler[0]
     sampler.journal.on_next_event = None  # (a thread to start again after a fork: not now)
     sampler.flush()
-    sampler.journal.event("stacks", samples=sampler.samples, cpu_ns=sampler.cpu_ns + sampler.thread_cpu_ns())
+    sampler.journal.event("stacks", samples=sampler.samples, cpu_ns=sampler.cpu_ns + sampler.thread_cpu_ns(),
+                          first_start=sampler.first)

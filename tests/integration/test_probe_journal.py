@@ -57,7 +57,8 @@ def journals(run):
         base = str(events_file)[: -len(journal_format.EVENTS_SUFFIX)]
         events += buffer_events(base)
         dtype = np.dtype([(n, "<" + t) for n, t in journal_format.CHUNK_FIELDS])
-        chunks = np.fromfile(base + journal_format.CHUNKS_SUFFIX, dtype=dtype)
+        chunks_file = Path(base + journal_format.CHUNKS_SUFFIX)  # made at the first batch of records
+        chunks = np.fromfile(chunks_file, dtype=dtype) if chunks_file.exists() else np.empty(0, dtype)
         out[events[0]["pid"]] = (events, chunks)
     return out
 

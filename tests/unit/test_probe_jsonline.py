@@ -7,6 +7,8 @@ import math
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from writerprof.probes.writerprof_probe import jsonline
 
@@ -37,3 +39,17 @@ def test_an_unusable_key_is_refused_as_json_refuses_it():
         json.dumps({(1, 2): 3}, default=str)
     with pytest.raises(TypeError):
         jsonline.dumps({(1, 2): 3})
+
+
+@given(st.text() | st.from_regex(r"[ -~]*", fullmatch=True))
+def test_any_string_is_escaped_as_json_escapes_it(text):
+    # Plain printable ASCII takes the probe's own path, the rest json's escaper.
+    assert jsonline.dumps({text: [text]}) == json.dumps({text: [text]})
+
+
+def test_a_str_subclass_is_written_as_its_text_not_its_str():
+    class Odd(str):
+        def __str__(self):
+            return "other"
+
+    assert jsonline.dumps([Odd("plain"), Odd("é")]) == json.dumps([Odd("plain"), Odd("é")])

@@ -15,7 +15,7 @@ from writerprof.run.stacks import parse_line
 
 
 class _Journal:
-    run, host = "/run", "alpha"
+    run, host = "/nonexistent-run", "alpha"  # (a writer's first_start: as one of the first when unwritable)
 
     def __init__(self):
         self.written = []
@@ -28,7 +28,7 @@ class _Journal:
 
 
 def _sampler(role="main", rates=(100, 10, 5)):
-    return stacks._Sampler(_Journal(), rates, {"role": role})
+    return stacks._Sampler(_Journal(), rates, {"role": role, "ppid": 1})
 
 
 @pytest.mark.parametrize("text, rates", [("100,10,5", (100, 10, 5)), ("50,50,5", (50, 50, 5)), ("", None),
@@ -44,6 +44,20 @@ def test_a_writer_starts_at_the_full_rate_the_daemons_at_theirs_the_rest_sparse(
     assert sampler.period_ns(stacks._now()) == period_ms * 1_000_000
 
 
+def test_only_the_first_writers_of_each_parent_start_at_the_full_rate(tmp_path):
+    journal = _Journal()
+    journal.run = str(tmp_path)
+    os.makedirs(journal_format.stacks_dir(journal.run, journal.host))
+    firsts = [stacks._Sampler(journal, (100, 10, 5), {"role": "forkserver_child", "ppid": ppid}).first
+              for ppid in (7, 7, 8, 7, 8, 8)]
+    assert journal_format.FULL_RATE_STARTS == 2
+    assert firsts == [True, True, True, False, True, False]
+    later = stacks._Sampler(journal, (100, 10, 5), {"role": "spawn_child", "ppid": 7})
+    assert later.period_ns(stacks._now()) == 100_000_000  # at the sparse rate from its start
+    assert not stacks._Sampler(journal, (100, 10, 5), {"role": "main", "ppid": 9}).first
+    assert not os.path.exists(os.path.join(journal_format.stacks_dir(journal.run, journal.host), "9.starts"))
+
+
 def test_a_writers_full_rate_ends_half_a_second_into_its_target(monkeypatch):
     sampler = _sampler("fork_child")
     monkeypatch.setattr(stacks, "_sampler", [sampler])
@@ -54,8 +68,32 @@ def test_a_writers_full_rate_ends_half_a_second_into_its_target(monkeypatch):
     assert sampler.period_ns(sampler.full_until + 1) == 100_000_000
 
 
+def test_an_idle_process_is_sampled_ever_more_sparsely_and_at_its_rate_again_once_busy(monkeypatch):
+    sampler = _sampler("main")
+    cpu = {"process": 0, "thread": 0}
+    monkeypatch.setattr(stacks.time, "process_time_ns", lambda: cpu["process"])
+    monkeypatch.setattr(stacks.time, "thread_time_ns", lambda: cpu["thread"])
+    now = stacks._now()
+    periods = []
+    for busy_ms in (0, 0, 0, 0, 0, 5, 0):
+        cpu["thread"] += 100_000  # the sampler's own CPU is not the process's work
+        cpu["process"] += 100_000 + busy_ms * 1_000_000
+        sampler.pace(100_000_000)
+        periods.append(sampler.period_ns(now) // 1_000_000)
+    assert periods == [200, 400, 800, 800, 800, 100, 200]
+
+
+def test_a_writers_full_rate_is_kept_however_idle_it_is(monkeypatch):
+    sampler = _sampler("spawn_child")
+    monkeypatch.setattr(stacks.time, "process_time_ns", lambda: 0)
+    for _ in range(5):
+        sampler.pace(10_000_000)
+    assert sampler.period_ns(stacks._now()) == 10_000_000
+
+
 def test_a_file_is_named_from_its_outermost_package_as_py_spy_names_it(tmp_path, monkeypatch):
     monkeypatch.setattr(stacks, "_short", {})
+    monkeypatch.setattr(stacks, "_tops", {})
     package = tmp_path / "lib" / "pkg" / "sub"
     package.mkdir(parents=True)
     for where in (package.parent, package):
@@ -64,6 +102,20 @@ def test_a_file_is_named_from_its_outermost_package_as_py_spy_names_it(tmp_path,
     assert stacks.short_file(str(tmp_path / "lib" / "script.py")) == "script.py"
     assert stacks.short_file("<frozen importlib._bootstrap>") == "<frozen importlib._bootstrap>"
     assert stacks.short_file(os.__file__) == "os.py"
+
+
+def test_a_directory_is_looked_at_once_whatever_its_files(tmp_path, monkeypatch):
+    monkeypatch.setattr(stacks, "_short", {})
+    monkeypatch.setattr(stacks, "_tops", {})
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    looked = []
+    exists = os.path.exists
+    monkeypatch.setattr(os.path, "exists", lambda path: looked.append(path) or exists(path))
+    names = [stacks.short_file(str(package / name)) for name in ("a.py", "b.py", "c.py")]
+    assert names == ["pkg/a.py", "pkg/b.py", "pkg/c.py"]
+    assert looked == [str(package / "__init__.py"), str(tmp_path / "__init__.py")]
 
 
 def _where_sampled(sampler):
@@ -190,3 +242,11 @@ def test_at_exit_the_counts_are_written_and_the_thread_left_to_end_with_the_proc
         assert sampler.thread is not None  # not woken: it ends with the process
     finally:
         sampler.stop()
+
+
+def test_an_idle_process_keeps_its_rate_where_every_process_is_to_be_at_the_full_rate(monkeypatch):
+    sampler = _sampler("main", rates=(100, 100, 5))
+    monkeypatch.setattr(stacks.time, "process_time_ns", lambda: 0)
+    for _ in range(5):
+        sampler.pace(10_000_000)
+    assert sampler.period_ns(stacks._now()) == 10_000_000

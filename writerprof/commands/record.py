@@ -74,11 +74,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="who samples the Python stacks: the probe inside each process (default), or a py-spy "
                         "per process from outside (the default with --native or --busy-stack-rate)")
     parser.add_argument("--stack-rate", type=_rate, default=pyspy.RATE_HZ, metavar="HZ",
-                        help="stack samples per second of the writers (processes a Python process of CMD started) in "
-                        f"their start-up; with py-spy, of the first {FULL_RATE_STARTS} of each parent "
+                        help=f"stack samples per second of the first {FULL_RATE_STARTS} writers of each parent "
+                        "(processes a Python process of CMD started) in their start-up "
                         f"(default: {pyspy.RATE_HZ})")
     parser.add_argument("--sparse-stack-rate", type=_rate, default=pyspy.SPARSE_RATE_HZ, metavar="HZ",
-                        help="stack samples per second of the rest (CMD, MPI ranks; with py-spy, later writers; "
+                        help="stack samples per second of the rest (CMD, MPI ranks, later writers; "
                         f"multiprocessing's daemons at {pyspy.DAEMON_RATE_HZ} at most) and of the writers after their "
                         "start-up; at --stack-rate or above, every process is sampled at --stack-rate "
                         f"(default: {pyspy.SPARSE_RATE_HZ})")

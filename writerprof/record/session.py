@@ -446,8 +446,9 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
     taken = recorded.meta.get("stacks") or {}
     if taken.get("taken") and taken.get("by") == pyspy.BY_PROBE:
         lines.append(f"  stacks           {taken.get('samples', 0)} samples by the probe in "
-                     f"{taken.get('processes', 0)} processes: writers' start-up at {taken.get('rate_hz')} Hz, "
-                     f"the rest at {taken.get('tree_rate_hz')} Hz")
+                     f"{taken.get('processes', 0)} processes: the first {journal_format.FULL_RATE_STARTS} writers of each parent "
+                     f"at {taken.get('rate_hz')} Hz in start-up, the rest at {taken.get('tree_rate_hz')} Hz or less "
+                     f"while idle")
     elif taken.get("taken"):
         own = taken.get("full_rate_processes") or 0
         where = (f"{own} process{'es' * (own != 1)} started by Python at {taken.get('rate_hz')} Hz in start-up, "

@@ -45,13 +45,14 @@ STARTUP_CAP_S = 3.0
 TARGET_START = "target_start"  # the journal's event: the first line of the target
 TARGET_HEAD_S = 0.5  # of the target kept at the full rate (its first save's calls)
 # A parent's writers re-run the same start-up (forkserver's and spawn's
-# __main__ re-run and its imports; little or none under fork): the first two
-# give the start-up's flamegraph at the full rate (~250 samples of a 1.2 s
+# __main__ re-run and its imports; little or none under fork): the first
+# FULL_RATE_STARTS (the probe's format: its sampler keeps to it too) give the
+# start-up's flamegraph at the full rate (~250 samples of a 1.2 s
 # start-up), and each later one, at the sparse rate from its start, adds its
 # own, weighted, for the cost of one shallow py-spy, not of ~130 samples of 80
 # frames (0.06-0.1 CPU s each: a 4-save forkserver reproducer's py-spys
 # took 0.56 CPU s, 0.34 of it its writers' start-ups).
-FULL_RATE_STARTS = 2
+FULL_RATE_STARTS = journal.FULL_RATE_STARTS
 
 
 def full_rate(pid: int, root: int, cmdline: str, parent: tuple[bool, str] | None) -> bool:
