@@ -73,11 +73,9 @@ def redact_value(value):
 
 def allowed_env(environ):
     """The recordable subset of an environment, credentials redacted."""
-    return {
-        name: redact_value(value[:_MAX_VALUE])
-        for name, value in sorted(environ.items())
-        if (name.startswith(_ALLOWED_PREFIXES) or name in _ALLOWED_NAMES) and not secret_name(name)
-    }
+    # Names first: os.environ decodes a value only when it is asked for it.
+    names = [name for name in environ if name.startswith(_ALLOWED_PREFIXES) or name in _ALLOWED_NAMES]
+    return {name: redact_value(environ[name][:_MAX_VALUE]) for name in sorted(names) if not secret_name(name)}
 
 
 def redact_argv(argv):

@@ -1,8 +1,10 @@
 """What the probe does at an interpreter's start-up: only what every process
 needs. A process that never imports multiprocessing loads none of the
 multiprocessing, shared-memory or agent hooks, and no standard-library module
-beyond the C JSON escaper and atexit; the hooks come up when multiprocessing
-is first imported. Under every CPython that pyenv has, from 3.9 up."""
+beyond atexit; the hooks come up when multiprocessing is first imported. The
+probe's modules load straight from their bytecode where it is current, and
+through the import system where it is not. Under every CPython that pyenv
+has, from 3.9 up."""
 
 from __future__ import annotations
 
@@ -50,7 +52,8 @@ def test_start_up_loads_only_what_every_process_needs(tmp_path, python):
     probed = _modules(python, SHOW_MODULES, _env(run))
     added = probed - bare
     assert "writerprof_probe" in added and not added & LAZY
-    assert {m for m in added if not m.startswith("writerprof_probe")} <= {"sitecustomize", "_json", "atexit"}
+    # (json's C escaper only for a string that needs it: none in this environment's allowed variables)
+    assert {m for m in added if not m.startswith("writerprof_probe")} <= {"sitecustomize", "atexit"}
     (events, _), = journals(run).values()
     assert events[0]["kind"] == "process" and kinds(events, "activated") and kinds(events, "exit")
     assert {e["spec"] for e in kinds(events, "hook")} >= {"os:write=write", "os:fsync=fsync"}
@@ -108,3 +111,31 @@ def test_bytecode_is_written_once_under_dont_write_bytecode(tmp_path, python):
     subprocess.run([INTERPRETERS[python], "-c", "pass"], env=dict(env, WRITERPROF_RUN=""), check=True,
                    timeout=60)
     assert not (probes / "__pycache__").exists()
+
+
+LOADERS = ("import sys; print(' '.join('%s=%s' % (n, type(m.__loader__).__name__) for n, m in sorted(sys.modules.items())"
+           " if n.startswith('writerprof_probe')))")
+
+
+@pytest.mark.parametrize("python", sorted(INTERPRETERS))
+def test_the_probe_loads_from_its_bytecode_only_where_it_is_current(tmp_path, python):
+    probes = tmp_path / "probes"
+    shutil.copytree(PROBE_DIR, probes, ignore=shutil.ignore_patterns("__pycache__"))
+    run = tmp_path / "run"
+    run.mkdir()
+    env = dict(_env(run), PYTHONPATH=str(probes))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+
+    def loaders():
+        return dict(pair.split("=") for pair in _modules(INTERPRETERS[python], LOADERS, env))
+
+    first = loaders()  # no bytecode yet: the import system loads and writes it
+    assert first and set(first.values()) == {"SourceFileLoader"}
+    assert set(loaders().values()) == {"Loader"}  # the probe's own, from what the first wrote
+    # A source changed after its bytecode (a later mtime, another size): never its old code.
+    identity = probes / "writerprof_probe" / "identity.py"
+    identity.write_text(identity.read_text() + "\nCHANGED = True\n")
+    os.utime(identity, (identity.stat().st_atime + 5, identity.stat().st_mtime + 5))
+    script = "import writerprof_probe.identity as i; print(i.CHANGED, type(i.__loader__).__name__)"
+    assert _modules(INTERPRETERS[python], script, env) == {"True", "SourceFileLoader"}
+    assert _modules(INTERPRETERS[python], script, env) == {"True", "Loader"}  # rewritten by the one before
