@@ -13,7 +13,7 @@ import sys
 import time
 
 import pytest
-from test_probe_journal import INTERPRETERS, PROBE_DIR, run_probed
+from test_probe_journal import INTERPRETERS, PROBE_DIR, journals, kinds, run_probed
 
 from writerprof.probes.writerprof_probe import format as journal_format
 from writerprof.run.stacks import parse_line
@@ -36,8 +36,8 @@ if __name__ == "__main__":
         child.join()
         print(method, child.exitcode)
     pid = os.fork()
-    if pid == 0:
-        spin_in_child(0.3)
+    if pid == 0:  # the script's third child: at the sparse rate (FULL_RATE_STARTS), so longer
+        spin_in_child(0.6)
         os._exit(0)
     print("os.fork", os.waitpid(pid, 0)[1])
 """
@@ -68,7 +68,7 @@ def test_every_process_is_sampled_and_the_target_sees_nothing_of_it(tmp_path, py
     spinning = [pid for pid, samples in stacks.items()
                 if any(any(f.startswith("spin_in_child (target.py:") for f in frames) for frames in samples)]
     assert len(spinning) == 4, stacks  # the three writers and the bare fork child
-    for pid in spinning:  # 0.3 s of work at the full rate: 30 periods, give or take the machine's load
+    for pid in spinning:  # 0.3-0.6 s of work: 30-60 periods of the full rate, give or take the machine's load
         assert 10 <= sum(stacks[pid].values()) <= 200, (pid, stacks[pid])
     writer = next(samples for pid, samples in stacks.items() if pid in spinning and any(
         "multiprocessing/spawn.py:" in f for frames in samples for f in frames))
@@ -91,3 +91,36 @@ def test_a_killed_process_keeps_what_it_had_sampled(tmp_path):
     assert any(frames[-1].startswith("<module> (target.py:") for frames in samples)
     # At 10 Hz (a main process), each sample counts for ten periods of the full rate.
     assert sum(samples.values()) >= 30
+
+
+POOL = """
+import multiprocessing, time
+
+def nap(_):
+    time.sleep(0.2)
+
+if __name__ == "__main__":
+    for method in ("spawn", "forkserver"):
+        started = [multiprocessing.get_context(method).Process(target=nap, args=(0,)) for _ in range(4)]
+        for child in started:
+            child.start()
+        for child in started:
+            child.join()
+"""
+
+
+def test_only_the_first_writers_of_each_parent_are_at_the_full_rate(tmp_path):
+    # Four writers started at once, under spawn (their parent: the script) and
+    # forkserver (the daemon): two of each parent's at the full rate, counted in
+    # stacks/PPID.starts however their start-ups interleave.
+    script = tmp_path / "target.py"
+    script.write_text(POOL)
+    run, done = run_probed(tmp_path, script, extra_env=STACKS)
+    assert done.returncode == 0, done.stderr
+    firsts = {}
+    for pid, (events, _) in journals(run).items():
+        process = events[0]
+        if process["role"] in ("spawn_child", "forkserver_child"):
+            (stacks_event,) = kinds(events, "stacks")
+            firsts.setdefault((process["role"], process["ppid"]), []).append(stacks_event["first_start"])
+    assert sorted(map(sorted, firsts.values())) == [[False, False, True, True]] * 2, firsts
