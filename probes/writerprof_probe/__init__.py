@@ -49,42 +49,46 @@ def activate(started_ns=None):
         **identity.rank(os.environ)
     )
     journal.event("process", **process)
-    calls.journal = journal
-    phases = specs.Phases(journal)
+    journal.hold()  # the rest of activation's events in one write, the identity line first
+    try:
+        calls.journal = journal
+        phases = specs.Phases(journal)
 
-    def hook_status(spec, status, reason):
-        journal.event("hook", spec=spec, status=status, reason=reason)
+        def hook_status(spec, status, reason):
+            journal.event("hook", spec=spec, status=status, reason=reason)
 
-    lifecycle.install(journal, process, phases)
-    lifecycle.on_fork_in_child(calls.reset_after_fork)
-    if os.environ.get(STACKS_ENV):  # record takes the stacks here, not with py-spy
-        from . import stacks
+        lifecycle.install(journal, process, phases)
+        lifecycle.on_fork_in_child(calls.reset_after_fork)
+        if os.environ.get(STACKS_ENV):  # record takes the stacks here, not with py-spy
+            from . import stacks
 
-        stacks.install(journal, process, lifecycle.on_fork_in_child, lifecycle.on_exit)
-    osio.install(hook_status)
-    forced = os.environ.get(FORCE_ENV, "").strip() or None
-    mitigations = os.environ.get(MITIGATE_ENV, "")
+            stacks.install(journal, process, lifecycle.on_fork_in_child, lifecycle.on_exit)
+        osio.install(hook_status)
+        forced = os.environ.get(FORCE_ENV, "").strip() or None
+        mitigations = os.environ.get(MITIGATE_ENV, "")
 
-    def multiprocessing_hooks(package):
-        # Right after the package's own module ran: its submodules that it
-        # imported are hooked at once, the others when they are imported.
-        try:
-            from . import mp, shm
+        def multiprocessing_hooks(package):
+            # Right after the package's own module ran: its submodules that it
+            # imported are hooked at once, the others when they are imported.
+            try:
+                from . import mp, shm
 
-            mp.install(journal, hook_status, forced, mitigations)
-            shm.install(journal, hook_status)
-        except Exception as exc:  # inside the target's import: never its problem
-            hook_status("multiprocessing", "failed", "%s: %s" % (type(exc).__name__, exc))
+                mp.install(journal, hook_status, forced, mitigations)
+                shm.install(journal, hook_status)
+            except Exception as exc:  # inside the target's import: never its problem
+                hook_status("multiprocessing", "failed", "%s: %s" % (type(exc).__name__, exc))
 
-    imports.when_imported("multiprocessing", multiprocessing_hooks)
-    added = [line.strip() for line in os.environ.get(PROBES_ENV, "").splitlines() if line.strip()]
-    for spec in specs.BUILT_IN + tuple(added):
-        try:
-            specs.register(spec, phases, hook_status)
-        except specs.SpecError as exc:
-            hook_status(spec, "failed", str(exc))
-    if os.environ.get(LAUNCH_HOST_ENV):  # launched from another host, perhaps
-        from . import agent
+        imports.when_imported("multiprocessing", multiprocessing_hooks)
+        added = [line.strip() for line in os.environ.get(PROBES_ENV, "").splitlines() if line.strip()]
+        for spec in specs.BUILT_IN + tuple(added):
+            try:
+                specs.register(spec, phases, hook_status)
+            except specs.SpecError as exc:
+                hook_status(spec, "failed", str(exc))
+        if os.environ.get(LAUNCH_HOST_ENV):  # launched from another host, perhaps
+            from . import agent
 
-        agent.maybe_start(journal, run, host)
-    journal.event("activated", start_ns=started_ns, end_ns=time.monotonic_ns())
+            agent.maybe_start(journal, run, host)
+        journal.event("activated", start_ns=started_ns, end_ns=time.monotonic_ns())
+    finally:
+        journal.release()

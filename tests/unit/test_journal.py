@@ -39,3 +39,25 @@ def test_a_run_directory_that_cannot_be_made_stops_the_journal_not_the_process(t
     journal.note_stopped()  # still no room: silent
     assert journal.stopped and journal.dropped["events"] == 1
     assert capsys.readouterr().err.count("probe off in pid") == 1
+
+
+def test_held_events_are_written_at_release_in_one_write_or_counted_as_dropped(tmp_path, monkeypatch):
+    journal = journal_module.Journal(str(tmp_path), "h")
+    journal.open(os.getpid(), 1)
+    writes = []
+    write = journal_module._write
+    monkeypatch.setattr(journal_module, "_write", lambda fd, data: writes.append(bytes(data)) or write(fd, data))
+    journal.event("process", pid=os.getpid())
+    journal.hold()
+    for spec in ("a", "b", "c"):
+        journal.event("hook", spec=spec)
+    assert len(writes) == 1  # the identity line, at once
+    journal.release()
+    assert len(writes) == 2
+    lines = [json.loads(line) for line in open(journal.base + ".events.jsonl")]
+    assert [e.get("spec") for e in lines] == [None, "a", "b", "c"]
+    journal.hold()
+    journal.event("hook", spec="d")
+    monkeypatch.setattr(journal_module, "_write", _full)
+    journal.release()
+    assert journal.dropped["events"] == 1 and journal.held is None
