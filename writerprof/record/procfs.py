@@ -44,6 +44,7 @@ class Status(NamedTuple):
     voluntary_ctxt: int
     nonvoluntary_ctxt: int
     cpus: str | None  # Cpus_allowed_list, in the kernel's list format ("0-3,8")
+    shmem_bytes: int = -1  # RssShmem: its resident pages of shared memory (/dev/shm, memfd, SysV); -1 if absent
 
 
 class Io(NamedTuple):
@@ -85,11 +86,16 @@ def _int(value: str | None) -> int:
     return -1 if value is None else int(value)
 
 
+def _kb(value: str | None) -> int:
+    """A "N kB" value in bytes, -1 if absent."""
+    return -1 if value is None else int(value.partition(" ")[0]) * 1024
+
+
 def parse_status(text: str) -> Status:
     text = "\n" + text
     return Status(_int(_field(text, "voluntary_ctxt_switches")),
                   _int(_field(text, "nonvoluntary_ctxt_switches")),
-                  _field(text, "Cpus_allowed_list"))
+                  _field(text, "Cpus_allowed_list"), _kb(_field(text, "RssShmem")))
 
 
 def parse_io(text: str) -> Io:

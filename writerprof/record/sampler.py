@@ -39,10 +39,12 @@ WRITER_ROLES = frozenset({"fork_child", "forkserver_child", "spawn_child"})
 # holding 128 MiB of buffers): read it at first sight, then at most this often.
 # The probe measures its own buffers' placement exactly; this is the view of
 # processes it does not run in. On a host of one NUMA node pages do not move
-# between nodes: there it is read again only where the process faulted pages
-# in since (its rss or fault counts changed), which a producer filling
-# buffers it touched already does not (a read was ~4 ms of a 0.75 ms tick's
-# average for such a producer here).
+# between nodes: there it is read again only where the process's resident
+# shared memory changed since (status's RssShmem: /dev/shm pages faulted in
+# or unmapped), which a producer filling buffers it touched already does
+# not, whatever else it allocates (a read was 2.5-3 ms, every 2 s, for the
+# reproducer's producer, whose fault counts always moved: ~8 ms of the
+# sampler's ~100 in a 4-save run).
 NUMA_MAPS_EVERY_NS = 2_000_000_000
 # Thread stat files the sampler keeps open, in all (procfs.TaskFiles): far below
 # the usual limit of 1024 descriptors, as record has files of its own.
@@ -89,7 +91,7 @@ class _Process:
     ppid: int = 0
     role: str | None = None  # from its journal; None until read
     numa_read_ns: int | None = None
-    numa_faults: tuple[int, int, int] = (0, 0, 0)  # (minflt, majflt, rss) at numa_read_ns
+    numa_shmem: int = -1  # its status's shmem_bytes at numa_read_ns
     numa: dict[int, tuple] = field(default_factory=dict)  # address -> last numa_maps recorded
     read_ns: int = 0  # the previous tick's read of it
     cpu_ns: int = -1  # its utime + stime then
@@ -311,9 +313,8 @@ class Sampler:
             proc.cpus = status.cpus
             self._records.append({"kind": "affinity", "t_ns": t_ns, "pid": pid, "cpus": status.cpus})
         if proc.numa_read_ns is None or t_ns - proc.numa_read_ns >= NUMA_MAPS_EVERY_NS:
-            faults = (stat.minflt, stat.majflt, stat.rss_bytes)
-            if proc.numa_read_ns is None or not self._one_node or faults != proc.numa_faults:
-                proc.numa_faults = faults
+            if proc.numa_read_ns is None or not self._one_node or status.shmem_bytes != proc.numa_shmem:
+                proc.numa_shmem = status.shmem_bytes
                 self._read_numa_maps(proc, t_ns)
         if proc.role is None:
             self._read_role(proc)
