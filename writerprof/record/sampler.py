@@ -24,7 +24,7 @@ import os
 import select
 import threading
 import time
-from dataclasses import dataclass, field
+from collections import namedtuple
 from pathlib import Path
 
 from writerprof.probes.writerprof_probe import format as journal
@@ -73,38 +73,45 @@ PROCS_SETTLE_NS = 100_000_000
 PROCS_SETTLE_COARSE_NS = 2_000_000_000
 
 
-@dataclass(frozen=True)
-class SamplerStatus:
-    processes_seen: int
-    alive: frozenset[int]
-    writers_alive: int  # alive processes whose journal names a multiprocessing child role
-    written_bytes: int  # bytes passed to write calls (wchar: to tmpfs and the page cache too), gone ones included
-    errors: int  # ticks that failed
+# Named tuples and a plain class, not dataclasses: dataclasses imports inspect,
+# ~6 ms of record's CPU before CMD starts.
+SamplerStatus = namedtuple("SamplerStatus", (
+    "processes_seen",
+    "alive",  # frozenset of pids
+    "writers_alive",  # alive processes whose journal names a multiprocessing child role
+    "written_bytes",  # bytes passed to write calls (wchar: to tmpfs and the page cache too), gone ones included
+    "errors",  # ticks that failed
+))
 
 
-@dataclass(slots=True)
 class _Process:
-    pid: int
-    start_ticks: int
-    cpus: str | None = None  # the last affinity recorded
-    wchar: int = -1
-    ppid: int = 0
-    role: str | None = None  # from its journal; None until read
-    numa_read_ns: int | None = None
-    numa_shmem: int = -1  # its status's shmem_bytes at numa_read_ns
-    numa: dict[int, tuple] = field(default_factory=dict)  # address -> last numa_maps recorded
-    read_ns: int = 0  # the previous tick's read of it
-    cpu_ns: int = -1  # its utime + stime then
-    thread_count: int = 0
-    threads: dict[str, tuple] = field(default_factory=dict)  # tid -> (its stat, start_ticks, utime + stime) last read
-    thread_reader: procfs.TaskFiles | None = None  # its threads' stat files
-    files: procfs.ProcessFiles | None = None
-    stat_text: str = ""  # its stat as last read
-    stat: procfs.Stat | None = None  # stat_text parsed
-    io_text: str | None = None  # its io as last read
-    io: procfs.Io | None = None  # io_text parsed
-    status: procfs.Status | None = None  # its status as last read (at status_ns): STATUS_EVERY_NS
-    status_ns: int = 0
+    """What the sampler keeps of a process it follows, from tick to tick."""
+
+    __slots__ = ("pid", "start_ticks", "cpus", "wchar", "ppid", "role", "numa_read_ns", "numa_shmem", "numa",
+                 "read_ns", "cpu_ns", "thread_count", "threads", "thread_reader", "files", "stat_text", "stat",
+                 "io_text", "io", "status", "status_ns")
+
+    def __init__(self, pid: int, start_ticks: int, files: procfs.ProcessFiles | None = None):
+        self.pid, self.start_ticks = pid, start_ticks
+        self.cpus: str | None = None  # the last affinity recorded
+        self.wchar = -1
+        self.ppid = 0
+        self.role: str | None = None  # from its journal; None until read
+        self.numa_read_ns: int | None = None
+        self.numa_shmem = -1  # its status's shmem_bytes at numa_read_ns
+        self.numa: dict[int, tuple] = {}  # address -> last numa_maps recorded
+        self.read_ns = 0  # the previous tick's read of it
+        self.cpu_ns = -1  # its utime + stime then
+        self.thread_count = 0
+        self.threads: dict[str, tuple] = {}  # tid -> (its stat, start_ticks, utime + stime) last read
+        self.thread_reader: procfs.TaskFiles | None = None  # its threads' stat files
+        self.files = files
+        self.stat_text = ""  # its stat as last read
+        self.stat: procfs.Stat | None = None  # stat_text parsed
+        self.io_text: str | None = None  # its io as last read
+        self.io: procfs.Io | None = None  # io_text parsed
+        self.status: procfs.Status | None = None  # its status as last read (at status_ns): STATUS_EVERY_NS
+        self.status_ns = 0
 
 
 class Sampler:
