@@ -29,7 +29,7 @@ def stat_line(pid, comm="python3", *, state="S", ppid=1, minflt=10, majflt=1, ut
 
 
 def write_process(root, pid, *, children=None, cpus="0-1", voluntary=7, write_bytes=4096, io=True,
-                  cmdline="python3\0-c\0pass\0", maps="", numa_maps=None, shmem_kb=None, **stat):
+                  cmdline="python3\0-c\0pass\0", maps="", numa_maps=None, **stat):
     """/proc/PID of a fake tree; children: tid -> child pids (None: no children files)."""
     directory = Path(root) / "proc" / str(pid)
     (directory / "task" / str(pid)).mkdir(parents=True, exist_ok=True)
@@ -37,8 +37,7 @@ def write_process(root, pid, *, children=None, cpus="0-1", voluntary=7, write_by
     (directory / "status").write_text(
         f"Name:\tpython3\nState:\tS (sleeping)\nPid:\t{pid}\nCpus_allowed:\t3\n"
         f"Cpus_allowed_list:\t{cpus}\nMems_allowed_list:\t0\n"
-        f"voluntary_ctxt_switches:\t{voluntary}\nnonvoluntary_ctxt_switches:\t3\n"
-        + ("" if shmem_kb is None else f"RssShmem:\t{shmem_kb} kB\n"))
+        f"voluntary_ctxt_switches:\t{voluntary}\nnonvoluntary_ctxt_switches:\t3\n")
     if io:
         (directory / "io").write_text(f"rchar: 1\nwchar: {write_bytes * 2}\nsyscr: 1\nsyscw: 1\n"
                                       f"read_bytes: 0\nwrite_bytes: {write_bytes}\ncancelled_write_bytes: 0\n")
@@ -75,7 +74,7 @@ def test_stat_of_a_real_process():
 @needs_numa2
 def test_status_and_io_of_a_real_process():
     system = System(NUMA2)
-    assert procfs.read_status(system, SAMPLE_PID) == procfs.Status(1347, 171, "0", 8192 * 1024)
+    assert procfs.read_status(system, SAMPLE_PID) == procfs.Status(1347, 171, "0")
     assert procfs.read_io(system, SAMPLE_PID) == procfs.Io(write_bytes=0, wchar=50700)
 
 

@@ -256,26 +256,6 @@ def test_numa_maps_at_first_sight_then_only_on_change(tmp_path, monkeypatch):
                       (0x7f0000000000, "/dev/shm/buf", {"0": 4, "1": 60}, False)]
 
 
-def test_numa_maps_on_one_node_again_only_where_its_shared_memory_changed(tmp_path, monkeypatch):
-    root = tmp_path / "root"
-    (root / "sys/devices/system/node").mkdir(parents=True)
-    (root / "sys/devices/system/node/online").write_text("0\n")
-    _, host_dir = new_run(tmp_path)
-    maps = "7f0000000000-7f0000100000 rw-s 00000000 00:1e 2    /dev/shm/buf\n"
-    numa = "7f0000000000 default file=/dev/shm/buf dirty=4 N0={} kernelpagesize_kB=4\n"
-    write_process(root, 100, maps=maps, numa_maps=numa.format(4), shmem_kb=16, minflt=10)
-    monkeypatch.setattr("writerprof.record.sampler.NUMA_MAPS_EVERY_NS", 0)
-    sampler = Sampler(100, host_dir, INTERVAL_S, System(root))
-    sampler.tick()
-    # Faults elsewhere (its heap): not read again, though numa_maps would now say more.
-    write_process(root, 100, maps=maps, numa_maps=numa.format(6), shmem_kb=16, minflt=500)
-    sampler.tick()
-    write_process(root, 100, maps=maps, numa_maps=numa.format(8), shmem_kb=32, minflt=600)
-    sampler.tick()
-    sampler.stop()
-    assert [r["pages"] for r in sampled(host_dir, "numa_maps")] == [{"0": 4}, {"0": 8}]
-
-
 def test_failing_ticks_are_counted_and_recorded_once(tmp_path):
     class Failing(System):
         def read(self, path):

@@ -34,8 +34,7 @@ ThreadStat = namedtuple("ThreadStat", (
 Status = namedtuple("Status", (
     "voluntary_ctxt", "nonvoluntary_ctxt",
     "cpus",  # Cpus_allowed_list, in the kernel's list format ("0-3,8"), or None
-    "shmem_bytes",  # RssShmem: its resident pages of shared memory (/dev/shm, memfd, SysV); -1 if absent
-), defaults=(-1,))
+))
 Io = namedtuple("Io", (
     "write_bytes",  # bytes sent to the block layer (page cache writeback counts)
     "wchar",  # bytes passed to write calls
@@ -76,16 +75,11 @@ def _int(value: str | None) -> int:
     return -1 if value is None else int(value)
 
 
-def _kb(value: str | None) -> int:
-    """A "N kB" value in bytes, -1 if absent."""
-    return -1 if value is None else int(value.partition(" ")[0]) * 1024
-
-
 def parse_status(text: str) -> Status:
     text = "\n" + text
     return Status(_int(_field(text, "voluntary_ctxt_switches")),
                   _int(_field(text, "nonvoluntary_ctxt_switches")),
-                  _field(text, "Cpus_allowed_list"), _kb(_field(text, "RssShmem")))
+                  _field(text, "Cpus_allowed_list"))
 
 
 def parse_io(text: str) -> Io:

@@ -39,12 +39,10 @@ WRITER_ROLES = frozenset({"fork_child", "forkserver_child", "spawn_child"})
 # holding 128 MiB of buffers): read it at first sight, then at most this often.
 # The probe measures its own buffers' placement exactly; this is the view of
 # processes it does not run in. On a host of one NUMA node pages do not move
-# between nodes: there it is read again only where the process's resident
-# shared memory changed since (status's RssShmem: /dev/shm pages faulted in
-# or unmapped), which a producer filling buffers it touched already does
-# not, whatever else it allocates (a read was 2.5-3 ms, every 2 s, for the
-# reproducer's producer, whose fault counts always moved: ~8 ms of the
-# sampler's ~100 in a 4-save run).
+# between nodes: there it is read again only where the process faulted pages
+# in since (its rss or fault counts changed), which a producer filling
+# buffers it touched already does not (a read was ~4 ms of a 0.75 ms tick's
+# average for such a producer here).
 NUMA_MAPS_EVERY_NS = 2_000_000_000
 # Thread stat files the sampler keeps open, in all (procfs.TaskFiles): far below
 # the usual limit of 1024 descriptors, as record has files of its own.
@@ -87,7 +85,7 @@ SamplerStatus = namedtuple("SamplerStatus", (
 class _Process:
     """What the sampler keeps of a process it follows, from tick to tick."""
 
-    __slots__ = ("pid", "start_ticks", "cpus", "wchar", "ppid", "role", "numa_read_ns", "numa_shmem", "numa",
+    __slots__ = ("pid", "start_ticks", "cpus", "wchar", "ppid", "role", "numa_read_ns", "numa_faults", "numa",
                  "read_ns", "cpu_ns", "thread_count", "threads", "thread_reader", "files", "stat_text", "stat",
                  "io_text", "io", "status", "status_ns")
 
@@ -98,7 +96,7 @@ class _Process:
         self.ppid = 0
         self.role: str | None = None  # from its journal; None until read
         self.numa_read_ns: int | None = None
-        self.numa_shmem = -1  # its status's shmem_bytes at numa_read_ns
+        self.numa_faults = (0, 0, 0)  # (minflt, majflt, rss) at numa_read_ns
         self.numa: dict[int, tuple] = {}  # address -> last numa_maps recorded
         self.read_ns = 0  # the previous tick's read of it
         self.cpu_ns = -1  # its utime + stime then
@@ -320,8 +318,9 @@ class Sampler:
             proc.cpus = status.cpus
             self._records.append({"kind": "affinity", "t_ns": t_ns, "pid": pid, "cpus": status.cpus})
         if proc.numa_read_ns is None or t_ns - proc.numa_read_ns >= NUMA_MAPS_EVERY_NS:
-            if proc.numa_read_ns is None or not self._one_node or status.shmem_bytes != proc.numa_shmem:
-                proc.numa_shmem = status.shmem_bytes
+            faults = (stat.minflt, stat.majflt, stat.rss_bytes)
+            if proc.numa_read_ns is None or not self._one_node or faults != proc.numa_faults:
+                proc.numa_faults = faults
                 self._read_numa_maps(proc, t_ns)
         if proc.role is None:
             self._read_role(proc)
