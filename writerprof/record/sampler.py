@@ -143,6 +143,9 @@ class Sampler:
         self._ended: set[tuple[int, int]] = set()  # (pid, start_ticks): a zombie is not seen again
         self._ended_wchar = 0
         self._journal_names: set[str] = set()
+        # procs/, once it exists: its mtime read through a descriptor kept open
+        # (fstat), not its path (stat), each tick: ~20 us less of a cold tick here.
+        self._procs_fd = -1
         self._procs_mtime = -1  # procs/'s mtime at its last listing
         self._procs_mtime_ns = 0  # when that mtime was first seen (monotonic)
         self._procs_settled = False  # whether a listing started once it had stood PROCS_SETTLE_NS
@@ -186,6 +189,8 @@ class Sampler:
             os.close(self._samples_fd)
             os.close(self._sampled_fd)
             os.close(self._threads_fd)
+            if self._procs_fd >= 0:
+                os.close(self._procs_fd)
             self._samples_fd = self._sampled_fd = self._threads_fd = -1
 
     def status(self) -> SamplerStatus:
@@ -405,7 +410,9 @@ class Sampler:
     def _read_journal_names(self) -> None:
         """Note the journals started since the last tick (PID-CREATED_NS.events.jsonl)."""
         try:
-            mtime = os.stat(self._procs_dir).st_mtime_ns
+            if self._procs_fd < 0:
+                self._procs_fd = os.open(self._procs_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            mtime = os.fstat(self._procs_fd).st_mtime_ns
             now = time.monotonic_ns()
             if mtime != self._procs_mtime:
                 self._procs_mtime, self._procs_mtime_ns, self._procs_settled = mtime, now, False
@@ -414,7 +421,7 @@ class Sampler:
             else:
                 settle = PROCS_SETTLE_COARSE_NS if mtime % 1_000_000 == 0 else PROCS_SETTLE_NS
                 self._procs_settled = now - self._procs_mtime_ns >= settle
-            names = os.listdir(self._procs_dir)
+            names = os.listdir(self._procs_fd)
         except FileNotFoundError:
             return
         for name in names:
