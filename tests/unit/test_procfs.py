@@ -207,6 +207,29 @@ def test_the_tree_is_looked_at_again_only_once_a_pid_was_given_out(tmp_path):
     assert tree.pids() == [100, 101, 102]
 
 
+def test_threads_listed_again_only_once_a_pid_was_given_out_or_their_count_changed(tmp_path):
+    task = tmp_path / "proc/100/task"
+
+    def thread(tid):
+        (task / str(tid)).mkdir(parents=True, exist_ok=True)
+        (task / str(tid) / "stat").write_text(f"{tid} (t) S")
+
+    thread(100)
+    reader = procfs.TaskFiles(System(tmp_path), 100, "stat", keep_open=0)
+
+    def tids(given, threads):
+        return sorted(tid for tid, _ in reader.read(given, threads))
+
+    assert tids(b"7", 1) == ["100"]
+    assert tids(b"7", 1) == ["100"]  # listed once more: the last pid had not stood yet
+    thread(101)  # (no pid given out and the same count: cannot happen)
+    assert tids(b"7", 1) == ["100"]  # not listed
+    assert tids(b"7", 2) == ["100", "101"]  # another count
+    thread(102)
+    assert tids(b"9", 2) == ["100", "101", "102"]  # a pid given out
+    assert tids(None, 3) == ["100", "101", "102"]  # (unknown: listed)
+
+
 def test_tree_by_ppid_scan_without_children_files(tmp_path):
     for pid, ppid in ((1, 0), (2, 0), (100, 1), (101, 100), (102, 101), (200, 1), (201, 2)):
         write_process(tmp_path, pid, ppid=ppid)

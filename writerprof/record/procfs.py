@@ -184,14 +184,27 @@ class TaskFiles(_KeptFiles):
         super().__init__()
         self.base, self.name = system.path(f"/proc/{pid}/task/"), "/" + name
         self.keep_open = keep_open
+        self._tids: list[str] = []  # the last listing of the task directory
+        self._given: bytes | None = None  # the last pid given out before it (last_pid)
+        self._stood = False  # whether that last pid was the same at the listing before
 
-    def read(self) -> list[tuple[str, bytes]]:
-        """(tid, contents) of each thread whose file could be read; [] once the process is gone."""
-        try:
-            tids = os.listdir(self.base)
-        except OSError:
-            self.close()
-            return []
+    def read(self, given: bytes | None = None, threads: int = -1) -> list[tuple[str, bytes]]:
+        """(tid, contents) of each thread whose file could be read; [] once
+        the process is gone. given: /proc/loadavg's last pid, read before the
+        process's stat that counted its `threads`. A thread joins only by a
+        clone, which gives out a pid: where none was since the last listing
+        (nor just before it: see ProcessTree) and the count is as listed,
+        the threads are the ones listed, and the directory is not listed again."""
+        if given is not None and given == self._given and self._stood and threads == len(self._tids):
+            tids = self._tids
+        else:
+            try:
+                tids = os.listdir(self.base)
+            except OSError:
+                self.close()
+                return []
+            self._stood = given is not None and given == self._given
+            self._tids, self._given = tids, given
         found = []
         for tid in tids:
             data = self._read_kept(tid, len(self.fds) < self.keep_open)
@@ -348,6 +361,11 @@ class ProcessTree:
             found = self._look()
             self._last = (now, found)
             return found
+
+    @property
+    def last_pid(self) -> bytes | None:
+        """/proc/loadavg's last pid as the last look (or its skip) read it; None where unreadable."""
+        return self._last_pid
 
     def _look(self) -> list[int]:
         first = self._children(self.root)

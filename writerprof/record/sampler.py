@@ -347,7 +347,7 @@ class Sampler:
         reader = proc.thread_reader
         had = len(reader.fds)
         reader.keep_open = had + max(0, THREAD_FILES_OPEN - self._thread_files)  # what is left of the budget
-        read = reader.read()
+        read = reader.read(self._tree.last_pid, stat.threads)  # (the tree read its last pid before the stat)
         self._thread_files += len(reader.fds) - had
         known, now = proc.threads, {}
         for tid, data in read:
