@@ -72,7 +72,7 @@ PROCS_SETTLE_COARSE_NS = 2_000_000_000
 
 
 # Named tuples and a plain class, not dataclasses: dataclasses imports inspect,
-# ~6 ms of record's CPU before CMD starts.
+# ~6 ms of record's CPU before CMD starts (the summary's numpy imports it once CMD has ended).
 SamplerStatus = namedtuple("SamplerStatus", (
     "processes_seen",
     "alive",  # frozenset of pids

@@ -118,7 +118,8 @@ def run(output: Path | None, command: list[str], *, interval_ns: int, probes: li
 
 class Recorded:
     """How a recording went, as record() returns it once CMD has ended. (A
-    plain class: dataclasses imports inspect, ~6 ms of CPU before CMD starts.)"""
+    plain class: dataclasses imports inspect, ~6 ms of CPU before CMD starts;
+    the summary's numpy imports it once CMD has ended.)"""
 
     def __init__(self, exit_status: int):
         self.exit_status = exit_status  # CMD's, 128+N if signal N killed it

@@ -16,7 +16,8 @@ SPARSE_RATE_HZ = 10  # the rest: CMD, MPI ranks; and the writers after their sta
 DAEMON_RATE_HZ = 5
 BY_PROBE = "probe"  # StackOptions.by (and stacks.json's "by") when the probe takes the stacks
 
-# A named tuple, not a dataclass: dataclasses imports inspect (~6 ms of CPU before CMD starts).
+# A named tuple, not a dataclass: dataclasses imports inspect (~6 ms of CPU
+# before CMD starts; the summary's numpy imports it once CMD has ended).
 _Fields = namedtuple("StackOptions", ("enabled", "by", "rate_hz", "native", "idle", "nonblocking", "sparse_rate_hz",
                                       "busy_rate_hz"),
                      defaults=(True, BY_PROBE, RATE_HZ, False, True, True, SPARSE_RATE_HZ, None))
