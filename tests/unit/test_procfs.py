@@ -189,6 +189,47 @@ def test_a_tree_shared_gives_a_recent_look_to_who_asks_for_one(tmp_path):
     assert tree.pids() == [100, 101]
 
 
+def test_the_tree_is_looked_at_again_only_once_a_pid_was_given_out(tmp_path):
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc/loadavg").write_text("0.10 0.20 0.30 1/90 500\n")
+    write_process(tmp_path, 100, children={100: []})
+    tree = procfs.ProcessTree(System(tmp_path), 100)
+    assert tree.pids() == [100]
+    # A child whose pid was given out before the look above, linked to its parent after it: the look
+    # is made once more after the last pid stood still, and finds it.
+    write_process(tmp_path, 100, children={100: [101]})
+    write_process(tmp_path, 101, ppid=100, children={101: []})
+    assert tree.pids() == [100, 101]
+    write_process(tmp_path, 100, children={100: [101, 102]})  # (no pid given out: cannot happen)
+    assert tree.pids() == [100, 101]  # not looked at
+    (tmp_path / "proc/loadavg").write_text("0.10 0.20 0.30 1/91 502\n")
+    write_process(tmp_path, 102, ppid=100, children={102: []})
+    assert tree.pids() == [100, 101, 102]
+
+
+def test_threads_listed_again_only_once_a_pid_was_given_out_or_their_count_changed(tmp_path):
+    task = tmp_path / "proc/100/task"
+
+    def thread(tid):
+        (task / str(tid)).mkdir(parents=True, exist_ok=True)
+        (task / str(tid) / "stat").write_text(f"{tid} (t) S")
+
+    thread(100)
+    reader = procfs.TaskFiles(System(tmp_path), 100, "stat", keep_open=0)
+
+    def tids(given, threads):
+        return sorted(tid for tid, _ in reader.read(given, threads))
+
+    assert tids(b"7", 1) == ["100"]
+    assert tids(b"7", 1) == ["100"]  # listed once more: the last pid had not stood yet
+    thread(101)  # (no pid given out and the same count: cannot happen)
+    assert tids(b"7", 1) == ["100"]  # not listed
+    assert tids(b"7", 2) == ["100", "101"]  # another count
+    thread(102)
+    assert tids(b"9", 2) == ["100", "101", "102"]  # a pid given out
+    assert tids(None, 3) == ["100", "101", "102"]  # (unknown: listed)
+
+
 def test_tree_by_ppid_scan_without_children_files(tmp_path):
     for pid, ppid in ((1, 0), (2, 0), (100, 1), (101, 100), (102, 101), (200, 1), (201, 2)):
         write_process(tmp_path, pid, ppid=ppid)

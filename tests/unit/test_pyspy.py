@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from writerprof.record import pyspy as collection
+from writerprof.record import stackoptions
 from writerprof.record.system import System
 from writerprof.run import layout
 
@@ -75,7 +76,7 @@ def _record_with(tmp_path, target, body, monkeypatch, wait_s=0.0):
     monkeypatch.setenv(collection.PY_SPY_ENV, str(_fake(tmp_path, body)))
     monkeypatch.setattr(collection, "ptrace_problem", lambda system=None: None)
     said = []
-    recorder, outcome = collection.start(target.pid, tmp_path / "stacks", collection.StackOptions(), said.append)
+    recorder, outcome = collection.start(target.pid, tmp_path / "stacks", stackoptions.StackOptions(), said.append)
     time.sleep(wait_s)
     target.kill()
     target.wait()
@@ -109,7 +110,7 @@ def test_py_spy_output_is_compressed_and_indexed(tmp_path, target, monkeypatch):
     index = json.loads((tmp_path / "stacks" / layout.STACKS_INDEX).read_text())
     (segment,) = index["segments"]  # CMD's own py-spy: no --subprocesses, no py-spy for the whole tree
     assert segment["file"] == f"{target.pid}-000.raw.gz" and segment["errors"] == 2
-    assert segment["pid"] == target.pid and segment["rate_hz"] == collection.SPARSE_RATE_HZ
+    assert segment["pid"] == target.pid and segment["rate_hz"] == stackoptions.SPARSE_RATE_HZ
     assert segment["stage"] == "whole" and segment["cpu_s"] >= 0
     text = gzip.decompress((tmp_path / "stacks" / segment["file"]).read_bytes()).decode()
     assert text == f'process {target.pid}:"{" ".join(target.args)}";main (m.py:1);wait (m.py:2) 7\n'
@@ -120,9 +121,9 @@ def test_py_spy_output_is_compressed_and_indexed(tmp_path, target, monkeypatch):
 def test_missing_py_spy_and_no_stacks(tmp_path, monkeypatch):
     monkeypatch.setenv(collection.PY_SPY_ENV, str(tmp_path / "nowhere"))
     said = []
-    recorder, outcome = collection.start(os.getpid(), tmp_path, collection.StackOptions(), said.append)
+    recorder, outcome = collection.start(os.getpid(), tmp_path, stackoptions.StackOptions(), said.append)
     assert recorder is None and len(said) == 1 and said[0].startswith("py-spy not found")
-    recorder, outcome = collection.start(os.getpid(), tmp_path, collection.StackOptions(enabled=False), said.append)
+    recorder, outcome = collection.start(os.getpid(), tmp_path, stackoptions.StackOptions(enabled=False), said.append)
     assert recorder is None and len(said) == 1 and outcome["reason"] == "not requested (--no-stacks)"
 
 
@@ -149,7 +150,7 @@ def test_py_spy_that_could_write_nothing_on_a_full_disk(tmp_path, target, monkey
     body = 'echo "Error: No space left on device (os error 28)" >&2; exit 1'
     monkeypatch.setenv(collection.PY_SPY_ENV, str(_fake(tmp_path, body)))
     monkeypatch.setattr(collection, "ptrace_problem", lambda system=None: None)
-    recorder, _ = collection.start(target.pid, tmp_path / "stacks", collection.StackOptions(), print)
+    recorder, _ = collection.start(target.pid, tmp_path / "stacks", stackoptions.StackOptions(), print)
     time.sleep(0.3)
     target.kill()
     target.wait()
@@ -164,7 +165,7 @@ def test_no_py_spy_for_a_tree_without_python(tmp_path, monkeypatch):
     try:
         monkeypatch.setenv(collection.PY_SPY_ENV, str(_fake(tmp_path, f"echo x >> {tries}; exit 1")))
         monkeypatch.setattr(collection, "ptrace_problem", lambda system=None: None)
-        recorder, _ = collection.start(sleeper.pid, tmp_path / "stacks", collection.StackOptions(), print)
+        recorder, _ = collection.start(sleeper.pid, tmp_path / "stacks", stackoptions.StackOptions(), print)
         time.sleep(0.3)
     finally:
         sleeper.kill()
@@ -183,7 +184,7 @@ def test_a_journal_is_a_python_process_to_sample(tmp_path, monkeypatch):
     try:
         monkeypatch.setenv(collection.PY_SPY_ENV, str(_fake(tmp_path, f"echo x >> {tries}; exit 1")))
         monkeypatch.setattr(collection, "ptrace_problem", lambda system=None: None)
-        recorder, _ = collection.start(sleeper.pid, tmp_path / "stacks", collection.StackOptions(), print,
+        recorder, _ = collection.start(sleeper.pid, tmp_path / "stacks", stackoptions.StackOptions(), print,
                                        journals=journals)
         (journals / f"{sleeper.pid}-1.events.jsonl").write_text("")
         deadline = time.monotonic() + 10

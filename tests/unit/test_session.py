@@ -11,7 +11,7 @@ from writerprof.analysis.hooks import unmatched_probes
 from writerprof.errors import UsageError
 from writerprof.probes.writerprof_probe import format as journal
 from writerprof.record import session
-from writerprof.record.pyspy import StackOptions
+from writerprof.record.stackoptions import StackOptions
 from writerprof.run import directory, load
 
 
@@ -66,16 +66,17 @@ def test_an_interval_below_a_millisecond_is_a_usage_error(capsys):
 
 
 def test_what_went_wrong_with_a_recording_is_a_line_each():
-    done = session.Recorded(exit_status=0, incomplete=["samples end early: disk full"],
-                            outlived=[{"pid": 42, "cmdline": ["python", "-c", "a\nb"]}],
-                            sampler_ticks={"interval_ns": 1_000_000, "ticks": 10, "late": 4, "longest_ns": 7_500_000})
+    done = session.Recorded(exit_status=0)
+    done.incomplete = ["samples end early: disk full"]
+    done.outlived = [{"pid": 42, "cmdline": ["python", "-c", "a\nb"]}]
+    done.sampler_ticks = {"interval_ns": 1_000_000, "ticks": 10, "late": 4, "longest_ns": 7_500_000}
     assert done.warnings() == [
         "recording incomplete: samples end early: disk full",
         "the sampler fell behind its 1 ms interval: 4 of 10 ticks took longer (longest 7.5 ms): "
         "samples are further apart than asked",
         "pid 42 (python -c 'a\\nb') outlived CMD: still running when the recording ended, not waited for"]
-    on_time = session.Recorded(exit_status=0, sampler_ticks={"interval_ns": 1, "ticks": 100, "late": 9,
-                                                             "longest_ns": 2})
+    on_time = session.Recorded(exit_status=0)
+    on_time.sampler_ticks = {"interval_ns": 1, "ticks": 100, "late": 9, "longest_ns": 2}
     assert on_time.warnings() == []  # a late tick now and then is no note
 
 

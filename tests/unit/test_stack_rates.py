@@ -17,7 +17,7 @@ from pathlib import Path
 
 from test_run_load import write_meta
 from test_stacks import CHILD1, CHILD2, FIXTURE, MAIN, SERVER, SETTINGS, TRACKER, _journal
-from writerprof.record import pyspy, stackrate
+from writerprof.record import pyspy, stackoptions, stackrate
 from writerprof.record.system import System
 from writerprof.record.rawstacks import compress, process_chain
 from writerprof.run import layout, load
@@ -39,8 +39,8 @@ def test_processes_started_by_python_are_sampled_at_the_full_rate():
 
 
 def test_the_split_and_its_commands(tmp_path):
-    options = pyspy.StackOptions()
-    assert options.split and options.tree_rate_hz == pyspy.SPARSE_RATE_HZ < options.rate_hz == pyspy.RATE_HZ
+    options = stackoptions.StackOptions()
+    assert options.split and options.tree_rate_hz == stackoptions.SPARSE_RATE_HZ < options.rate_hz == stackoptions.RATE_HZ
     recorder = pyspy.StackRecorder(7, tmp_path, options, "py-spy", warn=print)
     sparse = recorder.command(Path("7-000.raw"), 7, options.tree_rate_hz)  # CMD, the daemons: one py-spy each
     assert sparse[sparse.index("--rate") + 1] == "10" and "--idle" in sparse
@@ -48,7 +48,7 @@ def test_the_split_and_its_commands(tmp_path):
     assert own[own.index("--pid") + 1] == "8" and own[own.index("--rate") + 1] == "100"
     assert "--subprocesses" not in own + sparse and "--nonblocking" in own
     # One rate for every process (rates equal, or py-spy pausing the processes).
-    for single in (pyspy.StackOptions(sparse_rate_hz=100), pyspy.StackOptions(nonblocking=False)):
+    for single in (stackoptions.StackOptions(sparse_rate_hz=100), stackoptions.StackOptions(nonblocking=False)):
         assert not single.split and single.tree_rate_hz == 100
 
 
@@ -162,7 +162,7 @@ def test_a_child_of_a_python_cmd_gets_its_own_py_spy(tmp_path, monkeypatch):
     monkeypatch.setenv(pyspy.PY_SPY_ENV, str(fake))
     monkeypatch.setattr(pyspy, "ptrace_problem", lambda system=None: None)
     cmd = subprocess.Popen([sys.executable, "-c", PARENT])
-    recorder, _ = pyspy.start(cmd.pid, tmp_path / "stacks", pyspy.StackOptions(), print)
+    recorder, _ = pyspy.start(cmd.pid, tmp_path / "stacks", stackoptions.StackOptions(), print)
     deadline = time.monotonic() + 20
     while len(recorder._spies) < 2 and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -186,7 +186,7 @@ def test_a_parent_s_later_children_are_sampled_at_the_sparse_rate(tmp_path, monk
     rate; the later ones, which re-run the same start-up, a sparse py-spy
     each for their whole life: a forkserver's writers (its command line)
     at the sparse rate, not at its daemon's."""
-    recorder = pyspy.StackRecorder(10, tmp_path, pyspy.StackOptions(), "py-spy", warn=print)
+    recorder = pyspy.StackRecorder(10, tmp_path, stackoptions.StackOptions(), "py-spy", warn=print)
     launched = []
     monkeypatch.setattr(recorder, "_launch", lambda pid, chain, rate, stage, *more: launched.append((rate, stage)))
     server = [(10, "python main.py"), (11, FORKSERVER)]
@@ -195,7 +195,7 @@ def test_a_parent_s_later_children_are_sampled_at_the_sparse_rate(tmp_path, monk
         recorder._begin(pid, server + [(pid, FORKSERVER)], 11, 1.0)
     recorder._begin(20, [(10, "python main.py"), (20, "python main.py")], 10, 1.0)  # CMD's own first child
     full, sparse = (100, pyspy.STARTUP), (10, pyspy.WHOLE)
-    assert launched == [(pyspy.DAEMON_RATE_HZ, pyspy.WHOLE)] + [full] * stackrate.FULL_RATE_STARTS + [sparse] * 2 + [full]
+    assert launched == [(stackoptions.DAEMON_RATE_HZ, pyspy.WHOLE)] + [full] * stackrate.FULL_RATE_STARTS + [sparse] * 2 + [full]
 
 
 def test_a_writer_full_rate_py_spy_gives_way_to_a_sparse_one_at_its_target_start(tmp_path, monkeypatch):
@@ -209,7 +209,7 @@ def test_a_writer_full_rate_py_spy_gives_way_to_a_sparse_one_at_its_target_start
     monkeypatch.setattr(pyspy, "ptrace_problem", lambda system=None: None)
     cmd = subprocess.Popen([sys.executable, "-c", PARENT.replace("0.6", "30")])
     try:
-        recorder, _ = pyspy.start(cmd.pid, tmp_path / "stacks", pyspy.StackOptions(), print, journals=journals)
+        recorder, _ = pyspy.start(cmd.pid, tmp_path / "stacks", stackoptions.StackOptions(), print, journals=journals)
         deadline = time.monotonic() + 20
         while len(recorder._spies) < 2 and time.monotonic() < deadline:
             time.sleep(0.02)

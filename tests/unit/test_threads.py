@@ -138,7 +138,7 @@ def test_a_process_that_did_not_run_costs_no_thread_read(tmp_path, monkeypatch):
     reads = []
     read = procfs.TaskFiles.read
     monkeypatch.setattr(procfs.TaskFiles, "read",
-                        lambda self: (self.name == "/stat" and reads.append(self.base)) or read(self))
+                        lambda self, *given: (self.name == "/stat" and reads.append(self.base)) or read(self, *given))
     same = IDLE_MAIN_BUSY_POOL[0]
     _, host_dir = record(tmp_path, [same, same, same])
     assert thread_records(host_dir)["tid"].tolist() == [MAIN]

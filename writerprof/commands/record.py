@@ -25,9 +25,9 @@ from pathlib import Path
 
 from writerprof.errors import UsageError
 from writerprof.probes.writerprof_probe import specs
-from writerprof.record import pyspy, session
-from writerprof.record.pyspy import StackOptions
-from writerprof.record.stackrate import FULL_RATE_STARTS
+from writerprof.record import session, stackoptions
+from writerprof.record.stackoptions import StackOptions
+from writerprof.probes.writerprof_probe.format import FULL_RATE_STARTS
 from writerprof.units import parse_duration
 
 
@@ -73,15 +73,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stacks-by", choices=("probe", "py-spy"), default=None,
                         help="who samples the Python stacks: the probe inside each process (default), or a py-spy "
                         "per process from outside (the default with --native or --busy-stack-rate)")
-    parser.add_argument("--stack-rate", type=_rate, default=pyspy.RATE_HZ, metavar="HZ",
+    parser.add_argument("--stack-rate", type=_rate, default=stackoptions.RATE_HZ, metavar="HZ",
                         help=f"stack samples per second of the first {FULL_RATE_STARTS} writers of each parent "
                         "(processes a Python process of CMD started) in their start-up "
-                        f"(default: {pyspy.RATE_HZ})")
-    parser.add_argument("--sparse-stack-rate", type=_rate, default=pyspy.SPARSE_RATE_HZ, metavar="HZ",
+                        f"(default: {stackoptions.RATE_HZ})")
+    parser.add_argument("--sparse-stack-rate", type=_rate, default=stackoptions.SPARSE_RATE_HZ, metavar="HZ",
                         help="stack samples per second of the rest (CMD, MPI ranks, later writers; "
-                        f"multiprocessing's daemons at {pyspy.DAEMON_RATE_HZ} at most) and of the writers after their "
+                        f"multiprocessing's daemons at {stackoptions.DAEMON_RATE_HZ} at most) and of the writers after their "
                         "start-up; at --stack-rate or above, every process is sampled at --stack-rate "
-                        f"(default: {pyspy.SPARSE_RATE_HZ})")
+                        f"(default: {stackoptions.SPARSE_RATE_HZ})")
     parser.add_argument("--busy-stack-rate", type=_rate, default=None, metavar="HZ",
                         help="py-spy's --stack-rate for a process that starts while the host's CPUs have under a "
                         "quarter of their time free (/proc/stat) (default: --stack-rate always)")

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from writerprof.probes.writerprof_probe import format as journal
-from writerprof.record.pyspy import DAEMON_RATE_HZ, StackOptions
+from writerprof.record.stackoptions import DAEMON_RATE_HZ, StackOptions
 from writerprof.run.layout import STACKS_INDEX
 
 

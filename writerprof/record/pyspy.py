@@ -113,66 +113,23 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from writerprof.probes.writerprof_probe import format as journal
 from writerprof.record import procfs
 from writerprof.record.ptrace import FIX, PY_SPY_ENV, find_py_spy, ptrace_problem, py_spy_version, read_problem
 from writerprof.record.rawstacks import compress, keep_whole_lines, process_chain
+from writerprof.record.stackoptions import DAEMON_RATE_HZ, StackOptions
 from writerprof.record.stackrate import FULL_RATE_STARTS, FreeCpu, StartupEnd, adapted_rate, full_rate, is_daemon
 from writerprof.record.system import HOST
 
-RATE_HZ = 100  # the writers' (processes started by a Python process of the tree)
-SPARSE_RATE_HZ = 10  # the rest: CMD, MPI ranks; and the writers after their start-up
-# multiprocessing's daemons (forkserver, resource tracker) wait on a socket or
-# a pipe all their life: a few samples say so (each costs ~0.3 ms of py-spy
-# here however shallow the stack: 0.06 CPU s of a 24 s run each at 10 Hz; at
-# 2 Hz a run of 2 s had too few for the resource tracker's frames, once).
-DAEMON_RATE_HZ = 5
 _RETRY_S = 0.5  # between py-spy's attempts to find a Python process in CMD's tree
 _CHILDREN_S = 0.05  # between looks at CMD's tree for new processes and ended py-spys
 _FLUSH_WAIT_S = 1.0  # for py-spy to notice CMD's end and write its file, before SIGINT
 _KILL_WAIT_S = 10.0  # after SIGINT, before SIGKILL
 _NO_PYTHON = "No python processes found"
 _PERMISSION = ("Permission Denied", "Operation not permitted", "permission denied", "EPERM")
-
-
-BY_PROBE = "probe"  # StackOptions.by (and stacks.json's "by") when the probe takes the stacks
-
-
-@dataclass(frozen=True)
-class StackOptions:
-    """How record samples stacks (see the module's docstring for why idle and
-    nonblocking are on)."""
-
-    enabled: bool = True
-    by: str = BY_PROBE  # who samples: the probe in each process (probestacks), or "py-spy" (this module)
-    rate_hz: int = RATE_HZ
-    native: bool = False
-    idle: bool = True
-    nonblocking: bool = True
-    sparse_rate_hz: int = SPARSE_RATE_HZ
-    busy_rate_hz: int | None = None  # the full rate while the CPUs are busy (None: rate_hz always)
-
-    def settings(self) -> dict:
-        return asdict(self)
-
-    @property
-    def by_probe(self) -> bool:
-        """Whether the probe takes the stacks (writerprof.record.probestacks), not py-spy."""
-        return self.enabled and self.by == BY_PROBE
-
-    @property
-    def split(self) -> bool:
-        """Whether the writers have py-spys of their own at rate_hz, the tree's
-        at sparse_rate_hz (see the module's docstring). Only non-blocking: two
-        py-spys that pause a process would stand in each other's way."""
-        return self.nonblocking and self.sparse_rate_hz < self.rate_hz
-
-    @property
-    def tree_rate_hz(self) -> int:
-        return self.sparse_rate_hz if self.split else self.rate_hz
 
 
 @dataclass

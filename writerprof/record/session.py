@@ -26,7 +26,6 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import writerprof.probes
@@ -37,8 +36,8 @@ from writerprof.errors import UsageError, WriterprofError
 from writerprof.probes.writerprof_probe import format as journal_format
 from writerprof.probes.writerprof_probe import identity
 from writerprof.probes.writerprof_probe.format import host_name
-from writerprof.record import probestacks, procfs, pyspy, topology
-from writerprof.record.pyspy import StackOptions
+from writerprof.record import probestacks, procfs, topology
+from writerprof.record.stackoptions import BY_PROBE, StackOptions
 from writerprof.record.sampler import Sampler, journaled_by
 from writerprof.record.system import HOST
 from writerprof.run import RunDirectoryError, directory, layout
@@ -117,19 +116,21 @@ def run(output: Path | None, command: list[str], *, interval_ns: int, probes: li
     return recorded.exit_status
 
 
-@dataclass
 class Recorded:
-    """How a recording went, as record() returns it once CMD has ended."""
+    """How a recording went, as record() returns it once CMD has ended. (A
+    plain class: dataclasses imports inspect, ~6 ms of CPU before CMD starts;
+    the summary's numpy imports it once CMD has ended.)"""
 
-    exit_status: int  # CMD's, 128+N if signal N killed it
-    signals: list[int] = field(default_factory=list)  # SIGINT/SIGTERM that record passed on to CMD
-    killed_by: int | None = None  # the signal that ended CMD, if one did
-    notes: list[str] = field(default_factory=list)  # py-spy's one-liners, held while CMD ran
-    incomplete: list[str] = field(default_factory=list)  # what the run directory lacks, and why
-    outlived: list[dict] = field(default_factory=list)  # processes still running after CMD ended
-    sampler_ticks: dict | None = None  # the sampler thread's timing (Sampler.timing())
-    cmd_usage: resource.struct_rusage | None = None  # CMD's (and its waited-for descendants'), from wait4
-    stacks_threads_s: float = 0.0  # the CPU seconds of record's thread that drives py-spy (StackRecorder)
+    def __init__(self, exit_status: int):
+        self.exit_status = exit_status  # CMD's, 128+N if signal N killed it
+        self.signals: list[int] = []  # SIGINT/SIGTERM that record passed on to CMD
+        self.killed_by: int | None = None  # the signal that ended CMD, if one did
+        self.notes: list[str] = []  # py-spy's one-liners, held while CMD ran
+        self.incomplete: list[str] = []  # what the run directory lacks, and why
+        self.outlived: list[dict] = []  # processes still running after CMD ended
+        self.sampler_ticks: dict | None = None  # the sampler thread's timing (Sampler.timing())
+        self.cmd_usage: resource.struct_rusage | None = None  # CMD's (and its waited-for descendants'), from wait4
+        self.stacks_threads_s = 0.0  # the CPU seconds of record's thread that drives py-spy (StackRecorder)
 
     def warnings(self) -> list[str]:
         """What went wrong with the recording itself, a line each."""
@@ -241,6 +242,8 @@ def _follow(child: subprocess.Popen, run_dir: Path, host: str, interval_ns: int,
         if stacks.by_probe:
             stacks_taken = _probe_index(run_dir, host, stacks, recorded)
         else:
+            from writerprof.record import pyspy  # (py-spy's driver, and ctypes for ptrace, only where it is used)
+
             stack_recorder, stacks_taken = pyspy.start(
                 child.pid, layout.stacks_dir(run_dir, host), stacks,
                 warn=lambda line: recorded.notes.append(f"no stacks: {line}"), journals=procs, tree=tree)
@@ -444,7 +447,7 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
     if len(problems) > 5:
         lines.append(f"    ... and {len(problems) - 5} more")
     taken = recorded.meta.get("stacks") or {}
-    if taken.get("taken") and taken.get("by") == pyspy.BY_PROBE:
+    if taken.get("taken") and taken.get("by") == BY_PROBE:
         lines.append(f"  stacks           {taken.get('samples', 0)} samples by the probe in "
                      f"{taken.get('processes', 0)} processes: the first {journal_format.FULL_RATE_STARTS} writers of each parent "
                      f"at {taken.get('rate_hz')} Hz in start-up, the rest at {taken.get('tree_rate_hz')} Hz or less "

@@ -21,7 +21,7 @@ def create(path: Path | None, command: list[str], *, interval_ns: int, sampler: 
            probes: list[str], env: dict, what_if: dict | None = None, stacks: dict | None = None) -> Path:
     """A new run directory with run.json (still recording) and this host's procs/.
     what_if: the probe's what-if switches this run was recorded with (contrast);
-    stacks: the stack sampler's settings (writerprof.record.pyspy.StackOptions.settings(),
+    stacks: the stack sampler's settings (writerprof.record.stackoptions.StackOptions.settings(),
     completed by record with what was taken)."""
     path = _new_default() if path is None else claim(Path(path))
     host = host_name()

@@ -80,7 +80,7 @@ STACKS_SUFFIX = ".raw"  # py-spy's own file; STACKS_SUFFIX + ".gz" once record h
 # signal N), ended_by ("exit" | "signal" | "not_started"), signal (name or
 # null), interval_ns, sampler (bool), probes (added specs), env (allow-listed),
 # what_if (the probe's what-if variables set for CMD by contrast: name -> value),
-# stacks (null in runs that predate it; else writerprof.record.pyspy.StackOptions's
+# stacks (null in runs that predate it; else writerprof.record.stackoptions.StackOptions's
 # settings: enabled, rate_hz, native, idle, nonblocking, sparse_rate_hz; and
 # once recorded: taken (bool), reason (why none were taken, else null), py_spy
 # (version), segments, samples, tree_rate_hz, full_rate_processes,
