@@ -19,9 +19,9 @@ SCHEMA = "writerprof.summary/1"
 # Of a big run's chunk records, the share whose saves (the parts, hostwise.parts,
 # whose end is nearest it) a forked child finds while this process makes the
 # process table and finds the rest's: about as long each. At 1M chunks (parts
-# of 23, 23, 23, 23 and 6%) 70% took 1.07-1.22 CPU s beside 1.14-1.25, 94%
-# 1.34-1.45 beside 0.76-0.84.
-CHILD_SHARE = 0.7
+# of 23, 23, 23, 23 and 6%) 69% took 1.05-1.18 CPU s beside 1.54-1.75 (the
+# table has grown), 92% 1.37-1.39 beside 1.30-1.34.
+CHILD_SHARE = 0.9
 
 
 def summarize(run) -> Summary:
@@ -44,15 +44,17 @@ def summarize(run) -> Summary:
                           "cpus": len(topology.cpu_nodes(t)), "cpu_model": t.get("cpu_model")}
                    for host, t in run.topology.items()}
 
+    def diagnosed():
+        return diagnoses.diagnose(run, procs, found), groups.process_groups(procs), groups.save_indices(found)
+
     def plotted():
         return (placement.buffer_placement(run, procs, found), affinity.affinity(run, procs, found, offsets),
-                timeline.chunk_timeline(run, idx, procs, found, offsets), numa_activity.numa_activity(run, procs, found),
-                groups.process_groups(procs), groups.save_indices(found))
+                timeline.chunk_timeline(run, idx, procs, found, offsets), numa_activity.numa_activity(run, procs, found))
 
-    # The diagnoses forked on a big run, beside the rest: about as long, with
-    # the fork's cost (1M chunks: the diagnoses 0.25 CPU s, the rest 0.45).
-    found_diagnoses, (buffers_placed, affinities, chunk_timeline, numa, process_groups, save_indices) = (
-        forked.beside if big else forked.in_turn)(lambda: diagnoses.diagnose(run, procs, found), plotted)
+    # The diagnoses and the groups' rows forked on a big run, beside the rest:
+    # about as long, with the fork's cost (1M chunks: the child 0.37 CPU s, this process 0.35).
+    (found_diagnoses, process_groups, save_indices), (buffers_placed, affinities, chunk_timeline, numa) = (
+        forked.beside if big else forked.in_turn)(diagnosed, plotted)
     return {
         "schema": SCHEMA,
         "run": {
