@@ -17,11 +17,13 @@ from writerprof.run import topology
 
 SCHEMA = "writerprof.summary/1"
 # Of a big run's chunk records, the share whose saves (the parts, hostwise.parts,
-# whose end is nearest it) a forked child finds while this process makes the
-# process table and finds the rest's: about as long each. At 1M chunks (parts
-# of 23, 23, 23, 23 and 6%) 70% took 1.07-1.22 CPU s beside 1.14-1.25, 94%
-# 1.34-1.45 beside 0.76-0.84.
-CHILD_SHARE = 0.7
+# up to the first whose end reaches it) a forked child finds while this
+# process makes the process table and finds the rest's: about as long each.
+# CPU s of the child and this process, 1M chunks (parts ending at 23, 47,
+# 70, 94 and 100%): 70% 1.05-1.18 and 1.50-1.75, 94% 1.37-1.39 and
+# 1.30-1.34; 10M (43 parts): 70% 6.5 and 7.8, 75% 7.0 and 7.9, 82% 8.1 and
+# 6.6, 90% 8.5 and 6.4.
+CHILD_SHARE = 0.78
 
 
 def summarize(run) -> Summary:
@@ -44,17 +46,17 @@ def summarize(run) -> Summary:
                           "cpus": len(topology.cpu_nodes(t)), "cpu_model": t.get("cpu_model")}
                    for host, t in run.topology.items()}
 
-    def diagnosed():
-        return diagnoses.diagnose(run, procs, found), placement.buffer_placement(run, procs, found)
-
     def plotted():
-        return (affinity.affinity(run, procs, found, offsets), timeline.chunk_timeline(run, idx, procs, found, offsets),
-                numa_activity.numa_activity(run, procs, found), groups.process_groups(procs),
-                groups.save_indices(found))
+        return (placement.buffer_placement(run, procs, found), affinity.affinity(run, procs, found, offsets),
+                timeline.chunk_timeline(run, idx, procs, found, offsets), numa_activity.numa_activity(run, procs, found),
+                groups.process_groups(procs), groups.save_indices(found))
 
-    # The diagnoses and the buffers' placement (about half of what is left) forked on a big run, beside the rest.
-    (found_diagnoses, buffers_placed), (affinities, chunk_timeline, numa, process_groups, save_indices) = (
-        forked.beside if big else forked.in_turn)(diagnosed, plotted)
+    # The diagnoses forked on a big run, beside the rest (CPU s of the child
+    # and this process, 1M chunks: 0.29 and 0.43, 10M: 1.0-1.2 and 0.7-1.0;
+    # with the groups' rows in the child 0.37 and 0.37, 1.6 and 0.9; with the
+    # buffers' placement 0.46 and 0.28, 1.25 and 0.7).
+    found_diagnoses, (buffers_placed, affinities, chunk_timeline, numa, process_groups, save_indices) = (
+        forked.beside if big else forked.in_turn)(lambda: diagnoses.diagnose(run, procs, found), plotted)
     return {
         "schema": SCHEMA,
         "run": {
@@ -99,7 +101,7 @@ def _saves_and_processes(run, idx, parts) -> tuple[list[dict], list[dict]]:
         found, procs = saves.find(run, idx), processes.table(run, idx)
     else:
         ends = idx.chunk_bounds[[stop for _, stop in parts]]  # records up to each part's end
-        cut = min(len(parts) - 1, int(np.abs(ends - CHILD_SHARE * ends[-1]).argmin()) + 1)
+        cut = min(len(parts) - 1, int(np.searchsorted(ends, CHILD_SHARE * ends[-1])) + 1)
 
         def here():
             return processes.table(run, idx), saves.in_parts(run, idx, parts[cut:])

@@ -52,10 +52,10 @@ EVENTS_DTYPE = np.dtype([
 ])
 
 # Journals of this many bytes of events or more are read partly in a forked
-# worker (see _events_by_host): the fork and the results' trip back cost
+# worker (see _by_host): the fork and the results' trip back cost
 # tens of ms, repaid from a few MB of JSON on.
 PARALLEL_BYTES = 16 << 20
-WORKER_SHARE = 0.6
+WORKER_SHARE = 0.5
 
 # Chunks whose phase code their process never named; not a word, so no
 # spec's phase can have this name.
@@ -159,14 +159,14 @@ def _load(path: Path) -> Run:
     topology, sampled, journals = {}, [], []
     sample_files, thread_files = [], []  # (host_index, path, complete records, window)
     listings = [_journal_names(hosts_root / host / layout.PROCS_DIR) for host in hosts]
-    read_events = _events_by_host(path, listings)
-    for host_index, (host, listing, events_read) in enumerate(zip(hosts, listings, read_events)):
+    read_hosts = _by_host(path, [str(hosts_root / host / layout.SAMPLED_FILE) for host in hosts], listings)
+    for host_index, (host, listing, (events_read, host_sampled, sampled_losses)) in enumerate(
+            zip(hosts, listings, read_hosts)):
         host_dir = hosts_root / host
         snapshot = _topology(path, host_dir / layout.TOPOLOGY_FILE, losses)
         if snapshot is not None:
             topology[host] = snapshot
-        host_sampled = _read_jsonl(path, host_dir / layout.SAMPLED_FILE, "sampler", losses,
-                                   fields.clean_sampled_records)
+        losses += sampled_losses
         agent_error = host_dir / layout.AGENT_ERROR_FILE
         if agent_error.exists():
             try:
@@ -248,17 +248,11 @@ def _topology(root: Path, file: Path, losses: list[str]) -> dict | None:
     return snapshot
 
 
-def _read_jsonl(root: Path, file: Path, writer: str, losses: list[str], clean) -> list[dict]:
-    """The complete, readable records of a JSON-lines file; [] if it is
-    missing. clean([parsed]) -> [(the readable dicts, fields left out)], in place."""
-    (records, lost), = _read_jsonl_files(root, [file], writer, clean)
-    losses += lost
-    return records
-
-
 def _read_jsonl_files(root: Path, files: list[str | Path], writer: str, clean) -> list[tuple[list[dict], list[str]]]:
-    """Per file, as _read_jsonl: its records and its loss lines; cleaned all
-    at once (a field over every file's records of a kind: see fields)."""
+    """Per JSON-lines file, its complete, readable records ([] if it is
+    missing) and its loss lines; clean([parsed]) -> [(the readable dicts,
+    fields left out)], in place, all files at once (a field over every
+    file's records of a kind: see fields)."""
     read = [_jsonl_text(root, file, writer) for file in files]
     parsed = _parse_texts([text for text, _ in read])
     out = []
@@ -356,30 +350,33 @@ def _journal_names(procs: Path) -> tuple[str, set[str], list[str]]:
     return os.path.join(procs, ""), names, bases
 
 
-def _events_by_host(root: Path, listings: list[tuple[str, set[str], list[str]]]):
-    """Per host (listings[h]: _journal_names of its procs/), in order, what
-    _read_host makes of its journals. Of a run with journals enough to pay
-    for a fork, and a CPU to spare, the last hosts' (WORKER_SHARE of the
-    bytes) are read by a forked worker while this process reads the first
-    hosts' and does the rest of each host's loading. The worker's lists of
-    dicts come back marshalled: made here in half the time parsing and
-    checking them takes, and marshal.dumps takes a fifth of pickle's."""
+def _by_host(root: Path, sampled: list[str], listings: list[tuple[str, set[str], list[str]]]):
+    """Per host (sampled[h]: its sampled.jsonl, listings[h]: _journal_names
+    of its procs/), in order, what _read_host makes of its files. Of a run
+    with journals enough to pay for a fork, and a CPU to spare, the last
+    hosts' (WORKER_SHARE of the journals' bytes) are read by a forked worker
+    while this process reads the first hosts' and does the rest of each
+    host's loading. The worker's lists of dicts come back marshalled: made
+    here in half the time parsing and checking them takes, and marshal.dumps
+    takes a fifth of pickle's."""
     read = partial(_read_host, root)
     split = _worker_split([[at + base + journal.EVENTS_SUFFIX for base in bases] for at, _, bases in listings])
-    worker = forked.fork(lambda: marshal.dumps(list(map(read, listings[split:])))) if split < len(listings) else None
+    worker = forked.fork(lambda: marshal.dumps(list(map(read, sampled[split:], listings[split:])))) if (
+        split < len(listings)) else None
     try:
-        yield from map(read, listings[:split])
+        yield from map(read, sampled[:split], listings[:split])
         done, worker = forked.collect(*worker, loads=marshal.loads) if worker else None, None
-        yield from done if done is not None else map(read, listings[split:])
+        yield from done if done is not None else map(read, sampled[split:], listings[split:])
     finally:
         if worker:  # the caller failed
             forked.discard(*worker)
 
 
-def _read_host(root: Path, listing: tuple[str, set[str], list[str]]) -> list[tuple[list[dict], list[str], list]]:
-    """Per journal of a host's procs/ (listing: _journal_names), its events
-    (_read_jsonl_files), the loss lines of reading its files, and its SHM
-    and PLACEMENT records (shm.read)."""
+def _read_host(root: Path, sampled: str, listing: tuple[str, set[str], list[str]]):
+    """A host's files read: per journal of its procs/ (listing:
+    _journal_names), its events (_read_jsonl_files), the loss lines of
+    reading its files, and its SHM and PLACEMENT records (shm.read); its
+    sampler's records (sampled: its sampled.jsonl) and their loss lines."""
     at, names, bases = listing
     events = _read_jsonl_files(root, [at + base + journal.EVENTS_SUFFIX for base in bases], "target",
                                fields.clean_events)
@@ -387,7 +384,8 @@ def _read_host(root: Path, listing: tuple[str, set[str], list[str]]) -> list[tup
     for base, (records, losses) in zip(bases, events):
         binary, lost = shm.read(root, at, base, names)
         out.append((records, losses + lost, binary))
-    return out
+    (records, losses), = _read_jsonl_files(root, [sampled], "sampler", fields.clean_sampled_records)
+    return out, records, losses
 
 
 def _worker_split(files: list[list[str]]) -> int:
