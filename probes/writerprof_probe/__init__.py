@@ -14,13 +14,15 @@ import os
 import sys
 import time
 
-from . import calls, format, identity, imports, lifecycle, osio, specs
-from .format import FORCE_ENV, LAUNCH_HOST_ENV, MITIGATE_ENV, PROBES_ENV, RUN_ENV, STACKS_ENV
-from .journal import Journal
-
 
 def activate(started_ns=None):
     # Long because the identity line is wide and every hook is installed in its order here.
+    # Its modules imported here, not by the package: writerprof imports the
+    # probe's format and identity (through this package) and needs none of them.
+    from . import calls, format, identity, imports, lifecycle, osio, specs
+    from .format import FORCE_ENV, LAUNCH_HOST_ENV, MITIGATE_ENV, PROBES_ENV, RUN_ENV, STACKS_ENV
+    from .journal import Journal
+
     started_ns = started_ns or time.monotonic_ns()
     run = os.environ[RUN_ENV]
     host = format.host_name()

@@ -24,7 +24,7 @@ def maybe_start(journal, run, host):
         import subprocess  # only here, once a host: it costs start-up
 
         env = {k: v for k, v in os.environ.items() if not k.startswith("WRITERPROF_") and k != "PYTHONPATH"}
-        interval = os.environ.get(format.INTERVAL_ENV, "50000000")
+        interval = os.environ.get(format.INTERVAL_ENV, "100000000")
         argv = [python, "-m", "writerprof.record.agent", os.path.abspath(run), host, interval, str(os.getpid())]
         if not os.path.exists(python):
             raise OSError("no interpreter %s on this host" % python)

@@ -65,7 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", type=Path, metavar="RUN",
                         help="run directory, new or empty (default: writerprof-YYYYmmdd-HHMMSS here)")
     parser.add_argument("--interval", type=_interval, default=session.INTERVAL_NS,
-                        metavar="TIME", help="sampling interval, 1ms or longer (default: 50ms)")
+                        metavar="TIME", help="sampling interval, 1ms or longer (default: 100ms)")
     parser.add_argument("--probe", action="append", default=[], metavar="MODULE:QUALNAME=PHASE",
                         help="also time this callable as PHASE (repeatable)")
     parser.add_argument("--no-sampler", action="store_true",

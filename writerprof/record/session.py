@@ -44,7 +44,11 @@ from writerprof.run import RunDirectoryError, directory, layout
 from writerprof.units import format_size, parse_duration
 
 PROBE_DIR = os.path.dirname(os.path.abspath(writerprof.probes.__file__))
-INTERVAL_NS = parse_duration("50ms")  # the default sampling interval
+# The default sampling interval. A tick costs ~0.5-0.7 ms of CPU on this
+# project's 2-CPU VM whatever it reads (sampler.py: mostly its code and the
+# kernel's being cold after the sleep): at 50 ms that was ~1.5% of a CPU, at
+# 100 ms it is half that, and a second-long save still has ~10 samples.
+INTERVAL_NS = parse_duration("100ms")
 MIN_INTERVAL_NS = parse_duration("1ms")  # below it the sampler thread takes a CPU of its own
 # After CMD's end, how long the processes it leaves (the resource tracker, a
 # forkserver) have to end before they count as having outlived it.
