@@ -6,9 +6,10 @@ Every Python process of a recorded command pays for what runs here, so
 start-up does only what every process needs: the identity line, the os
 hooks, the exit and fork handlers, the stack sampler's thread if record
 asked for one, and import hooks that wait. The
-multiprocessing and shared-memory hooks (mp, mitigate, shm, numa) are
-imported and installed when the target first imports multiprocessing; the
-sampler agent's module only on a host that needs one."""
+multiprocessing hooks (mp) are imported and installed when the target first
+imports multiprocessing, the shared-memory ones (shm, numa) when it imports
+multiprocessing.shared_memory, the what-ifs (mitigate) only where one is
+asked for; the sampler agent's module only on a host that needs one."""
 
 import os
 import sys
@@ -73,14 +74,22 @@ def activate(started_ns=None):
             # Right after the package's own module ran: its submodules that it
             # imported are hooked at once, the others when they are imported.
             try:
-                from . import mp, shm
+                from . import mp
 
                 mp.install(journal, hook_status, forced, mitigations)
-                shm.install(journal, hook_status)
             except Exception as exc:  # inside the target's import: never its problem
                 hook_status("multiprocessing", "failed", "%s: %s" % (type(exc).__name__, exc))
 
+        def shared_memory_hooks(module):
+            try:
+                from . import shm
+
+                shm.install(journal, hook_status)  # (applied at once: the module is there)
+            except Exception as exc:
+                hook_status("multiprocessing.shared_memory", "failed", "%s: %s" % (type(exc).__name__, exc))
+
         imports.when_imported("multiprocessing", multiprocessing_hooks)
+        imports.when_imported("multiprocessing.shared_memory", shared_memory_hooks)
         added = [line.strip() for line in os.environ.get(PROBES_ENV, "").splitlines() if line.strip()]
         for spec in specs.BUILT_IN + tuple(added):
             try:

@@ -5,7 +5,9 @@ a writer's loop) or exit. Readings of one buffer taken in one process, or
 with all its pages mapped, compare: pages that left a node between them were
 moved (automatic NUMA balancing, migrate_pages)."""
 
-from . import calls, imports, lifecycle, mitigate
+import sys
+
+from . import calls, imports, lifecycle
 
 _numa = None
 
@@ -85,7 +87,8 @@ def _opened(shm, create):
     _open[index] = shm
     calls.shm_index[id(shm._mmap)] = index
     journal.buffer_event("shm", op="create" if create else "attach", **fields)
-    if create and "first-touch" in mitigate.active:
+    mitigate = sys.modules.get(__package__ + ".mitigate")  # (imported only where a mitigation is asked for: mp.py)
+    if create and mitigate is not None and "first-touch" in mitigate.active:
         mitigate.first_touch(shm)  # before anyone touches it; the reading below shows where it put the pages
     _placement(index, "create" if create else "attach")
 

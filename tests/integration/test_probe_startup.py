@@ -73,6 +73,17 @@ def test_multiprocessing_hooks_come_up_with_multiprocessing(tmp_path, python):
     assert not [e for e in kinds(events, "hook") if e["status"] == "failed"]
 
 
+def test_the_shared_memory_and_what_if_hooks_wait_for_their_use(tmp_path):
+    python = INTERPRETERS["current"]
+    run = tmp_path / "run"
+    run.mkdir()
+    loaded = _modules(python, "import multiprocessing; " + SHOW_MODULES, _env(run))
+    assert "writerprof_probe.mp" in loaded
+    assert not loaded & {"writerprof_probe.shm", "writerprof_probe.numa", "writerprof_probe.mitigate"}
+    asked = dict(_env(run), WRITERPROF_MITIGATE="pin")
+    assert "writerprof_probe.mitigate" in _modules(python, "import multiprocessing; " + SHOW_MODULES, asked)
+
+
 def test_inert_probe_loads_nothing_of_its_own(tmp_path):
     python = INTERPRETERS["current"]
     added = _modules(python, SHOW_MODULES, _env("")) - _modules(python, SHOW_MODULES, _env())
