@@ -102,15 +102,21 @@ def test_identity_line_is_json_the_loader_reads(tmp_path):
     assert first["env"]["SLURM_JOB_NAME"] == "caf\udce9 \"job\""
 
 
-@pytest.mark.parametrize("python", sorted(INTERPRETERS))
-def test_bytecode_is_written_once_under_dont_write_bytecode(tmp_path, python):
-    # A copy of the probe with no bytecode: the first probed process writes
-    # it for its interpreter; a second one finds it fresh and writes nothing.
+def _probe_copy(tmp_path, **env):
+    """A copy of the probe with no bytecode, and the environment of a process it probes."""
     probes = tmp_path / "probes"
     shutil.copytree(PROBE_DIR, probes, ignore=shutil.ignore_patterns("__pycache__"))
     run = tmp_path / "run"
     run.mkdir()
-    env = dict(_env(run), PYTHONPATH=str(probes), PYTHONDONTWRITEBYTECODE="1")
+    env = {**_env(run), "PYTHONPATH": str(probes), **env}
+    return probes, {k: v for k, v in env.items() if v is not None}
+
+
+@pytest.mark.parametrize("python", sorted(INTERPRETERS))
+def test_bytecode_is_written_once_under_dont_write_bytecode(tmp_path, python):
+    # The first probed process writes the probe's bytecode for its
+    # interpreter; a second one finds it fresh and writes nothing.
+    probes, env = _probe_copy(tmp_path, PYTHONDONTWRITEBYTECODE="1")
     subprocess.run([INTERPRETERS[python], "-c", "pass"], env=env, check=True, timeout=60)
     written = {p: p.stat().st_mtime_ns for p in probes.rglob("*.pyc")}
     sources = list(probes.glob("*.py")) + list(probes.glob("writerprof_probe/*.py"))
@@ -130,12 +136,7 @@ LOADERS = ("import sys; print(' '.join('%s=%s' % (n, type(m.__loader__).__name__
 
 @pytest.mark.parametrize("python", sorted(INTERPRETERS))
 def test_the_probe_loads_from_its_bytecode_only_where_it_is_current(tmp_path, python):
-    probes = tmp_path / "probes"
-    shutil.copytree(PROBE_DIR, probes, ignore=shutil.ignore_patterns("__pycache__"))
-    run = tmp_path / "run"
-    run.mkdir()
-    env = dict(_env(run), PYTHONPATH=str(probes))
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    probes, env = _probe_copy(tmp_path, PYTHONDONTWRITEBYTECODE=None)
 
     def loaders():
         return dict(pair.split("=") for pair in _modules(INTERPRETERS[python], LOADERS, env))
