@@ -39,6 +39,7 @@ depths, seconds = [int(d) for d in sys.argv[2].split(",")], float(sys.argv[3])
 
 class Journal:
     on_next_event = None
+    run, host = "/nonexistent-run", "h"  # (a writer's first_start: one of the first where unwritable)
     def replace(self, suffix, data):
         return True
 
@@ -69,7 +70,7 @@ me = threading.get_ident()
 for depth in depths:
     for n in (1, 3):
         go, started = park(n, depth, "s%d_%d" % (depth, n))
-        sampler = stacks._Sampler(Journal(), (100, 10, 5), {"role": "main"})
+        sampler = stacks._Sampler(Journal(), (100, 10, 5), {"role": "main", "ppid": 1})
         sampler.sample(me, 1.0)  # the names looked up once
         rounds = []
         for _ in range(5):
@@ -80,13 +81,13 @@ for depth in depths:
         out["sample"]["%d x %d" % (n, depth)] = statistics.median(rounds)
         unpark(go, started)
     go, started = park(3, depth, "f%d" % depth)
-    sampler = stacks._Sampler(Journal(), (100, 10, 5), {"role": "main"})
+    sampler = stacks._Sampler(Journal(), (100, 10, 5), {"role": "main", "ppid": 1})
     t = time.thread_time_ns()
     sampler.sample(me, 1.0)
     out["first"]["3 x %d" % depth] = (time.thread_time_ns() - t) / 1e3
     unpark(go, started)
 for rate, role in ((100, "fork_child"), (10, "main")):
-    sampler = stacks._Sampler(Journal(), (100, 10, 5), {"role": role})
+    sampler = stacks._Sampler(Journal(), (100, 10, 5), {"role": role, "ppid": 1})
     sampler.full_until = time.monotonic_ns() + int(seconds * 1e9) * (rate == 100)
     sampler.start()
     r, w = os.pipe()
