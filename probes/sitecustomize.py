@@ -23,7 +23,7 @@ def _install_bytecode():
     try:
         import marshal
         from _frozen_importlib import ModuleSpec
-        from _frozen_importlib_external import MAGIC_NUMBER, SourceFileLoader
+        from _frozen_importlib_external import MAGIC_NUMBER, SourceFileLoader, cache_from_source
     except ImportError:  # not CPython
         return
     if sys.implementation.cache_tag is None or getattr(sys, "pycache_prefix", None) is not None:
@@ -32,8 +32,6 @@ def _install_bytecode():
     # Bound now, and no os.path.join: a call the probe hooks later (a --probe
     # spec on posixpath:join) must not count the probe's own imports.
     stat, read = os.stat, open
-    optimize = sys.flags.optimize
-    suffix = ".%s%s" % (sys.implementation.cache_tag, ".opt-%d.pyc" % optimize if optimize else ".pyc")
 
     class Loader(SourceFileLoader):  # the import system's, for bytecode already read and checked
         def exec_module(self, module):
@@ -46,7 +44,7 @@ def _install_bytecode():
                 return None
             leaf = name[len(_PACKAGE) + 1:] or "__init__"
             source = "%s/%s.py" % (package, leaf)
-            cached = "%s/__pycache__/%s%s" % (package, leaf, suffix)
+            cached = cache_from_source(source)  # (the import system's own, as bytecode.py names it too)
             try:
                 status = stat(source)
                 with read(cached, "rb") as f:

@@ -63,7 +63,8 @@ a host); spans also have "start_ns" and "end_ns". The kinds:
                 of the sample not mapped in this process yet), unreadable
                 (pages of the sample move_pages could not read; absent: none)
   stacks        (before exit, if the probe sampled stacks) samples taken in
-                this process, cpu_ns (its sampling thread's CPU time)
+                this process, cpu_ns (its sampling thread's CPU time),
+                first_start (one of its parent's first FULL_RATE_STARTS writers)
   exit          via ("atexit" | "os._exit" | "signal"), code, rusage, signal
   agent         this process started its host's sampler agent: started (false:
                 reason), pid, python
@@ -174,6 +175,12 @@ STACKS_DIR = "stacks"
 # parent have theirs sampled at the full rate, the rest at the sparse rate
 # (the probe's stacks.py, and record's py-spys: writerprof.record.stackrate).
 FULL_RATE_STARTS = 2
+# Their full rate lasts until their target has run this long (its first
+# save's calls) or, for a process that journals no target start, until this
+# long after its own start (longer than a start-up on a loaded machine here,
+# 0.4-1.5 s; short beside a run's life).
+FULL_RATE_HEAD_NS = 500_000_000
+FULL_RATE_CAP_NS = 3_000_000_000
 
 
 # The probe's environment, read in every probed process; writerprof imports

@@ -14,7 +14,8 @@ interpreter started with -I or -S).
 Rates, as record's py-spys had them (writerprof.record.stackrate): the
 first FULL_RATE_STARTS multiprocessing children (writers, forked or
 exec'd) of each parent at FULL for their start-up, until their target has
-run HEAD_NS (its first save's calls) or, without a target, CAP_NS; then
+run FULL_RATE_HEAD_NS (its first save's calls) or, without a target,
+FULL_RATE_CAP_NS (format.py); then
 SPARSE. Later writers re-run the same start-up, at SPARSE from their start
 (weighted, in tenths of the detail). multiprocessing's daemons, which only
 wait, at DAEMON; every other process (CMD, MPI ranks) at SPARSE. Outside
@@ -56,8 +57,6 @@ from . import format
 from .journal import _close, _open, _write  # os's own: the target's calls to them may be hooked
 
 _now = time.monotonic_ns
-HEAD_NS = 500_000_000  # of the target kept at the full rate
-CAP_NS = 3_000_000_000  # the full rate's end for a process with no target (a start-up on a loaded machine: 0.4-1.5 s)
 FLUSH_NS = 250_000_000  # the first rewrite of the file; then twice as late each time, up to
 FLUSH_MAX_NS = 8_000_000_000
 STOP_WAIT_S = 2.0
@@ -86,8 +85,6 @@ class _Sampler:
         self.flush_every = self.flush_due = 0  # (set by restart)
         self.ident = self.native_id = 0  # the running thread's ids: Python's (pthread_t) and the kernel's
         self.samples = self.cpu_ns = 0  # taken in this process, and the thread's CPU time (the "stacks" event)
-        self.idle = 1  # the multiple of the rate's period while idle (IDLE_MAX)
-        self.target_cpu_ns = 0  # the CPU time of the process's other threads at the last sample
         self.restart()
 
     def restart(self):
@@ -97,9 +94,10 @@ class _Sampler:
         self.flush_due = _now() + FLUSH_NS
         role = self.process["role"]
         self.first = role in _CHILDREN and _first_start(self.process["ppid"], self.journal)
-        self.full_until = _now() + CAP_NS if self.first else 0
+        self.full_until = _now() + format.FULL_RATE_CAP_NS if self.first else 0
         self.rate = self.daemon if role in _DAEMONS else self.sparse
-        self.idle, self.target_cpu_ns = 1, 0
+        self.idle = 1  # the multiple of the rate's period while idle (IDLE_MAX)
+        self.target_cpu_ns = 0  # the CPU time of the process's other threads at the last sample
 
     def period_ns(self, now):
         if now < self.full_until:
@@ -313,10 +311,10 @@ def install(journal, process, on_fork, on_exit):
 
 
 def target_started():
-    """The target's first line (a multiprocessing child's run()): the full rate for HEAD_NS more."""
+    """The target's first line (a multiprocessing child's run()): the full rate for FULL_RATE_HEAD_NS more."""
     sampler = _sampler[0]
     if sampler is not None and sampler.full_until:
-        sampler.full_until = _now() + HEAD_NS
+        sampler.full_until = _now() + format.FULL_RATE_HEAD_NS
 
 
 def _before_fork():

@@ -62,9 +62,9 @@ def test_a_writers_full_rate_ends_half_a_second_into_its_target(monkeypatch):
     sampler = _sampler("fork_child")
     monkeypatch.setattr(stacks, "_sampler", [sampler])
     now = stacks._now()
-    assert sampler.full_until >= now + stacks.CAP_NS - 10**9
+    assert sampler.full_until >= now + journal_format.FULL_RATE_CAP_NS - 10**9
     stacks.target_started()
-    assert sampler.full_until <= stacks._now() + stacks.HEAD_NS
+    assert sampler.full_until <= stacks._now() + journal_format.FULL_RATE_HEAD_NS
     assert sampler.period_ns(sampler.full_until + 1) == 100_000_000
 
 

@@ -38,12 +38,11 @@ DAEMONS = ("from multiprocessing.forkserver import main", "from multiprocessing.
            "from multiprocessing.semaphore_tracker import main")
 BUSY_BELOW = 0.25  # free share of the CPUs (idle + iowait) under which the CPUs are busy
 _WINDOW_NS = 200_000_000  # the free share is measured over at least this long
-# The full rate's end for a process that journals no target start: longer
-# than a writer's start-up on a loaded machine here (0.4-1.5 s), short beside
-# a run's life.
-STARTUP_CAP_S = 3.0
+# The full rate's end for a process that journals no target start (the
+# probe's format, which its own sampler keeps to too).
+STARTUP_CAP_S = journal.FULL_RATE_CAP_NS / 1e9
 TARGET_START = "target_start"  # the journal's event: the first line of the target
-TARGET_HEAD_S = 0.5  # of the target kept at the full rate (its first save's calls)
+TARGET_HEAD_S = journal.FULL_RATE_HEAD_NS / 1e9  # of the target kept at the full rate (its first save's calls)
 # A parent's writers re-run the same start-up (forkserver's and spawn's
 # __main__ re-run and its imports; little or none under fork): the first
 # FULL_RATE_STARTS (the probe's format: its sampler keeps to it too) give the
