@@ -40,7 +40,11 @@ record writes its own parts into run.json ("record_cpu": its process before
 CMD, its sampler thread, its py-spy threads, CMD's time from wait4 and its
 children's less CMD's, which are the py-spys'), and the wait4 of record adds
 what its summary took; the rest of the extra is in CMD's processes (the
-probe's share). --quick: one workload cycle of three variants (plain,
+probe's share). Before the cycles, record's floor: `writerprof record --
+true` run FLOOR_RUNS times, the CPU seconds of a recording whatever its
+workload (record's interpreter and imports, the run directory, the
+summary's reading of the run); printed at the end as a share of each
+workload's plain CPU seconds, beside the target's budget. --quick: one workload cycle of three variants (plain,
 default, no-stacks), to check a change in a minute.
 
 Targets (issue 16): default median loss < 1% on disk, <= 3% on cpu, in CPU
@@ -69,6 +73,8 @@ REPRO = ["repro", "--json", "--saves", "4", "--size", "512MiB", "--start-method"
 WORKLOADS = {"disk": [], "cpu": ["--generator", "random", "--gen-threads", "2"]}
 VARIANTS = ("plain", "default", "py-spy-stacks", "one-rate", "no-stacks", "no-sampler", "probe-only", "py-spy", "dftracer")
 QUICK = ("plain", "default", "no-stacks")
+FLOOR_RUNS = 10
+TARGET_SHARE = {"disk": 0.01, "cpu": 0.03}  # issue 16: default record's extra CPU seconds, as a share of plain's
 _PR_SET_CHILD_SUBREAPER = 36
 # The parts of a record variant's CPU seconds (run_once), as the second table names them.
 PARTS = {
@@ -171,6 +177,19 @@ def run_once(variant: str, workload: str, scratch: str) -> dict:
     return result
 
 
+def record_floor(scratch: str, runs: int = FLOOR_RUNS) -> list[float]:
+    """The CPU seconds of `writerprof record -- true`, each of `runs` times."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # as command() runs it
+    costs = []
+    for n in range(runs):
+        run = os.path.join(scratch, f"run-floor-{n}")
+        before = children_cpu_s()
+        subprocess.run(writerprof() + ["record", "-o", run, "--", "true"], env=env, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        costs.append(children_cpu_s() - before)
+    return costs
+
+
 def _probe_stacks_s(run: str) -> float:
     """The CPU seconds the probe's stack-sampling threads took, from each
     process's "stacks" event."""
@@ -210,6 +229,7 @@ def main() -> None:
     scratch = tempfile.mkdtemp(prefix="writerprof-record-overhead-", dir=args.scratch)
     results = {w: {v: [] for v in variants} for w in workloads}
     try:
+        floor = statistics.median(record_floor(scratch))
         for cycle in range(cycles):
             for workload in workloads:
                 shift = cycle % len(variants)
@@ -246,6 +266,12 @@ def main() -> None:
             cells = [statistics.median(r[name] - (p["cpu_s"] if name == "target" else 0.0)
                                        for r, p in zip(runs, plain)) for name in PARTS]
             print(f"{workload:<8} {variant:<13} " + " ".join(f"{c:>13.3f}" for c in cells))
+    print(f"\nrecord's floor (`writerprof record -- true`, median of {FLOOR_RUNS}): {floor:.3f} CPU s")
+    for workload in workloads:
+        plain = statistics.median(p["cpu_s"] for p in results[workload]["plain"])
+        budget = TARGET_SHARE[workload] * plain
+        print(f"{workload:<8} plain {plain:.2f} CPU s: the floor is {100 * floor / plain:.1f}% of it; the target "
+              f"({100 * TARGET_SHARE[workload]:.0f}%) leaves {budget:.3f} CPU s for all of record and the probe")
     print("targets: default ratio >= 0.99 on disk, >= 0.97 on cpu (and the CPU seconds alike)")
 
 
