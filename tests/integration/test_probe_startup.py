@@ -90,6 +90,27 @@ def test_inert_probe_loads_nothing_of_its_own(tmp_path):
     assert added <= {"sitecustomize"}
 
 
+CHILD_FROM_SYS_PATH = """
+import os, subprocess, sys
+print(sys.path[-1])
+env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+subprocess.run([sys.executable, "-c", "pass"], env=env, check=True)
+"""
+
+
+@pytest.mark.parametrize("python", sorted(INTERPRETERS))
+def test_the_probe_is_last_on_sys_path_and_still_reaches_a_child(tmp_path, python):
+    # Last: the target's imports look in their own places first, not in the probe's directory.
+    run = tmp_path / "run"
+    run.mkdir()
+    done = subprocess.run([INTERPRETERS[python], "-c", CHILD_FROM_SYS_PATH], env=_env(run),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert os.path.samefile(done.stdout.strip(), PROBE_DIR)
+    # A child given a PYTHONPATH made of the parent's sys.path (as some launchers make it) is probed too.
+    assert len(journals(run)) == 2
+
+
 def test_identity_line_is_json_the_loader_reads(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
