@@ -17,5 +17,11 @@ def writerprof() -> list[str]:
 
 def children_cpu_s() -> float:
     """User + system seconds of the children waited for so far."""
+    user, system, _ = children_usage()
+    return user + system
+
+
+def children_usage() -> tuple[float, float, int]:
+    """User seconds, system seconds and minor page faults of the children waited for so far."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+    return usage.ru_utime, usage.ru_stime, usage.ru_minflt

@@ -35,7 +35,12 @@ recorder's and the tool's included. This script is made the child subreaper
 (prctl), so that processes orphaned in the run (the forkserver and its
 writers once the reproducer's main process has gone) are reaped here and
 counted in RUSAGE_CHILDREN too. The CPU seconds are the steadier signal on a
-loaded machine. For the record variants a second table splits them (PARTS):
+loaded machine, and of them the user seconds: the table gives the extra
+user and system seconds apart, and the extra page faults. On this
+project's VM a plain run's page faults were the same from run to run
+(205k) and its user seconds within 0.16 s, but its system seconds varied
+by 1.5 s: the guest hands freed memory back to the host at once (free page
+reporting, min_free_ms 0), and a fault on such a page waits for the host. For the record variants a second table splits them (PARTS):
 record writes its own parts into run.json ("record_cpu": its process before
 CMD, its sampler thread, its py-spy threads, CMD's time from wait4 and its
 children's less CMD's, which are the py-spys'), and the wait4 of record adds
@@ -66,7 +71,7 @@ import sys
 import tempfile
 import time
 
-from common import children_cpu_s, writerprof
+from common import children_cpu_s, children_usage, writerprof
 
 REPRO = ["repro", "--json", "--saves", "4", "--size", "512MiB", "--start-method", "forkserver",
          "--main-imports", "numpy,matplotlib.pyplot"]
@@ -152,18 +157,20 @@ def run_once(variant: str, workload: str, scratch: str) -> dict:
     process of it ("cpu_s"), and for the record variants the parts (PARTS) of
     what record cost, from its run.json's record_cpu."""
     argv, env = command(variant, workload, scratch)
-    before = children_cpu_s()
+    before = children_usage()
     child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     out = child.stdout.read()
     _, status, usage = os.wait4(child.pid, 0)
     child.returncode = os.waitstatus_to_exitcode(status)
     _reap_orphans()
-    cpu = children_cpu_s() - before
+    user, system, faults = (after - earlier for after, earlier in zip(children_usage(), before))
+    cpu = user + system
     if child.returncode != 0:
         raise RuntimeError(f"{variant} {workload}: exit status {child.returncode}: {' '.join(argv)}")
     summary = next(json.loads(line) for line in out.splitlines()
                    if line.startswith("{") and json.loads(line).get("record") == "summary")
-    result = {"gib_s": summary["mean_throughput_gib_s"], "cpu_s": cpu}
+    result = {"gib_s": summary["mean_throughput_gib_s"], "cpu_s": cpu, "user_s": user, "sys_s": system,
+              "faults": faults}
     if "-o" in argv:
         with open(os.path.join(argv[argv.index("-o") + 1], "run.json")) as f:
             parts = json.load(f).get("record_cpu") or {}
@@ -245,17 +252,22 @@ def main() -> None:
         shutil.rmtree(scratch, ignore_errors=True)
     load = os.getloadavg()
     print(f"\nload average at the end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    print(f"{'workload':<8} {'variant':<13} {'ratio':>6} {'range':>13} {'extra CPU s':>12} {'%':>6} {'range':>15}")
+    print(f"{'workload':<8} {'variant':<13} {'ratio':>6} {'range':>13} {'extra CPU s':>12} {'%':>6} {'range':>15}"
+          f" {'user s':>7} {'range':>15} {'sys s':>7} {'faults':>8}")
     for workload in workloads:
         plain = results[workload]["plain"]
         for variant in variants[1:]:
             runs = results[workload][variant]
             ratios = [r["gib_s"] / p["gib_s"] for r, p in zip(runs, plain)]
             extra = [r["cpu_s"] - p["cpu_s"] for r, p in zip(runs, plain)]
+            user = [r["user_s"] - p["user_s"] for r, p in zip(runs, plain)]
             share = 100 * statistics.median(e / p["cpu_s"] for e, p in zip(extra, plain))
             print(f"{workload:<8} {variant:<13} {statistics.median(ratios):>6.3f} "
                   f"{min(ratios):>6.3f}-{max(ratios):<6.3f} {statistics.median(extra):>+12.2f} {share:>+5.1f}% "
-                  f"{min(extra):>+7.2f}/{max(extra):<+7.2f}")
+                  f"{min(extra):>+7.2f}/{max(extra):<+7.2f} {statistics.median(user):>+7.2f} "
+                  f"{min(user):>+7.2f}/{max(user):<+7.2f} "
+                  f"{statistics.median(r['sys_s'] - p['sys_s'] for r, p in zip(runs, plain)):>+7.2f} "
+                  f"{statistics.median(r['faults'] - p['faults'] for r, p in zip(runs, plain)):>+8.0f}")
     print("\nwhere record's extra CPU seconds go (medians over cycles): " + "; ".join(
         f"{name} = {what}" for name, what in PARTS.items()))
     print(f"{'workload':<8} {'variant':<13} " + " ".join(f"{name:>13}" for name in PARTS))
