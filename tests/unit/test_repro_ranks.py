@@ -10,7 +10,7 @@ import pytest
 
 from writerprof.errors import UsageError
 from writerprof.repro.config import ReproConfig
-from writerprof.repro.pipeline import _decide
+from writerprof.repro.pipeline import _decide, _emit
 from writerprof.repro.ranks import Launch, detect_launch, resolve
 from writerprof.repro.results import aggregate_block, aggregate_record, ranks_summary_record
 
@@ -156,3 +156,20 @@ def test_nothing_imports_mpi4py_before_connect():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/",
                           check=True, env={"PMI_RANK": "0", "PMI_SIZE": "2", "PATH": "/usr/bin"})
     assert done.stdout.strip() == "[]"
+
+
+def test_a_json_record_is_one_write(monkeypatch):
+    # Ranks that share stdout (--mpi off) interleave whole writes: print() would
+    # write the newline apart where stdout is unbuffered (PYTHONUNBUFFERED).
+    writes = []
+
+    class Stdout:
+        def write(self, text):
+            writes.append(text)
+
+        def flush(self):
+            pass
+
+    monkeypatch.setattr(sys, "stdout", Stdout())
+    _emit({"record": "save", "save": 1})
+    assert writes == ['{"record": "save", "save": 1}\n']

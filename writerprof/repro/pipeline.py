@@ -77,7 +77,7 @@ def run(config: ReproConfig, ranks: Ranks | None = None) -> int:
             results.append(result)
             print(results_block(result, config), file=sys.stderr, flush=True)
             if config.json:
-                print(json.dumps(save_record(result, config)), flush=True)
+                _emit(save_record(result, config))
     finally:
         generator.close()
         if config.directory is None and not config.keep:
@@ -92,8 +92,16 @@ def run(config: ReproConfig, ranks: Ranks | None = None) -> int:
         file=sys.stderr,
     )
     if config.json:
-        print(json.dumps(summary), flush=True)
+        _emit(summary)
     return 0
+
+
+def _emit(record: dict) -> None:
+    """One JSON line on stdout in one write: ranks that share it (--mpi off)
+    never split each other's lines, where print() would write the newline
+    apart (stdout unbuffered: PYTHONUNBUFFERED)."""
+    sys.stdout.write(json.dumps(record) + "\n")
+    sys.stdout.flush()
 
 
 def _run_ranks(config: ReproConfig, ranks: Ranks, save_to_file) -> int:
@@ -121,9 +129,8 @@ def _run_ranks(config: ReproConfig, ranks: Ranks, save_to_file) -> int:
             try:
                 print(aggregate_block(aggregate, saved, config), file=sys.stderr, flush=True)
                 if config.json:
-                    for record in saved:
-                        print(json.dumps(record))
-                    print(json.dumps(aggregate), flush=True)
+                    for record in saved + [aggregate]:
+                        _emit(record)
             except Interrupted as exc:  # tell the others at the next exchange
                 ranks.signalled = exc.signum
     ranks.release()
@@ -137,7 +144,7 @@ def _run_ranks(config: ReproConfig, ranks: Ranks, save_to_file) -> int:
             file=sys.stderr,
         )
         if config.json:
-            print(json.dumps(summary), flush=True)
+            _emit(summary)
     return 0
 
 
