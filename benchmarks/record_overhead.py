@@ -30,27 +30,28 @@ A cycle runs every variant of a workload once, in an order rotated from
 cycle to cycle, so that drift of a shared machine falls on all alike. Per
 variant: the median over cycles of the ratio of `mean_throughput_gib_s`
 (variant / plain of the same cycle) and the median of the extra CPU seconds
-(variant - plain, and as a share of plain's): user + system time of every process of the run, the
-recorder's and the tool's included. This script is made the child subreaper
-(prctl), so that processes orphaned in the run (the forkserver and its
-writers once the reproducer's main process has gone) are reaped here and
-counted in RUSAGE_CHILDREN too. The CPU seconds are the steadier signal on a
-loaded machine, and of them the user seconds: the table gives the extra
-user and system seconds apart, and the extra page faults. On this
-project's VM a plain run's page faults were the same from run to run
-(205k) and its user seconds within 0.16 s, but its system seconds varied
-by 1.5 s: the guest hands freed memory back to the host at once (free page
-reporting, min_free_ms 0), and a fault on such a page waits for the host. For the record variants a second table splits them (PARTS):
-record writes its own parts into run.json ("record_cpu": its process before
-CMD, its sampler thread, its py-spy threads, CMD's time from wait4 and its
-children's less CMD's, which are the py-spys'), and the wait4 of record adds
-what its summary took; the rest of the extra is in CMD's processes (the
-probe's share). Before the cycles, record's floor: `writerprof record --
-true` run FLOOR_RUNS times, the CPU seconds of a recording whatever its
-workload (record's interpreter and imports, the run directory, the
-summary's reading of the run); printed at the end as a share of each
-workload's plain CPU seconds, beside the target's budget. --quick: one workload cycle of three variants (plain,
-default, no-stacks), to check a change in a minute.
+(variant - plain, and as a share of plain's): user + system time of every
+process of the run, the recorder's and the tool's included. This script is
+made the child subreaper (prctl), so that processes orphaned in the run (the
+forkserver and its writers once the reproducer's main process has gone) are
+reaped here and counted in RUSAGE_CHILDREN too. The CPU seconds are the
+steadier signal on a loaded machine, and of them the user seconds: the table
+gives the extra user and system seconds apart, and the extra page faults. On
+this project's VM a plain run's page faults were the same from run to run
+(205k) and its user seconds within 0.16 s, but its system seconds varied by
+1.5 s: the guest hands freed memory back to the host at once (free page
+reporting, min_free_ms 0), and a fault on such a page waits for the host.
+For the record variants a second table splits them (PARTS): record writes
+its own parts into run.json ("record_cpu": its process before CMD, its
+sampler thread, its py-spy threads, CMD's time from wait4 and its children's
+less CMD's, which are the py-spys'), and the wait4 of record adds what its
+summary took; the rest of the extra is in CMD's processes (the probe's
+share). Before the cycles, record's floor: `writerprof record -- true` run
+FLOOR_RUNS times, the CPU seconds of a recording whatever its workload
+(record's interpreter and imports, the run directory, the summary's reading
+of the run); printed at the end as a share of each workload's plain CPU
+seconds, beside the target's budget. --quick: one workload cycle of three
+variants (plain, default, no-stacks), to check a change in a minute.
 
 Targets (issue 16): default median loss < 1% on disk, <= 3% on cpu, in CPU
 seconds as well as throughput.
