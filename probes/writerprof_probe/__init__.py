@@ -20,7 +20,7 @@ def activate(started_ns=None):
     # Long because the identity line is wide and every hook is installed in its order here.
     # Its modules imported here, not by the package: writerprof imports the
     # probe's format and identity (through this package) and needs none of them.
-    from . import calls, format, identity, imports, lifecycle, osio, specs
+    from . import calls, format, identity, imports, iofile, lifecycle, osio, specs
     from .format import FORCE_ENV, LAUNCH_HOST_ENV, MITIGATE_ENV, PROBES_ENV, RUN_ENV, STACKS_ENV
     from .journal import Journal
 
@@ -66,7 +66,10 @@ def activate(started_ns=None):
             from . import stacks
 
             stacks.install(journal, process, lifecycle.on_fork_in_child, lifecycle.on_exit)
-        osio.install(hook_status)
+        # Where the interposer is loaded it times every file call of this
+        # process from below, and os's functions stay the target's own.
+        if iofile.LIBRARY not in os.environ.get("LD_PRELOAD", ""):
+            osio.install(hook_status)
         forced = os.environ.get(FORCE_ENV, "").strip() or None
         mitigations = os.environ.get(MITIGATE_ENV, "")
 

@@ -139,7 +139,7 @@ def test_interval_pieces_hold_the_latest_interval_begun_and_not_ended():
     point by point: of the intervals begun at or before a point the latest
     (the later given of equal starts), if the point is before its end; else
     none. The pieces do not overlap."""
-    from writerprof.analysis.saves import _pieces
+    from writerprof.analysis.criticalpath import _pieces
 
     rng = np.random.default_rng(7)
     for _ in range(200):

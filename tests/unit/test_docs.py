@@ -14,6 +14,7 @@ import pytest
 from writerprof import cli
 from writerprof.probes import writerprof_probe
 from writerprof.probes.writerprof_probe import format as journal
+from writerprof.probes.writerprof_probe import iofile
 from writerprof.run import layout
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -122,7 +123,7 @@ def _file_names() -> dict[str, str]:
     """Every file or directory name the two modules define (NAME_FILE, NAME_DIR,
     NAME_INDEX, NAME_SUFFIX, NAME_LOCK constants)."""
     found = {}
-    for module in (layout, journal):
+    for module in (layout, journal, iofile):
         for name, value in vars(module).items():
             if isinstance(value, str) and re.fullmatch(r"[A-Z_]+_(FILE|DIR|INDEX|SUFFIX|LOCK)", name):
                 found[f"{module.__name__.rsplit('.', 1)[-1]}.{name}"] = value
@@ -201,6 +202,19 @@ def test_every_record_field_is_documented_with_its_type(file_name, fields, recor
     assert not wrong, f"{file_name} fields (name, type, documented type) wrong or missing: {wrong}"
     documented = [name for name in rows if name not in ("field", "---")]
     assert documented == [name for name, _ in fields], "fields documented out of order, or extra ones"
+
+
+def test_every_io_record_field_and_op_is_documented():
+    section = _section(FORMATS, iofile.IO_DIR + "/PID-INIT_NS" + iofile.IO_SUFFIX)
+    assert f"{iofile.RECORD_BYTES} bytes" in section and f"{iofile.HEADER_BYTES} bytes" in section
+    rows = {}
+    for row in _table_rows(section):
+        for name in row[0].split(", "):
+            rows[name.strip("`")] = row[1].strip("`")
+    wrong = [(name, code, rows.get(name)) for name, code in iofile.IO_FIELDS if rows.get(name) != code]
+    assert not wrong, f"I/O record fields (name, type, documented type) wrong or missing: {wrong}"
+    ops = {op: code for op, code in iofile.OPS.items() if f"{op} {code}" not in section}
+    assert not ops, f"I/O ops missing or with another code in docs/formats.md: {ops}"
 
 
 def test_every_phase_is_documented_with_its_code():

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from test_run_load import chunk, write_journal, write_meta
 
-from writerprof.analysis import hostwise, saves
+from writerprof.analysis import criticalpath, hostwise, saves
 from writerprof.probes.writerprof_probe import format as journal
 from writerprof.run import columns, fields, load
 from writerprof.run.loader import CHUNK_DTYPE, CHUNKS_DTYPE
@@ -189,12 +189,12 @@ def test_pieces_hold_the_searched_labels():
         starts = rng.integers(0, 200, 30)  # overlapping, tied and empty intervals too
         ends = starts + rng.integers(0, 40, 30)
         labels = rng.integers(0, 9, 30)
-        start, stop, label = saves._pieces(starts, ends, labels)
+        start, stop, label = criticalpath._pieces(starts, ends, labels)
         at = np.searchsorted(start, points, side="right") - 1
         inside = (at >= 0) & (points < stop[np.maximum(at, 0)])
         assert np.where(inside, label[np.maximum(at, 0)], -1).tolist() == \
             _label_by_search(points, starts, ends, labels).tolist()
-    assert [len(a) for a in saves._pieces(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))] == \
+    assert [len(a) for a in criticalpath._pieces(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))] == \
         [0, 0, 0]
 
 

@@ -76,7 +76,8 @@ def test_a_cut_file_loads_up_to_its_last_whole_line():
 
 # --- a run directory holding the fixture ---
 
-def _journal(run, pid, created_ns, ppid, role, events=(), exited_ns=None, host="alpha"):
+def _journal(run, pid, created_ns, ppid, role, events=(), exited_ns=None, host="alpha", wrote=0):
+    """A process's journal; wrote: the bytes of one write call it made (a writer is a process that wrote)."""
     procs = layout.procs_dir(run, host)
     procs.mkdir(parents=True, exist_ok=True)
     lines = [{"kind": "process", "t_ns": created_ns, "schema": 1, "pid": pid, "ppid": ppid, "host": host,
@@ -85,7 +86,8 @@ def _journal(run, pid, created_ns, ppid, role, events=(), exited_ns=None, host="
     lines += [dict(e, t_ns=created_ns + 1 + i) for i, e in enumerate(events)]
     lines.append({"kind": "exit", "t_ns": exited_ns or created_ns + 100, "via": "atexit", "code": 0})
     (procs / f"{pid}-{created_ns}{journal.EVENTS_SUFFIX}").write_text("".join(json.dumps(e) + "\n" for e in lines))
-    (procs / f"{pid}-{created_ns}{journal.CHUNKS_SUFFIX}").write_bytes(b"")
+    chunk = (journal.PHASES["write"], 0, 0, -1, -1, pid, created_ns + 50, created_ns + 60, wrote, 0, 0)
+    (procs / f"{pid}-{created_ns}{journal.CHUNKS_SUFFIX}").write_bytes(journal.CHUNK.pack(*chunk) if wrote else b"")
 
 
 def _stacks_dir(run, data: bytes, name="000.raw.gz", segment=None, index=True):
@@ -108,7 +110,8 @@ def recorded(tmp_path):
     _journal(run, TRACKER, 1100, MAIN, "resource_tracker")
     _journal(run, SERVER, 1200, MAIN, "forkserver")
     for pid, created in ((CHILD1, 1300), (CHILD2, 1400)):
-        _journal(run, pid, created, SERVER, "forkserver_child", [{"kind": "bootstrap", "target": "target"}])
+        _journal(run, pid, created, SERVER, "forkserver_child", [{"kind": "bootstrap", "target": "target"}],
+                 wrote=4 << 20)
     _stacks_dir(run, FIXTURE.read_bytes())
     return run
 
@@ -196,7 +199,8 @@ def probe_recorded(tmp_path):
     _journal(run, MAIN, 1000, 1, "main", [{"kind": "process_start", "start_ns": 1, "end_ns": 2, "method": "forkserver",
                                           "target": "target", "child_pid": CHILD1, "name": "w", "writer_seq": 0}])
     _journal(run, SERVER, 1200, MAIN, "forkserver")
-    _journal(run, CHILD1, 1300, SERVER, "forkserver_child", [{"kind": "bootstrap", "target": "target"}])
+    _journal(run, CHILD1, 1300, SERVER, "forkserver_child", [{"kind": "bootstrap", "target": "target"}],
+             wrote=4 << 20)
     directory = layout.stacks_dir(run, "alpha")
     directory.mkdir(parents=True)
     (directory / layout.STACKS_INDEX).write_text(json.dumps({**PROBE_SETTINGS, "segments": []}))

@@ -182,6 +182,8 @@ def with_start_methods(rows: list[dict], saves: list[dict]) -> list[dict]:
     was started with; a producer's, the methods it used."""
     used: dict = {}
     for save in saves:
+        if save["writer"] == save["producer"]:  # a process that saved its own file: it started no writer
+            continue
         if save["writer"] is not None:
             rows[save["writer"]]["start_method"] = save["start_method"]
         used.setdefault(save["producer"], set()).add(save["start_method"] or "?")

@@ -1,14 +1,8 @@
-"""Saves: one per writer a producer started. For each, its start-up phases,
-the time each side spent in each phase, and its critical path: the save's
-wall time cut into causes that add up to it exactly.
-
-The critical path follows the producer. While it generates, the save waits on
-generation; before it starts the writer, on setup; during Process.start(), on
-the start. Any other time the producer is blocked (on a full queue, or
-waiting for the writer's result), and the save waits on whatever the writer
-is doing then: a start-up phase, a write, an fsync, ... If the writer is
-waiting for a chunk too, the save waits on the queue itself. Time in which
-neither side was in a recorded activity is the unexplained remainder.
+"""Saves: one per checkpoint file written. A writer child that wrote one is
+its Process.start()'s save, with its start-up phases; every other checkpoint
+file is a save of its own (filesaves). For each, the time each side spent
+in each phase, and its critical path (criticalpath): the save's wall time
+cut into causes that add up to it exactly.
 """
 
 from __future__ import annotations
@@ -19,24 +13,12 @@ from itertools import accumulate
 
 import numpy as np
 
-from writerprof.analysis import hostwise, nesting, threads
+from writerprof.analysis import filesaves, hostwise, nesting
+# The components' names, imported from here by the views.
+from writerprof.analysis.components import COMPONENTS, STARTUP_PHASES, loop_components  # noqa: F401
+from writerprof.analysis.criticalpath import critical_paths
 from writerprof.analysis.samples import CREATED_SLACK_NS
 
-# Start-up phases, in order: Process.start() until the child exists; the
-# child's own start until the parent's __main__ is re-run (interpreter start
-# under spawn, after-fork handlers otherwise); the re-run; unpickling the
-# Process (imports the target's module); multiprocessing's bootstrap; the
-# target's code until its first wait for a chunk; that wait for the first chunk.
-STARTUP_PHASES = ("start", "interpreter", "main_rerun", "unpickle", "bootstrap", "target_setup",
-                  "first_chunk")
-# Critical-path components. "unexplained" is not one: it is what is left.
-COMPONENTS = ("setup",) + tuple(f"startup:{p}" for p in STARTUP_PHASES[:-1]) + (
-    "generation", "queue", "write", "fadvise", "fsync", "close", "teardown")
-UNEXPLAINED = len(COMPONENTS)
-_CODE = {name: i for i, name in enumerate(COMPONENTS)}
-# The writer's hooked calls and the component a save waits on while in them.
-_WRITER_PHASES = {"get": "queue", "write": "write", "fadvise": "fadvise", "fsync": "fsync",
-                  "close": "close"}
 # The phases whose own seconds (nesting.own_ns) a save reports: the producer's and its writer's.
 _MEASURED = ("gen", "put", "get", "write", "fadvise", "fsync", "close")
 _SAVE_PHASES = ("save", "producer")  # a producer call spanning one save, when hooked
@@ -108,6 +90,8 @@ def find(run, idx: _Index | None = None) -> list[dict]:
     c["own_ns"] = nesting.own_ns(c, phases=[codes[p] for p in _MEASURED if p in codes])
     per_proc = _per_process(run, c)
     found = _starts(run, idx, codes, c)
+    children = len(found)  # the writer children's saves; then the files': filesaves
+    found += filesaves.found(run, found)
     if not found:
         return []
     n = len(found)
@@ -125,13 +109,16 @@ def find(run, idx: _Index | None = None) -> list[dict]:
     gen = {"start_ns": c["start_ns"][is_gen], "end_ns": c["end_ns"][is_gen], "save": owner[is_gen]}
     # The writer's loop: every call of its own, the save's.
     save_of_writer = np.full(len(run.processes), -1)
-    save_of_writer[writer[writer >= 0]] = np.flatnonzero(writer >= 0)
-    in_loop = np.isin(c["phase"], list(_loop_components(codes)))
+    child = writer[:children]
+    save_of_writer[child[child >= 0]] = np.flatnonzero(child >= 0)
+    in_loop = np.isin(c["phase"], list(loop_components(codes)))
     in_loop[in_loop] = save_of_writer[c["proc"][in_loop]] >= 0
     loop = {name: c[name][in_loop] for name in ("start_ns", "end_ns", "depth", "phase", "proc")}
     loop["save"] = save_of_writer[loop["proc"]]
+    file_loop = filesaves.loop(run, found[children:], children, codes)
+    loop = {name: np.concatenate([loop[name], file_loop[name].astype(loop[name].dtype)]) for name in loop}
     del c, owner, mine, in_loop, is_gen  # the columns are big: let them go before the next peak
-    paths = _critical_paths(found, w0, w1, gen, loop, codes)
+    paths = critical_paths(found, w0, w1, gen, loop, codes)
     at = {name: codes.get(name, size) for name in _MEASURED}
     # As lists: a numpy scalar per field of a save cost more than the save.
     seconds, calls, nbytes = (np.pad(t, ((0, 1), (0, 1))).tolist() for t in per_proc)  # row -1, column `size`: none
@@ -139,6 +126,7 @@ def find(run, idx: _Index | None = None) -> list[dict]:
     hosts, ranks, pids = (run.processes[name][proc].tolist() for name in ("host", "rank", "pid"))
     put_s, puts, paths = put_s.tolist(), puts.tolist(), paths.tolist()
     proc, writer, w0, w1 = proc.tolist(), writer.tolist(), w0.tolist(), w1.tolist()
+    span_of = filesaves.spans_by_writer(run)
     saves = []
     for i, f in enumerate(found):
         row, start, path = writer[i], f["start"], paths[i]
@@ -146,7 +134,11 @@ def find(run, idx: _Index | None = None) -> list[dict]:
         critical = dict(zip(COMPONENTS, path[:-1]))
         bound, bound_s = bound_by(critical)
         duration = (w1[i] - w0[i]) / 1e9
-        written = nbytes[row][at["write"]]
+        # A file save's figures are its file's; a writer child's, its calls' (a hooked close holds
+        # the fsync inside it), but for the bytes of its checkpoint file where the interposer saw it.
+        on_file = filesaves.figures(run, f["span"] if "span" in f else (span_of.get(row) or [None])[0])
+        from_file = "span" in f
+        written = on_file["bytes"] if on_file["path"] is not None else nbytes[row][at["write"]]
         saves.append({
             "save": f["count"],
             "host": hosts[i],
@@ -154,24 +146,26 @@ def find(run, idx: _Index | None = None) -> list[dict]:
             "producer": proc[i],
             "producer_pid": pids[i],
             "writer": row if row >= 0 else None,
-            "writer_pid": int(start["child_pid"]) if start.get("child_pid") is not None else None,
+            "writer_pid": (int(start["child_pid"]) if start.get("child_pid") is not None
+                           else int(run.processes["pid"][row]) if row >= 0 else None),
             "start_method": start.get("method"),
             "target": start.get("target"),
             "start_ns": w0[i],
             "end_ns": w1[i],
             "duration_s": duration,
+            "path": on_file["path"],
             "bytes": written,
-            "chunks": calls[row][at["write"]],
+            "chunks": on_file["chunks"] if from_file else calls[row][at["write"]],
             "gib_s": written / duration / 2**30 if duration > 0 else None,
             "startup": f["startup"],
             "startup_s": sum(f["startup"].values()) if f["startup"] else None,
             "gen_s": measured(producer_s[i][at["gen"]], producer_calls[i][at["gen"]]),
             "put_wait_s": measured(put_s[i], puts[i]),
-            "get_wait_s": measured(own[at["get"]], calls[row][at["get"]]),
-            "write_s": own[at["write"]],
-            "fadvise_s": own[at["fadvise"]],
-            "fsync_s": own[at["fsync"]],
-            "close_s": own[at["close"]],
+            # (a file save's writer takes no chunks off a queue for it: its calls are its file's)
+            "get_wait_s": None if from_file else measured(own[at["get"]], calls[row][at["get"]]),
+            **({k: on_file[k] for k in ("write_s", "fadvise_s", "fsync_s", "close_s")} if from_file else {
+                "write_s": own[at["write"]], "fadvise_s": own[at["fadvise"]], "fsync_s": own[at["fsync"]],
+                "close_s": own[at["close"]]}),
             "critical_path": critical,
             "unexplained_s": path[-1],
             "bottleneck": bound,
@@ -240,6 +234,7 @@ def _starts(run, idx, codes, c) -> list[dict]:
     spans = zip(*(c[k][rows].tolist() for k in ("start_ns", "end_ns", "tid")))
     for proc, call in zip(c["proc"][rows].tolist(), spans):
         calls_of.setdefault(proc, []).append(call)
+    is_save = filesaves.child_saves(run)
     found = []
     for proc in range(len(run.processes)):
         starts = [d for kind, d in idx.events[proc] if kind == "process_start" and d.get("started")]
@@ -249,8 +244,8 @@ def _starts(run, idx, codes, c) -> list[dict]:
         count = 0
         for start in starts:
             writer = _child(child_rows, hosts, created, proc, start)
-            if writer is not None and not any(k == "bootstrap" for k, _ in idx.events[writer]):
-                continue  # a child that is not a writer (a pool worker, ...)
+            if writer is not None and not is_save[writer]:
+                continue  # a child that wrote no checkpoint file (a DataLoader worker), or many (filesaves)
             count += 1
             t_start, t_started = int(start["start_ns"]), int(start["end_ns"])
             window = _window(save_calls, t_start, t_started)
@@ -276,7 +271,7 @@ def _first_calls(run, idx, codes, c) -> dict[str, np.ndarray]:
     process's first call of a kind is its first occurrence."""
     n = len(run.processes)
     out = {}
-    for name, phases in (("loop", list(_loop_components(codes))), ("write", [codes.get("write", -1)])):
+    for name, phases in (("loop", list(loop_components(codes))), ("write", [codes.get("write", -1)])):
         chosen = np.flatnonzero(np.isin(c["phase"], phases))
         procs = c["proc"][chosen]
         first = chosen[np.diff(procs, prepend=-1) != 0]  # each process's calls together: its first
@@ -374,123 +369,6 @@ def _startup(created, writer, events, firsts, t_start) -> tuple[dict, list]:
     for (name, _), a, b in zip(marks, times, times[1:] + [end]):
         phases[name] += max(0, min(b, end) - a) / 1e9
     return phases, list(zip([n for n, _ in marks], times))
-
-
-def _pieces(starts, ends, labels) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Intervals as what each holds: at a time, of the intervals begun at or
-    before it, the latest (the later given of equal starts), if the time is
-    before its end. (start, stop, label) pieces that do not overlap, in
-    order, each from an interval's start until it ends or the next begins;
-    empty ones left out."""
-    if not (starts[1:] >= starts[:-1]).all():  # (the callers' are mostly in order already)
-        order = np.argsort(starts, kind="stable")
-        starts, ends, labels = starts[order], ends[order], labels[order]
-    stop = np.minimum(ends, np.append(starts[1:], np.iinfo(np.int64).max))
-    kept = stop > starts
-    return starts[kept], stop[kept], labels[kept]
-
-
-def _blocks_in_order(values: np.ndarray) -> np.ndarray:
-    """The rows that put the runs of equal values in increasing order of
-    value, each run's rows kept in their order (a stable argsort, in the
-    time of one over the runs)."""
-    if not len(values):
-        return np.arange(0)
-    first = np.flatnonzero(np.append(True, values[1:] != values[:-1]))
-    length = np.diff(np.append(first, len(values)))
-    runs = np.argsort(values[first], kind="stable")
-    # Row k of the output: its run's first row, plus its place in that run.
-    out_first = np.cumsum(length[runs]) - length[runs]
-    return np.repeat(first[runs] - out_first, length[runs]) + np.arange(len(values))
-
-
-def _loop_components(codes) -> dict[int, int]:
-    """Phase code of a writer's loop call -> the component a save waits on in it."""
-    return {codes[p]: _CODE[c] for p, c in _WRITER_PHASES.items() if p in codes}
-
-
-def _critical_paths(found, w0, w1, gen, loop, codes) -> np.ndarray:
-    """Seconds of each component, then the unexplained, per save."""
-    # Long on purpose: one key space for every save's intervals; the priority
-    # rules below read as one sequence (producer first, then writer).
-    n = len(found)
-    saves = np.arange(n)
-    shift = nesting.key_bits(int((w1 - w0).max()), n)
-
-    span = w1 - w0
-
-    def keys(save, *times):
-        """Each of times (of these saves) as keys: offsets into the save's window, under its number."""
-        save = save.astype(np.int64)
-        base, top, high = w0[save], span[save], save << shift  # once for the starts and the ends
-        out = []
-        for t in times:
-            offset = np.asarray(t, dtype=np.int64) - base
-            np.maximum(offset, 0, out=offset)  # clipped to the save's window (np.clip: several times slower)
-            np.minimum(offset, top, out=offset)
-            offset |= high
-            out.append(offset)
-        return out
-
-    t_start = np.array([f["t_start"] for f in found], dtype=np.int64)
-    t_started = np.array([f["t_started"] for f in found], dtype=np.int64)
-    gen_start, gen_end, gen_save = gen["start_ns"], gen["end_ns"], gen["save"]
-    # The writer's calls by save (each writer's are together and in time order):
-    # each level's intervals are then in order for _pieces, with no sort.
-    by_save = _blocks_in_order(loop["save"])
-    loop_start, loop_end, loop_depth, loop_phase, loop_save = (
-        loop[name][by_save] for name in ("start_ns", "end_ns", "depth", "phase", "save"))
-    # The writer's start-up phases: each until the next begins, the last until its loop does.
-    up_name, up_start, up_end, up_save = [], [], [], []
-    for i, f in enumerate(found):
-        marks = [(name, t) for name, t in f["boundaries"] if name != "first_chunk"]
-        stop = min([t for name, t in f["boundaries"] if name == "first_chunk"] or [int(w1[i])])
-        for (name, t), (_, t_next) in zip(marks, marks[1:] + [(None, stop)]):
-            up_name.append(_CODE["startup:" + name])
-            up_start.append(t)
-            up_end.append(t_next)
-            up_save.append(i)
-    up_save = np.array(up_save, dtype=np.int64)
-    components = _loop_components(codes)
-    component_of = np.full(max(components, default=0) + 1, UNEXPLAINED)
-    component_of[list(components)] = list(components.values())
-    # What each side is doing, as layers of pieces, the one that wins first: the
-    # producer where it is doing something (generating; before and during
-    # Process.start()), then the writer's calls (deeper calls inside outer ones
-    # win), after its last call its teardown, its start-up phases.
-    opened, begun, started = keys(saves, w0, t_start, t_started)
-    layers = [_pieces(*keys(gen_save, gen_start, gen_end), np.full(len(gen_start), _CODE["generation"])),
-              (np.concatenate([opened, begun]), np.concatenate([begun, started]),
-               np.repeat([_CODE["setup"], _CODE["startup:start"]], n))]
-    for depth in reversed(range(int(loop_depth.max()) + 1 if len(loop_depth) else 0)):
-        level = loop_depth == depth
-        level = slice(None) if level.all() else level  # one level (the usual): no copies
-        layers.append(_pieces(*keys(loop_save[level], loop_start[level], loop_end[level]),
-                              component_of[loop_phase[level]]))
-    if len(loop_end):  # each save's calls together (by_save): its last end, a reduce per save
-        first = np.flatnonzero(np.append(True, loop_save[1:] != loop_save[:-1]))
-        has = loop_save[first]
-        layers.append((*keys(has, np.maximum.reduceat(loop_end, first), w1[has]),
-                       np.full(len(has), _CODE["teardown"])))
-    layers.append(_pieces(*keys(up_save, up_start, up_end), np.array(up_name, dtype=np.int64)))
-    # Each piece holds the save for its time outside the layers above it (their
-    # union, as intervals in order); the rest of the save is unexplained.
-    # Times in whole nanoseconds, summed exactly (as floats up to 2**53 ns).
-    width = UNEXPLAINED + 1
-    totals = np.zeros(n * width)
-    above = np.zeros(0, np.int64), np.zeros(0, np.int64)
-    for k, (start, stop, label) in enumerate(layers):
-        if not len(start):  # (a depth without calls): hides nothing below
-            continue
-        kept = stop > start
-        start, stop, label = start[kept], stop[kept], label[kept]
-        hidden = threads.time_between(*above, start, stop)
-        totals += np.bincount((start >> shift) * width + label, weights=stop - start - hidden, minlength=n * width)
-        if k < len(layers) - 1:  # (none below the last)
-            above = threads.merged(np.concatenate([above[0], start]), np.concatenate([above[1], stop]))
-    totals = totals.reshape(n, width)
-    totals[:, UNEXPLAINED] = span - totals.sum(axis=1)
-    return totals / 1e9
 
 
 def group_seconds(critical_path: dict[str, float], group: str) -> float:

@@ -68,6 +68,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="TIME", help="sampling interval, 1ms or longer (default: 100ms)")
     parser.add_argument("--probe", action="append", default=[], metavar="MODULE:QUALNAME=PHASE",
                         help="also time this callable as PHASE (repeatable)")
+    parser.add_argument("--save-files", action="append", default=[], metavar="GLOB",
+                        help="the checkpoint files: the written files whose path matches (repeatable; default: "
+                        "every file of 1 MiB or more written between its open and close)")
     parser.add_argument("--no-sampler", action="store_true",
                         help="journal from inside the processes only; no /proc sampling")
     parser.add_argument("--stacks-by", choices=("probe", "py-spy"), default=None,
@@ -106,4 +109,4 @@ def run(args: argparse.Namespace) -> int:
     stacks = StackOptions(enabled=not args.no_stacks, by=by, rate_hz=args.stack_rate, native=args.native,
                           sparse_rate_hz=args.sparse_stack_rate, busy_rate_hz=args.busy_stack_rate)
     return session.run(args.output, command, interval_ns=args.interval, probes=args.probe,
-                       sampler=not args.no_sampler, stacks=stacks)
+                       sampler=not args.no_sampler, stacks=stacks, save_files=args.save_files)

@@ -36,7 +36,7 @@ from writerprof.errors import UsageError, WriterprofError
 from writerprof.probes.writerprof_probe import format as journal_format
 from writerprof.probes.writerprof_probe import identity
 from writerprof.probes.writerprof_probe.format import host_name
-from writerprof.record import probestacks, procfs, topology
+from writerprof.record import interposer, probestacks, procfs, topology
 from writerprof.record.stackoptions import BY_PROBE, StackOptions
 from writerprof.record.sampler import Sampler, journaled_by
 from writerprof.record.system import HOST
@@ -93,24 +93,28 @@ def probe_environment(run: Path, added: list[str], environ=os.environ, extra: di
     env[journal_format.LAUNCH_HOST_ENV] = host_name()
     env[journal_format.AGENT_PYTHON_ENV] = sys.executable
     env[journal_format.INTERVAL_ENV] = str(interval_ns)
+    preload = interposer.preload(env)
+    if preload:
+        env["LD_PRELOAD"] = preload
     if added:
         env[journal_format.PROBES_ENV] = "\n".join(added)
     else:
         env.pop(journal_format.PROBES_ENV, None)
     env.update(extra or {})
-    ours = sorted(k for k in env if k.startswith("WRITERPROF_")) + ["PYTHONPATH"]
+    ours = sorted(k for k in env if k.startswith("WRITERPROF_")) + ["PYTHONPATH"] + ["LD_PRELOAD"] * bool(preload)
     listed = [v for v in env.get(OMPI_ENV_LIST, "").split(";") if v]
     env[OMPI_ENV_LIST] = ";".join(listed + [k for k in ours if k not in listed])
     return env
 
 
 def run(output: Path | None, command: list[str], *, interval_ns: int, probes: list[str], sampler: bool,
-        stacks: StackOptions) -> int:
+        stacks: StackOptions, save_files: list[str] = ()) -> int:
     """`writerprof record`'s session: a new run directory at output (None: a
     default name here), CMD recorded into it, the summary on stderr; CMD's
     exit status."""
     run_dir = directory.create(output, command, interval_ns=interval_ns, sampler=sampler, probes=probes,
-                               env=identity.allowed_env(os.environ), stacks=stacks.settings())
+                               env=identity.allowed_env(os.environ), stacks=stacks.settings(),
+                               save_files=save_files)
     print(f"writerprof record: recording into {run_dir}", file=sys.stderr)
     started = time.monotonic()
     recorded = record(run_dir, command, interval_ns, probes, sampler=sampler, stacks=stacks)
@@ -428,7 +432,11 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
     phase = recorded.chunk_columns["phase"]  # counts and sums: the columns, not Run.chunks's sorted copy
     written = recorded.chunk_columns["bytes"][phase == codes["write"]]
     starts = [e["data"] for e in recorded.events_of("process_start") if e["data"].get("started")]
-    saves = int((phase == codes["save"]).sum()) or len(starts)
+    # Where the interposer saw the files: one save per checkpoint file (run.files), whoever wrote it.
+    from writerprof.run import files  # numpy's, as load's: after CMD
+
+    saves = (len(files.checkpoint_spans(recorded)) if len(recorded.io)
+             else int((phase == codes["save"]).sum()) or len(starts))
     unmatched = unmatched_probes(recorded.meta.get("probes") or [], recorded.events_of("hook"))
     problems = done.warnings()
     problems += [f"--probe {spec} matched nothing: {why}" for spec, why in unmatched.items()]

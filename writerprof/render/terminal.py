@@ -40,9 +40,10 @@ def _header(summary: dict) -> str:
     if t["saves"]:
         lines.append(f"  saves     {t['saves']} of {format_size(t['bytes'] // t['saves'])}, mean "
                      f"{t['mean_save_s']:.3f} s, {t['gib_s']:.2f} GiB/s"
-                     f" ({', '.join(run['start_methods'])}; Python {', '.join(run['python'])})")
+                     f" ({', '.join(run['start_methods']) or 'no writer process started'}; "
+                     f"Python {', '.join(run['python'])})")
     else:
-        lines.append("  saves     none found (no writer started by a probed process)")
+        lines.append("  saves     none found (no checkpoint file written: see `record --save-files`)")
     alike = defaultdict(list)  # hosts of one shape on one line
     for host, topo in summary["topology"].items():
         nodes = ", ".join(f"node {n}: CPUs {format_cpu_list(c)}" for n, c in topo["nodes"].items())

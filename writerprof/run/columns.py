@@ -100,7 +100,8 @@ class Chunks:
 def reading(files: list[tuple[str | Path, int]], file_dtype: np.dtype, dtype: np.dtype,
             per_proc: dict[str, np.ndarray], implausible, renumber):
     """A function that returns the records of the journals' chunk files
-    (files[p]: process p's file and its complete records) as Chunks, grouped
+    (files[p]: process p's file, or an array of its records, and their
+    count) as Chunks, grouped
     by process and in start order within one, and, per process, the records
     implausible dropped. implausible(records, procs, counts) -> None if every
     record of a batch (counts[i] records of process procs[i], one after
@@ -237,6 +238,11 @@ def _read_batch(files, batch: list[int], file_dtype: np.dtype, buffer: memoryvie
     for i in batch:
         path, count = files[i]
         want = count * file_dtype.itemsize
+        if isinstance(path, np.ndarray):  # records made in memory (writerprof.run.io's)
+            buffer[at:at + want] = path.view(np.uint8)
+            counts.append(count)
+            at += want
+            continue
         got = 0
         with open(path, "rb", buffering=0) as f:  # unbuffered: straight into place
             while got < want:

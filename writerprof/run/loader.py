@@ -29,7 +29,7 @@ import numpy as np
 from writerprof import forked
 from writerprof.collector import collector_paused
 from writerprof.probes.writerprof_probe import format as journal
-from writerprof.run import columns, fields, layout, shm, times
+from writerprof.run import columns, fields, io, layout, shm, times
 from writerprof.run.columns import Chunks
 from writerprof.run.meta import read_meta
 
@@ -82,6 +82,10 @@ class Run:
     shm: np.ndarray = field(default_factory=lambda: np.zeros(0, shm.SHM_ROWS))
     placements: np.ndarray = field(default_factory=lambda: np.zeros(0, shm.PLACEMENT_ROWS))
     buffer_names: np.ndarray = field(default_factory=lambda: np.zeros(0, object))
+    # Every file call the I/O interposer journaled (io.IO_ROWS), reads and
+    # opens too, each file's path a code into io_paths: writerprof.run.io.
+    io: np.ndarray = field(default_factory=lambda: np.zeros(0, io.IO_ROWS))
+    io_paths: np.ndarray = field(default_factory=lambda: np.zeros(0, object))
 
     @cached_property
     def chunks(self) -> np.ndarray:
@@ -140,6 +144,7 @@ class _Journal:
     rel: str = ""  # PROCS/PID-CREATED, for loss lines
     records: list[bytes] = field(default_factory=lambda: [b"", b""])  # its SHM and PLACEMENT records (shm.read)
     exec_to: "_Journal | None" = None  # the image this one exec'd
+    io: io.IoJournal | None = None  # its I/O interposer journal (writerprof.run.io)
     unexited_loss: str | None = None  # the loss line of a journal without an exit record
 
 
@@ -178,6 +183,8 @@ def _load(path: Path) -> Run:
         samples = host_dir / layout.SAMPLES_FILE
         found = _read_journals(path, host_index, listing, events_read, losses)
         found = times.in_recording(path, meta, host, found, losses)
+        found += [_Journal(host_index, who, [who], "", of.rel, 0, of.rel, [b"", b""], io=of)
+                  for who, of in io.joined(path, host, host_dir, found, losses)]
         window = times.host_window(meta, host, found)
         journals += found
         inside = [r for r in host_sampled if window[0] <= r["t_ns"] <= window[1]]
@@ -201,8 +208,9 @@ def _load(path: Path) -> Run:
                                                                               losses)
     events = _events(hosts, journals, every, kinds, journal_of)
     renumber, phase_names, unnamed = _phase_codes(journals, every, kinds, journal_of)
+    io_rows, io_paths, chunk_sources = io.columns(journals, buffers, events, CHUNK_DTYPE)
     with columns.reading(
-            [(j.chunks, j.count) for j in journals], CHUNK_DTYPE, CHUNKS_DTYPE,
+            chunk_sources, CHUNK_DTYPE, CHUNKS_DTYPE,
             {"host_index": np.array([j.host_index for j in journals], dtype=np.int32), "pid": processes["pid"]},
             lambda records, procs, counts: times.implausible(records, procs, counts, windows),
             renumber) as chunks_read:
@@ -218,7 +226,7 @@ def _load(path: Path) -> Run:
     return Run(path=path, meta=meta, hosts=hosts, topology=topology, processes=processes,
                chunk_columns=chunk_columns, phase_names=phase_names, events=events, samples=samples,
                sampled=sampled, losses=losses, threads=threads, shm=buffers, placements=placements,
-               buffer_names=buffer_names)
+               buffer_names=buffer_names, io=io_rows, io_paths=io_paths)
 
 
 def _clean_meta(meta: dict, losses: list[str]) -> None:

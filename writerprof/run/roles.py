@@ -1,12 +1,25 @@
-"""What each recorded process is in the checkpoint pipeline, from what its
-journal shows it did: one answer for every report, plot and export."""
+"""What each recorded process is in the checkpoint pipeline, from what it
+did: one answer for every report, plot and export.
+
+- writer: wrote a checkpoint file (writerprof.run.files), whoever it is: a
+  rank saving its own (torch.save), a writer child, a pool worker. Where the
+  interposer did not journal a process, its write calls' bytes decide
+  (files.MIN_SAVE_BYTES).
+- producer: made the data a writer wrote: created shared-memory buffers, or
+  started a process (Process.start) that then wrote.
+- reader: read data files (not its own code), wrote none: a DataLoader worker.
+- forkserver, resource tracker: known by how they were started, whatever they did.
+- other: anything else (a launcher, a shell, a process that only started others)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-PRODUCER = "producer"  # started writer processes
-WRITER = "writer"  # a multiprocessing child: its Process ran a target
+from writerprof.run import files
+
+PRODUCER = "producer"
+WRITER = "writer"
+READER = "reader"
 FORKSERVER = "forkserver"
 RESOURCE_TRACKER = "resource_tracker"
 OTHER = "other"
@@ -14,11 +27,45 @@ OTHER = "other"
 
 def roles(run) -> np.ndarray:
     """The role of each row of run.processes."""
-    out = np.full(len(run.processes), OTHER, dtype=object)
-    events = run.events
-    for kind, role in (("process_start", PRODUCER), ("bootstrap", WRITER)):
-        out[np.unique(events["proc"][events["kind"] == kind])] = role
+    n = len(run.processes)
+    out = np.full(n, OTHER, dtype=object)
+    out[files.read_bytes(run) > 0] = READER
+    wrote = writers(run)
+    created = np.zeros(n, dtype=bool)
+    if len(run.shm):
+        created[run.shm["proc"][run.shm["op"] == 1]] = True
+    out[created | _started_a_writer(run, wrote)] = PRODUCER
+    out[wrote] = WRITER
     # The daemons are known by how they were started, whatever they did.
     for role in (FORKSERVER, RESOURCE_TRACKER):
         out[run.processes["role"] == role] = role
+    return out
+
+
+def writers(run) -> np.ndarray:
+    """Per process row: whether it wrote a checkpoint file."""
+    n = len(run.processes)
+    wrote = np.zeros(n, dtype=bool)
+    wrote[files.checkpoint_spans(run)["proc"]] = True
+    # Processes the interposer did not journal: their hooked write calls.
+    c = run.chunk_columns
+    write = {code for code, name in run.phase_names.items() if name == "write"}
+    if len(c) and write:
+        is_write = np.isin(c["phase"], list(write))
+        by_proc = np.bincount(c["proc"][is_write], weights=c["bytes"][is_write].clip(0), minlength=n)
+        wrote |= (by_proc >= files.MIN_SAVE_BYTES) & ~files.interposed(run)
+    return wrote
+
+
+def _started_a_writer(run, wrote: np.ndarray) -> np.ndarray:
+    """Per process row: whether a process it started (Process.start's
+    child_pid: under forkserver its parent is the daemon) wrote."""
+    p = run.processes
+    out = np.zeros(len(p), dtype=bool)
+    if not wrote.any():
+        return out
+    writing = {(h, pid) for h, pid in zip(p["host"][wrote].tolist(), p["pid"][wrote].tolist())}
+    for e in run.events[run.events["kind"] == "process_start"]:
+        if (p["host"][e["proc"]], e["data"].get("child_pid")) in writing:
+            out[e["proc"]] = True
     return out

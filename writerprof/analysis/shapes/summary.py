@@ -99,6 +99,7 @@ class Save(TypedDict):
     start_s: float
     end_s: float
     duration_s: float
+    path: str | None  # the checkpoint file (None: not known, the interposer did not see its writer)
     bytes: int  # written by the writer
     chunks: int  # its writes
     gib_s: float | None

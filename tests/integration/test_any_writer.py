@@ -1,0 +1,161 @@
+"""Checkpoint writers of every shape, through `writerprof record`: the
+interposer sees each file's writes and fsync whatever made them, one save per
+file, its bytes those on disk, its times the target's own."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from writerprof.analysis import saves
+from writerprof.run import files, load
+from writerprof.run.roles import roles
+
+from helpers import writerprof_command
+
+TARGETS = Path(__file__).parent / "targets"
+MIB = 1 << 20
+# The target times its calls from Python, the interposer from inside libc:
+# the difference is the Python call around it (tofile: its dup and fdopen).
+SHARE, SLACK_S = 0.05, 0.001
+
+
+def record(run_dir, *command, options=()):
+    done = subprocess.run(writerprof_command() + ["record", "-o", str(run_dir), *options, "--", *map(str, command)],
+                          capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def _recorded(tmp_path, mode, method="forkserver", files_n=3, size=16 * MIB):
+    out = tmp_path / "out"
+    out.mkdir()
+    done = record(tmp_path / "run", sys.executable, TARGETS / "any_writer.py", mode, out, "--files", files_n,
+                  "--size", size, "--method", method)
+    own = [json.loads(line) for line in done.stdout.splitlines()]
+    return load(tmp_path / "run"), own, done
+
+
+def _close(measured, truth):
+    return abs(measured - truth) <= SHARE * truth + SLACK_S
+
+
+@pytest.mark.parametrize("mode", ["buffered", "tofile", "pwritev", "pool", "thread", "self"])
+def test_every_file_is_one_save_with_the_targets_own_figures(tmp_path, mode):
+    run, own, _ = _recorded(tmp_path, mode)
+    found = saves.find(run)
+    by_path = {s["path"]: s for s in found}
+    assert len(found) == len(own) == 3 and set(by_path) == {o["path"] for o in own}
+    pid = dict(zip(run.processes["pid"].tolist(), roles(run).tolist()))
+    for o in own:
+        s = by_path[o["path"]]
+        assert s["bytes"] == os.path.getsize(o["path"]) == o["bytes"]
+        assert s["writer_pid"] == o["pid"] and pid[o["pid"]] == "writer"
+        assert _close(s["write_s"], o["write_s"]), (s["write_s"], o["write_s"])
+        assert _close(s["fsync_s"], o["fsync_s"]), (s["fsync_s"], o["fsync_s"])
+        # The accounting closes: the critical path and the unexplained are the save.
+        assert sum(s["critical_path"].values()) + s["unexplained_s"] == pytest.approx(s["duration_s"], abs=1e-6)
+    if mode in ("buffered", "tofile", "pwritev"):  # a writer child per file: its Process.start() is the save's
+        assert all(s["start_method"] == "forkserver" and s["startup"] for s in found)
+    if mode == "pool":  # two workers, three files: each file its own save, no worker's start counted
+        assert len({s["writer_pid"] for s in found}) == 2 and not any(s["startup"] for s in found)
+        assert sum(r == "writer" for r in roles(run).tolist()) == 2
+    if mode in ("thread", "self"):  # the process that saved is the writer; no other process is
+        assert {s["writer_pid"] for s in found} == {s["producer_pid"] for s in found} == {own[0]["pid"]}
+    assert not [s for s in found if s["bytes"] == 0]
+
+
+def test_small_files_are_no_saves_unless_save_files_says(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    command = [sys.executable, TARGETS / "any_writer.py", "self", out, "--files", "2", "--size", 64 << 10]
+    record(tmp_path / "run", *command)
+    assert saves.find(load(tmp_path / "run")) == []
+    record(tmp_path / "globbed", *command, options=["--save-files", str(out / "ckpt-*")])
+    run = load(tmp_path / "globbed")
+    assert run.meta["save_files"] == [str(out / "ckpt-*")]
+    assert sorted(s["bytes"] for s in saves.find(run)) == [64 << 10, 64 << 10]
+
+
+C_WRITER = r"""
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    static char buf[1 << 20];
+    memset(buf, 7, sizeof buf);
+    int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    for (int i = 0; i < 3; i++) if (write(fd, buf, sizeof buf) != sizeof buf) return 1;
+    fsync(fd);
+    close(fd);
+    FILE *f = fopen(argv[2], "wb");
+    for (int i = 0; i < 2; i++) fwrite(buf, 1, sizeof buf, f);
+    fclose(f);
+    return write(-1, buf, 1) == -1 ? 0 : 2;  /* errno and result as without the interposer */
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def c_writer(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("cwriter")
+    (directory / "writer.c").write_text(C_WRITER)
+    subprocess.run(["gcc", "-O1", "-o", directory / "writer", directory / "writer.c"], check=True)
+    return directory / "writer"
+
+
+def test_a_program_that_is_not_python_is_seen_through_a_shell(tmp_path, c_writer):
+    """exec'd through sh, not Python: its own journal makes it a process of the run, a writer."""
+    out = tmp_path / "out"
+    out.mkdir()
+    record(tmp_path / "run", "sh", "-c", f"{c_writer} {out / 'a.bin'} {out / 'b.bin'}")
+    run = load(tmp_path / "run")
+    found = {s["path"]: s for s in saves.find(run)}
+    assert {p: s["bytes"] for p, s in found.items()} == {str(out / "a.bin"): 3 * MIB, str(out / "b.bin"): 2 * MIB}
+    assert found[str(out / "a.bin")]["fsync_s"] > 0 and found[str(out / "a.bin")]["chunks"] == 3
+    writer = run.identity(run.processes["host"][0], found[str(out / "a.bin")]["writer_pid"])
+    assert writer["interposed_only"] and writer["executable"] == str(c_writer)
+
+
+def test_the_interposer_agrees_with_strace(tmp_path, c_writer):
+    """Every write and fsync of the checkpoint files strace sees (-y: each fd's path), the journal has."""
+    out = tmp_path / "out"
+    out.mkdir()
+    trace = tmp_path / "strace.txt"
+    record(tmp_path / "run", "strace", "-f", "-qq", "-y", "-e", "trace=write,fsync", "-o", trace, c_writer,
+           out / "a.bin", out / "b.bin")
+    truth: dict[str, list[int]] = {}
+    for line in trace.read_text().splitlines():
+        call = line.split(None, 1)[1]
+        for name in ("a.bin", "b.bin"):
+            if f"{out / name}>" in call:
+                counts = truth.setdefault(str(out / name), [0, 0, 0])
+                if call.startswith("write("):
+                    counts[0] += int(call.rsplit("=", 1)[1])
+                    counts[1] += 1
+                elif call.startswith("fsync("):
+                    counts[2] += 1
+    run = load(tmp_path / "run")
+    seen = {run.io_paths[s["path"]]: [int(s["bytes"]), None, int(s["syncs"])] for s in files.write_spans(run)}
+    for path in seen:
+        seen[path][1] = truth[path][1]  # fwrite's calls are not write(2)'s: their count is libc's business
+    assert seen == truth and truth[str(out / "a.bin")] == [3 * MIB, 3, 1] and truth[str(out / "b.bin")][0] == 2 * MIB
+
+
+def test_without_writerprof_run_the_interposer_does_nothing(tmp_path, c_writer):
+    from writerprof.record import interposer
+
+    if not interposer.available():
+        pytest.skip("the interposer is not built")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WRITERPROF_")}
+    env["LD_PRELOAD"] = interposer.LIBRARY
+    done = subprocess.run([c_writer, tmp_path / "a.bin", tmp_path / "b.bin"], env=env, cwd=tmp_path)
+    assert done.returncode == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.bin", "b.bin"]
