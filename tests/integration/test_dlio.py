@@ -18,7 +18,7 @@ from writerprof.run import load
 from writerprof.run.roles import roles
 
 from dlio_env import dlio_venv
-from helpers import writerprof_command
+from helpers import TARGETS, writerprof_command
 
 pytestmark = pytest.mark.dlio
 
@@ -98,3 +98,21 @@ def test_no_warning(recorded):
     _, _, _, summary = recorded
     assert [d for d in summary["diagnoses"] if d["severity"] == "warning"] == []
     assert len(summary["saves"]) == RANKS * CHECKPOINTS
+
+
+def test_torch_save_from_a_writer_child(tmp_path):
+    """torch.save to a path (C++ streams) in a forkserver child: one save per file, with its start-up."""
+    venv = dlio_venv()
+    out = tmp_path / "out"
+    out.mkdir()
+    done = subprocess.run(writerprof_command() + ["record", "-o", str(tmp_path / "run"), "--",
+                                                  str(venv / "bin" / "python"), os.path.join(TARGETS, "torch_writer.py"),
+                                                  str(out), "forkserver"],
+                          capture_output=True, text=True, timeout=600, env={**os.environ, **QUIET})
+    assert done.returncode == 0, done.stderr[-2000:]
+    own = [json.loads(line) for line in done.stdout.splitlines()]
+    found = saves.find(load(tmp_path / "run"))
+    assert sorted((s["path"], s["bytes"], s["writer_pid"]) for s in found) == sorted(
+        (o["path"], os.path.getsize(o["path"]), o["pid"]) for o in own)
+    assert all(s["start_method"] == "forkserver" and s["startup"] and s["write_s"] > 0 for s in found)
+
