@@ -38,7 +38,7 @@
 
 /* Keep in step with probes/writerprof_probe/iofile.py. */
 #define MAGIC "WPIO\0\0\0\1"
-#define HEADER_BYTES 512
+#define HEADER_BYTES 4096             /* a page: each segment the file grows by starts on a page */
 #define RECORD_BYTES 64
 #define SEGMENT_RECORDS 16384        /* the file grows 1 MiB at a time */
 #define MAX_RECORDS (16u << 20)      /* 1 GiB of address space reserved, used as it fills */
@@ -92,6 +92,7 @@ static int enabled;                     /* WRITERPROF_RUN was set, and the journ
 static char *base;                      /* the reserved range; header at its start */
 static struct header *head;
 static _Atomic uint64_t mapped_records; /* records the file holds room for */
+static int reserve_intact = 1;          /* the unmapped rest of the reservation is still ours */
 static atomic_flag growing = ATOMIC_FLAG_INIT;
 static char io_path[4096];
 static char run_dir[4096];
@@ -212,17 +213,18 @@ static int grow(uint64_t want) {
     uint64_t have = atomic_load(&mapped_records);
     if (want <= have) { ok = 1; goto out; }
     uint64_t records = ((want / SEGMENT_RECORDS) + 1) * SEGMENT_RECORDS;
-    if (records > MAX_RECORDS) goto out;
+    if (records > MAX_RECORDS || !reserve_intact) goto out;
     int fd = raw_open(io_path, O_RDWR | O_CLOEXEC, 0);
     if (fd < 0) goto out;
     off_t old = HEADER_BYTES + (off_t)have * RECORD_BYTES, size = HEADER_BYTES + (off_t)records * RECORD_BYTES;
     if (allocate(fd, old, size)) {
-        /* mapped from the page holding the old end: a segment's end is not page-aligned */
-        off_t page = old & ~((off_t)4095);
-        void *at = mmap(base + page, (size_t)(size - page), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, page);
+        /* the new segment alone (page-aligned): the records mapped so far are never unmapped */
+        void *at = mmap(base + old, (size_t)(size - old), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, old);
         if (at != MAP_FAILED) {
             atomic_store(&mapped_records, records);
             ok = 1;
+        } else {
+            reserve_intact = 0; /* a failed MAP_FIXED may have unmapped the rest: no longer ours */
         }
     }
     raw_close(fd);
@@ -346,6 +348,27 @@ static void fill_header(struct header *h) {
     }
 }
 
+/* The journal's first segment, allocated and mapped at base; errno says why not. */
+static int map_file(int fd) {
+    off_t size = HEADER_BYTES + (off_t)SEGMENT_RECORDS * RECORD_BYTES;
+    if (!base) {
+        void *r = mmap(NULL, RESERVED_BYTES, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (r == MAP_FAILED) return 0;
+        base = r;
+    }
+    if (!allocate(fd, 0, size)) return 0;
+    if (mmap(base, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
+        int err = errno;
+        /* A failed MAP_FIXED may have unmapped the reservation, and the range
+         * may be the target's memory from now on: never ours to unmap again. */
+        base = NULL;
+        syscall(SYS_ftruncate, fd, 0);
+        errno = err;
+        return 0;
+    }
+    return 1;
+}
+
 static int make_file(void) {
     char host[256];
     safe_host(host, sizeof host);
@@ -355,6 +378,14 @@ static int make_file(void) {
     make_dirs(io_path);
     int fd = raw_open(io_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) return 0;
+    if (!write_through && !map_file(fd)) {
+        if (errno == ENOSPC || errno == EDQUOT) { /* a full disk: no journal, and no empty file */
+            raw_close(fd);
+            syscall(SYS_unlinkat, AT_FDCWD, io_path, 0);
+            return 0;
+        }
+        write_through = 1; /* a file system that maps no shared file (9p, FUSE): written through */
+    }
     if (write_through) {
         static char block[HEADER_BYTES];
         memset(block, 0, sizeof block);
@@ -365,20 +396,7 @@ static int make_file(void) {
         raw_close(fd);
         return done == (ssize_t)sizeof block;
     }
-    off_t size = HEADER_BYTES + (off_t)SEGMENT_RECORDS * RECORD_BYTES;
-    if (!base) {
-        void *r = mmap(NULL, RESERVED_BYTES, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (r == MAP_FAILED) { raw_close(fd); return 0; }
-        base = r;
-    }
-    void *at = MAP_FAILED;
-    if (allocate(fd, 0, size))
-        at = mmap(base, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
     raw_close(fd);
-    if (at == MAP_FAILED) {
-        syscall(SYS_unlinkat, AT_FDCWD, io_path, 0); /* a full disk: no journal, and no empty file */
-        return 0;
-    }
     head = (struct header *)base;
     fill_header(head);
     atomic_store(&mapped_records, SEGMENT_RECORDS);
@@ -425,9 +443,14 @@ static void after_fork_child(void) {
     faults_read = 0;
     if (!enabled) return;
     int64_t forked = now_ns();
-    /* The parent's journal is shared with this mapping: this child's goes elsewhere. */
-    if (base) munmap(base, RESERVED_BYTES);
-    base = NULL;
+    /* The parent's journal is shared with this mapping: this child's goes elsewhere
+     * (its reservation kept, if it was one; a written-through journal has no mapping). */
+    if (head) {
+        munmap(base, reserve_intact ? RESERVED_BYTES
+                                    : HEADER_BYTES + (size_t)atomic_load(&mapped_records) * RECORD_BYTES);
+        base = NULL;
+        reserve_intact = 1;
+    }
     head = NULL;
     atomic_store(&mapped_records, 0);
     atomic_store(&through_next, 0);

@@ -5,7 +5,7 @@ itself never reads or writes them.
 
 A process journals into RUN/hosts/HOST/io/PID-INIT_NS.io (a new file per
 image: at start, and in a child after fork): HEADER_BYTES of header
-(HEADER_FIELDS), then fixed-size records (IO_FIELDS) in a file mapped
+(HEADER_FIELDS, then zeros), then fixed-size records (IO_FIELDS) in a file mapped
 MAP_SHARED, so each is on its way to disk the moment it is written (a
 SIGKILL, exec or os._exit loses none). The file grows SEGMENT_RECORDS at a
 time; `next` in the header counts the records handed out, and a record
@@ -21,7 +21,7 @@ path follows in PATH_DATA records (op "path_data", then PATH_CHUNK bytes of
 the path each)."""
 
 MAGIC = b"WPIO\0\0\0\1"
-HEADER_BYTES = 512
+HEADER_BYTES = 4096  # a page: each segment the file grows by starts on one
 SEGMENT_RECORDS = 16384
 PATH_CHUNK = 63
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from writerprof.analysis import saves
@@ -159,3 +160,30 @@ def test_without_writerprof_run_the_interposer_does_nothing(tmp_path, c_writer):
     done = subprocess.run([c_writer, tmp_path / "a.bin", tmp_path / "b.bin"], env=env, cwd=tmp_path)
     assert done.returncode == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.bin", "b.bin"]
+
+
+MANY = """
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+for _ in range(40000):
+    os.write(fd, b"x")
+pid = os.fork()
+if pid == 0:
+    for _ in range(20000):
+        os.write(fd, b"y")
+    os._exit(0)
+os.waitpid(pid, 0)
+os.close(fd)
+"""
+
+
+def test_a_journal_grows_past_its_first_segments_and_a_child_gets_its_own(tmp_path):
+    """40,000 writes, then 20,000 in a forked child: every one journaled, each by its process."""
+    record(tmp_path / "run", sys.executable, "-c", MANY, tmp_path / "many.bin")
+    run = load(tmp_path / "run")
+    path = run.io_paths.tolist().index(str(tmp_path / "many.bin"))
+    writes = run.io[(run.io["path"] == path) & (run.io["op"] == 3)]
+    per_pid = sorted(np.bincount(writes["proc"]).tolist())
+    assert per_pid[-2:] == [20000, 40000] and (writes["result"] == 1).all()
+    assert not [loss for loss in run.losses if "interposer" in loss or "never finished" in loss]
+

@@ -54,3 +54,14 @@ def test_the_waits_generation_and_flush_agree_with_the_targets_own(recorded):
         # close() is its fsync and an os.close: its own time is what is left, not the flush again.
         assert close_to(save["close_s"], mine["close_s"] - mine["fsync_s"]), (save["close_s"], mine)
     assert "writer-bound" in {d["code"] for d in summary["diagnoses"]}
+
+
+def test_a_save_is_as_long_as_the_benchmarks_own(recorded):
+    """The save begins at its first event, its buffers' creation, not at
+    Process.start(): its duration is save()'s own within 2% (throughput as
+    the benchmark reports it)."""
+    summary, own, _ = recorded
+    for save, mine in zip(summary["saves"], own):
+        assert abs(save["duration_s"] - mine["save_s"]) <= 0.02 * mine["save_s"], (save["duration_s"], mine)
+        assert save["critical_path"]["setup"] > 0  # the buffers' creation, before Process.start()
+

@@ -18,6 +18,9 @@ from writerprof.analysis import filesaves, hostwise, nesting
 from writerprof.analysis.components import COMPONENTS, STARTUP_PHASES, loop_components  # noqa: F401
 from writerprof.analysis.criticalpath import critical_paths
 from writerprof.analysis.samples import CREATED_SLACK_NS
+from writerprof.probes.writerprof_probe.format import SHM_OPS
+
+SHM_CREATE = SHM_OPS["create"]
 
 # The phases whose own seconds (nesting.own_ns) a save reports: the producer's and its writer's.
 _MEASURED = ("gen", "put", "get", "write", "fadvise", "fsync", "close")
@@ -235,6 +238,10 @@ def _starts(run, idx, codes, c) -> list[dict]:
     for proc, call in zip(c["proc"][rows].tolist(), spans):
         calls_of.setdefault(proc, []).append(call)
     is_save = filesaves.child_saves(run)
+    created_buffers: dict = {}  # process row -> when it created its buffers, in order
+    made = run.shm[run.shm["op"] == SHM_CREATE]
+    for proc, t in zip(made["proc"].tolist(), made["t_ns"].tolist()):
+        created_buffers.setdefault(proc, []).append(t)
     found = []
     for proc in range(len(run.processes)):
         starts = [d for kind, d in idx.events[proc] if kind == "process_start" and d.get("started")]
@@ -242,6 +249,8 @@ def _starts(run, idx, codes, c) -> list[dict]:
             continue
         save_calls = calls_of.get(proc, [])
         count = 0
+        made = created_buffers.get(proc, [])
+        since = None  # the previous Process.start()'s end: buffers made after it are the next save's
         for start in starts:
             writer = _child(child_rows, hosts, created, proc, start)
             if writer is not None and not is_save[writer]:
@@ -249,12 +258,15 @@ def _starts(run, idx, codes, c) -> list[dict]:
             count += 1
             t_start, t_started = int(start["start_ns"]), int(start["end_ns"])
             window = _window(save_calls, t_start, t_started)
-            if window is None:  # no hooked call spans the save: from the start to the writer's end
+            if window is None:  # no hooked call spans the save: from its first event to the writer's end
                 ends = [t_started]
                 if writer is not None:
                     ends += [firsts["last_end"][writer]] if firsts["last_end"][writer] >= 0 else []
                     ends += [int(d["t_ns"]) for k, d in idx.events[writer] if k == "exit"]
-                window = (t_start, max(ends))
+                # Its first event: the creation of the buffers it hands its writer, where it made them.
+                mine = [t for t in made if (since is None or t > since) and t <= t_start]
+                window = (min([t_start] + mine), max(ends))
+            since = t_started
             thread = _main_thread(save_calls, *window)
             startup, boundaries = _startup(created, writer, idx.events[writer] if writer is not None else [],
                                            firsts, t_start)

@@ -21,6 +21,7 @@ class StreamingCheckpointing:
         self.chunk_size, self.num_buffers, self.ctx = chunk_size, num_buffers, mp.get_context(method)
 
     def save(self, filepath, total_size_bytes):
+        began = time.monotonic()
         buffers = [shared_memory.SharedMemory(create=True, size=self.chunk_size) for _ in range(self.num_buffers)]
         generator = dgen_py.Generator(size=total_size_bytes, chunk_size=self.chunk_size, max_threads=4)
         buffer_queue = self.ctx.Queue(maxsize=self.num_buffers)
@@ -39,7 +40,7 @@ class StreamingCheckpointing:
             for shm in buffers:
                 shm.close()
                 shm.unlink()
-        return dict(stats, **own, exitcode=writer.exitcode)
+        return dict(stats, **own, exitcode=writer.exitcode, save_s=time.monotonic() - began)
 
     def _run_producer(self, buffers, buffer_queue, total_size_bytes, generator):
         generated = index = 0
