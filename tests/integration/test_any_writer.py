@@ -187,3 +187,19 @@ def test_a_journal_grows_past_its_first_segments_and_a_child_gets_its_own(tmp_pa
     assert per_pid[-2:] == [20000, 40000] and (writes["result"] == 1).all()
     assert not [loss for loss in run.losses if "interposer" in loss or "never finished" in loss]
 
+
+def test_a_process_not_interposed_is_said(tmp_path):
+    """A child whose environment lost LD_PRELOAD: probed, not interposed; the report's losses say so."""
+    out = tmp_path / "out"
+    out.mkdir()
+    script = ("import os, subprocess, sys\n"
+              "env = {k: v for k, v in os.environ.items() if k != 'LD_PRELOAD'}\n"
+              f"subprocess.run([sys.executable, {str(TARGETS / 'any_writer.py')!r}, 'self', {str(out)!r},"
+              " '--files', '1'], env=env, check=True)\n")
+    done = record(tmp_path / "run", sys.executable, "-c", script)
+    child = json.loads(done.stdout)["pid"]
+    run = load(tmp_path / "run")
+    assert run.meta["interposer"] is True
+    assert [loss for loss in run.losses if "was not interposed" in loss] == [
+        loss for loss in run.losses if f"process {child} (main) was not interposed" in loss] != []
+

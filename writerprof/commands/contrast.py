@@ -140,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
 def _record_one(runs_dir: Path, command: list[str], method: str, repeat: int, count: int, total: int,
                 started: float) -> dict:
     """The count-th of total recordings: command under method, its progress line, and its summary."""
+    from writerprof.record import interposer
     from writerprof.record import session as recording
     from writerprof.run import directory
 
@@ -149,7 +150,7 @@ def _record_one(runs_dir: Path, command: list[str], method: str, repeat: int, co
         env[MITIGATE_ENV] = what_if
     path = runs_dir / f"{count:02d}-{method.replace('+', '-')}"
     run_dir = directory.create(path, command, interval_ns=recording.INTERVAL_NS,
-                               sampler=True, probes=[], env={}, what_if=env)
+                               sampler=True, probes=[], env={}, what_if=env, interposer=interposer.available())
     print(f"  [{count}/{total}] {method:<19} repeat {repeat}  ...", end="", file=sys.stderr, flush=True)
     t0 = time.monotonic()
     log = run_dir / "output.log"

@@ -114,7 +114,7 @@ def run(output: Path | None, command: list[str], *, interval_ns: int, probes: li
     exit status."""
     run_dir = directory.create(output, command, interval_ns=interval_ns, sampler=sampler, probes=probes,
                                env=identity.allowed_env(os.environ), stacks=stacks.settings(),
-                               save_files=save_files)
+                               save_files=save_files, interposer=interposer.available())
     print(f"writerprof record: recording into {run_dir}", file=sys.stderr)
     started = time.monotonic()
     recorded = record(run_dir, command, interval_ns, probes, sampler=sampler, stacks=stacks)

@@ -19,12 +19,13 @@ from writerprof.run.meta import RunDirectoryError, read_meta
 
 def create(path: Path | None, command: list[str], *, interval_ns: int, sampler: bool,
            probes: list[str], env: dict, what_if: dict | None = None, stacks: dict | None = None,
-           save_files: list[str] = ()) -> Path:
+           save_files: list[str] = (), interposer: bool = False) -> Path:
     """A new run directory with run.json (still recording) and this host's procs/.
     what_if: the probe's what-if switches this run was recorded with (contrast);
     stacks: the stack sampler's settings (writerprof.record.stackoptions.StackOptions.settings(),
     completed by record with what was taken); save_files: the globs that name
-    the checkpoint files (writerprof.run.files), none for its default rule."""
+    the checkpoint files (writerprof.run.files), none for its default rule;
+    interposer: whether CMD runs with the I/O interposer preloaded."""
     path = _new_default() if path is None else claim(Path(path))
     host = host_name()
     try:
@@ -52,6 +53,7 @@ def create(path: Path | None, command: list[str], *, interval_ns: int, sampler: 
         "what_if": dict(what_if or {}),
         "stacks": dict(stacks) if stacks is not None else None,
         "save_files": list(save_files),
+        "interposer": interposer,
     })
     return path
 

@@ -133,7 +133,7 @@ META_FIELDS: dict[str, Check] = {
     "interval_ns": optional(is_count), "sampler": is_bool, "probes": list_of(is_str), "env": dict_of(is_str),
     "what_if": dict_of(is_str), "synthetic": is_bool, "merged_from": list_of(is_str), "stacks": optional(is_dict),
     "incomplete": list_of(is_str), "outlived_cmd": list_of(is_dict), "sampler_ticks": optional(is_dict),
-    "save_files": list_of(is_str),
+    "save_files": list_of(is_str), "interposer": is_bool,
 }
 STACKS_META_FIELDS: dict[str, Check] = {
     "enabled": is_bool, "rate_hz": lambda v: is_number(v) and v > 0, "native": is_bool, "idle": is_bool,

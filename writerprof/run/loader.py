@@ -183,8 +183,13 @@ def _load(path: Path) -> Run:
         samples = host_dir / layout.SAMPLES_FILE
         found = _read_journals(path, host_index, listing, events_read, losses)
         found = times.in_recording(path, meta, host, found, losses)
-        found += [_Journal(host_index, who, [who], "", of.rel, 0, of.rel, [b"", b""], io=of)
-                  for who, of in io.joined(path, host, host_dir, found, losses)]
+        alone = io.joined(path, host, host_dir, found, losses)
+        if meta.get("interposer"):  # preloaded into CMD: a Python process without its journal was not reached
+            losses += [f"{j.rel}: process {j.identity.get('pid')} ({j.identity.get('role')}) was not interposed "
+                       f"(LD_PRELOAD cleared from its environment, or a static or setuid program): its file "
+                       f"calls were timed by the probe's os hooks, and those below Python not at all"
+                       for j in found if j.io is None]
+        found += [_Journal(host_index, who, [who], "", of.rel, 0, of.rel, [b"", b""], io=of) for who, of in alone]
         window = times.host_window(meta, host, found)
         journals += found
         inside = [r for r in host_sampled if window[0] <= r["t_ns"] <= window[1]]
