@@ -1,6 +1,7 @@
 """A writer with names no spec knows (targets/foreign_writer.py), recorded for
 real under fork and forkserver: its queue waits come from the probe's generic
-hooks, non-null and within 5% of the target's own timings, and the fsync its
+hooks, non-null and within 5% of the target's own timings, its generation
+from the producer's time between its hand-offs, and the fsync its
 storage's close() makes is fsync, not close (with its close named in a
 --probe spec, as a user names their own, the fsync inside it keeps its own
 column and bars and close's time is its own)."""
@@ -39,7 +40,12 @@ def test_queue_waits_are_measured_and_agree_with_the_targets_own(recorded):
             assert mine[key] > 0.15, mine  # long enough that 5% is more than the clock's noise
             assert save[key] is not None, (key, save)
             assert agree(save[key], mine[key]), (key, save[key], mine[key])
-        assert save["gen_s"] is None  # its fill has no hook: not measured, not 0
+        # Its fill has no hook: its generation is its time between hand-offs, the
+        # second half's slow fills (6 x 0.1 s of sleep) and the copies, and not the queue's.
+        assert save["gen_from"] == "between hand-offs"
+        assert 0.6 <= save["gen_s"] < 0.6 + 0.15, save["gen_s"]
+        assert save["critical_path"]["generation"] >= 0.6 > 10 * save["critical_path"]["queue"]
+        assert save["gen_cpu_s"] is None or save["gen_cpu_s"] < 0.3  # it slept: the sampler says so
 
 
 def test_fsync_is_its_own_phase_and_not_counted_in_close(recorded):

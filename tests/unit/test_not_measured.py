@@ -63,12 +63,21 @@ def test_no_pipeline_diagnosis_from_a_side_that_was_not_measured(summary_of):
     assert "queue-stall" not in codes(summary_of(unhooked="gen", **STALLED))
 
 
-def test_a_producer_whose_fill_is_not_hooked_is_still_judged_by_its_put(summary_of):
-    """Its loop is then bounded by the whole save: the put's share is a lower bound."""
-    summary = summary_of(unhooked="gen", **WRITER_BOUND)
-    assert all(s["gen_s"] is None and s["put_wait_s"] > 0 for s in summary["saves"])
+def test_a_producer_whose_fill_is_not_hooked_has_its_generation_between_hand_offs(summary_of):
+    """Its time between puts is its generation, inferred and said so (analysis.handoffs):
+    the same as the hooked fill's of the same run within the puts' own ends and starts."""
+    hooked, summary = summary_of(**WRITER_BOUND), summary_of(unhooked="gen", **WRITER_BOUND)
+    for truth, s in zip(hooked["saves"], summary["saves"]):
+        assert s["gen_from"] == "between hand-offs" and truth["gen_from"] == "calls" and s["put_wait_s"] > 0
+        assert truth["gen_s"] <= s["gen_s"] <= truth["gen_s"] * 1.2 + 0.01, (s["gen_s"], truth["gen_s"])
     bound = [d for d in summary["diagnoses"] if d["code"] == "writer-bound"]
-    assert len(bound) == 2 and all(d["evidence"]["gen_s"] is None for d in bound)  # one per producer
+    assert len(bound) == 2 and all(d["evidence"]["gen_s"] > 0 for d in bound)  # one per producer
+
+
+def test_a_producer_whose_fill_and_hand_offs_are_not_hooked_is_judged_by_nothing(summary_of):
+    summary = summary_of(unhooked="gen,put", **WRITER_BOUND)
+    assert all(s["gen_s"] is None and s["gen_from"] is None for s in summary["saves"])
+    assert "writer-bound" not in codes(summary)
 
 
 def test_an_unknown_phase_is_refused():
@@ -76,10 +85,10 @@ def test_an_unknown_phase_is_refused():
         Scenario(unhooked="gen,fill")
 
 
-def test_a_compare_of_runs_without_a_generation_hook_has_no_own_generation_time(summary_of):
+def test_a_compare_of_runs_without_a_generation_or_hand_off_hook_has_no_own_generation_time(summary_of):
     from writerprof.analysis.compare import compare
 
-    a, b = summary_of(unhooked="gen", **WRITER_BOUND), summary_of(unhooked="gen", **WRITER_BOUND)
+    a, b = summary_of(unhooked="gen,put", **WRITER_BOUND), summary_of(unhooked="gen,put", **WRITER_BOUND)
     generation = next(c for c in compare([a], [b])["components"] if c["name"] == "generation")
     assert generation["a_own_s"] is None and generation["b_own_s"] is None and generation["own_diff_s"] is None
     write = next(c for c in compare([a], [b])["components"] if c["name"] == "write")

@@ -13,7 +13,7 @@ from itertools import accumulate
 
 import numpy as np
 
-from writerprof.analysis import filesaves, hostwise, nesting
+from writerprof.analysis import filesaves, handoffs, hostwise, nesting
 # The components' names, imported from here by the views.
 from writerprof.analysis.components import COMPONENTS, STARTUP_PHASES, loop_components  # noqa: F401
 from writerprof.analysis.criticalpath import critical_paths
@@ -110,6 +110,16 @@ def find(run, idx: _Index | None = None) -> list[dict]:
     put_s, puts = _put_waits(c, owner, found, codes.get("put", -1), n)
     is_gen = mine & (c["phase"] == codes.get("gen", -1))
     gen = {"start_ns": c["start_ns"][is_gen], "end_ns": c["end_ns"][is_gen], "save": owner[is_gen]}
+    # Where the producer's fill is no hooked call: its time between hand-offs (handoffs).
+    gen_code = codes.get("gen", size)
+    hooked_gen = (np.pad(producer_calls, ((0, 0), (0, 1)))[:, min(gen_code, size)]
+                  + np.array(["span" in f for f in found]))  # (a file save has no hand-offs)
+    inferred = handoffs.between(c, owner, found, codes.get("put", -1), hooked_gen)
+    gen = {k: np.concatenate([gen[k], inferred[k].astype(gen[k].dtype)]) for k in gen}
+    inferred_s = (np.bincount(inferred["save"], weights=inferred["end_ns"] - inferred["start_ns"], minlength=n)
+                  / 1e9).tolist()
+    has_inferred = np.bincount(inferred["save"], minlength=n).tolist()
+    inferred_cpu = handoffs.cpu_seconds(run, proc.tolist(), inferred, n)
     # The writer's loop: every call of its own, the save's.
     save_of_writer = np.full(len(run.processes), -1)
     child = writer[:children]
@@ -162,7 +172,11 @@ def find(run, idx: _Index | None = None) -> list[dict]:
             "gib_s": written / duration / 2**30 if duration > 0 else None,
             "startup": f["startup"],
             "startup_s": sum(f["startup"].values()) if f["startup"] else None,
-            "gen_s": measured(producer_s[i][at["gen"]], producer_calls[i][at["gen"]]),
+            "gen_s": (inferred_s[i] if has_inferred[i]
+                      else measured(producer_s[i][at["gen"]], producer_calls[i][at["gen"]])),
+            "gen_from": (handoffs.BETWEEN if has_inferred[i]
+                         else handoffs.HOOKED if producer_calls[i][at["gen"]] else None),
+            "gen_cpu_s": inferred_cpu[i],
             "put_wait_s": measured(put_s[i], puts[i]),
             # (a file save's writer takes no chunks off a queue for it: its calls are its file's)
             "get_wait_s": None if from_file else measured(own[at["get"]], calls[row][at["get"]]),

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from writerprof.analysis.groups import stats
+from writerprof.analysis.handoffs import BETWEEN
 from writerprof.analysis.saves import COMPONENTS, STARTUP_PHASES
 from writerprof.render.format import has_rank as _has_rank, placement_value as _placement_value
 from writerprof.render.format import command as _command, rank as _rank, ranks as _ranks, rate as _rate
@@ -223,11 +224,13 @@ def _saves(summary: dict) -> str:
             're-running the parent\'s __main__; put-wait = producer blocked on the full queue; get-wait = writer '
             'waiting for a chunk; bound by = the component with the most seconds on the save\'s critical path, and '
             'those seconds (a column\'s own duration can be larger: start-up overlapped by generation held the '
-            'save up only for its critical-path share).</p>')
+            'save up only for its critical-path share); ~gen = the producer\'s time between its hand-offs, where '
+            'its fill is no hooked call.</p>')
     if len(saves) <= MAX_ROWS:
         rows = [[s["save"], s["host"], _rank(s["rank"]), s.get("writer_pid") or "-", s.get("start_method") or "-",
                  _s(s["startup_s"]), _s((s["startup"] or {}).get("main_rerun")),
-                 *[_s(s[k]) for k, _ in _SAVE_COLUMNS[1:]], _rate(s.get("gib_s")),
+                 ("~" if s.get("gen_from") == BETWEEN else "") + _s(s["gen_s"]),
+                 *[_s(s[k]) for k, _ in _SAVE_COLUMNS[2:]], _rate(s.get("gib_s")),
                  f"{s['bottleneck']} {_s(s['bottleneck_s'])}"]
                 for s in saves]
         table = _table(["save", "host", "rank", "writer pid", "method", "start-up", "re-run",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import textwrap
 from collections import defaultdict
 
+from writerprof.analysis.handoffs import BETWEEN
 from writerprof.analysis.saves import COMPONENTS
 from writerprof.render.format import command as _command, placement_value, rank as _rank, rate as _rate
 from writerprof.render.format import binding, recording_notes, seconds as _sec, shares
@@ -99,11 +100,14 @@ def _saves(summary: dict) -> str:
             f"{'put-w':>5} {'get-w':>5} {'write':>6} {'fsync':>6} {'total':>6} {'GiB/s':>5} bound by")
     rows = [f"Saves ({len(saves)}; seconds; start-up: Process.start() to first write; re-run: of __main__)",
             _BOUND_BY, head]
+    if any(s.get("gen_from") == BETWEEN for s in saves):
+        rows.insert(2, "~gen: the producer's time between its hand-offs (its fill is no hooked call)")
     if len(saves) <= MAX_ROWS:
         for s in saves:
+            gen = ("~" if s.get("gen_from") == BETWEEN else "") + _sec(s["gen_s"])
             rows.append(
                 f"{s['save']:>4} {_rank(s['rank']):>4} {s['writer_pid'] or '-':>7} {_sec(s['startup_s']):>8} "
-                f"{_sec(s['startup'].get('main_rerun') or None):>6} {_sec(s['gen_s']):>6} {_sec(s['put_wait_s']):>5} "
+                f"{_sec(s['startup'].get('main_rerun') or None):>6} {gen:>6} {_sec(s['put_wait_s']):>5} "
                 f"{_sec(s['get_wait_s']):>5} {_sec(s['write_s']):>6} {_sec(s['fsync_s']):>6} "
                 f"{_sec(s['duration_s']):>6} {_rate(s['gib_s']):>5} {s['bottleneck']} {_sec(s['bottleneck_s'])}")
         return "\n".join(rows)

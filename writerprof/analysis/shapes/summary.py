@@ -105,7 +105,9 @@ class Save(TypedDict):
     gib_s: float | None
     startup: dict[str, float]  # start-up phase (saves.STARTUP_PHASES) -> seconds; {} when unknown
     startup_s: float | None  # Process.start() to the first write
-    gen_s: float | None  # the producer generating; None: no hooked gen (not measured)
+    gen_s: float | None  # the producer generating; None: not measured (no hooked gen, no hand-offs)
+    gen_from: str | None  # "calls" (a hooked gen), "between hand-offs" (inferred: analysis.handoffs), None
+    gen_cpu_s: float | None  # inferred generation: the producer's CPU seconds in it (None: no reading)
     put_wait_s: float | None  # the producer waiting on the full queue; None: no hooked put (not measured)
     get_wait_s: float | None  # the writer waiting for a chunk; None: no hooked get (not measured)
     write_s: float  # each phase's own time: less the hooked calls inside its calls (an fsync inside close)
