@@ -30,7 +30,7 @@ from pathlib import Path
 
 import writerprof.probes
 from writerprof import blas
-from writerprof.analysis.hooks import unmatched_probes  # the report's own; not the whole analysis (0.04 CPU s)
+from writerprof.analysis.hooks import phase_calls, unmatched_probes  # the report's own; not the whole analysis
 from writerprof.collector import collector_paused
 from writerprof.errors import UsageError, WriterprofError
 from writerprof.probes.writerprof_probe import format as journal_format
@@ -437,7 +437,7 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
 
     saves = (len(files.checkpoint_spans(recorded)) if len(recorded.io)
              else int((phase == codes["save"]).sum()) or len(starts))
-    unmatched = unmatched_probes(recorded.meta.get("probes") or [], recorded.events_of("hook"))
+    unmatched = unmatched_probes(recorded.meta.get("probes") or [], recorded.events_of("hook"), phase_calls(recorded))
     problems = done.warnings()
     problems += [f"--probe {spec} matched nothing: {why}" for spec, why in unmatched.items()]
     problems += [f"probe in pid {e['pid']}: {e['data'].get('where')}: {e['data'].get('error')}"
