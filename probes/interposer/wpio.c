@@ -568,13 +568,15 @@ static void put(uint8_t op, int fd, int32_t file, int64_t start, int64_t end, in
     emit(&r, 1);
 }
 
-/* The body every fd call shares: time it if fd is checkpoint I/O. */
-#define TIMED_FD(op, fd, call, addr, count)                                   \
+/* The body every fd call shares: time it if fd is checkpoint I/O, and
+ * journal `moved` (an expression of the call's result_) as its result. */
+#define TIMED_AS(op, fd, call, moved, addr, count)                                    \
     do {                                                                              \
+        int fd_ = (fd);                                                               \
         int32_t file_ = -1;                                                           \
         if (active()) {                                                               \
             busy = 1;                                                                 \
-            file_ = file_of(fd);                                                      \
+            file_ = file_of(fd_);                                                     \
             busy = 0;                                                                 \
         }                                                                             \
         if (file_ < 0) return call;                                                   \
@@ -583,7 +585,24 @@ static void put(uint8_t op, int fd, int32_t file, int64_t start, int64_t end, in
         int64_t end_ = now_ns();                                                      \
         int err_ = errno;                                                             \
         busy = 1;                                                                     \
-        put(op, fd, file_, start_, end_, (int64_t)result_, addr, err_, count);         \
+        put(op, fd_, file_, start_, end_, (int64_t)(moved), addr, err_, count);       \
+        busy = 0;                                                                     \
+        errno = err_;                                                                 \
+        return result_;                                                               \
+    } while (0)
+#define TIMED_FD(op, fd, call, addr, count) TIMED_AS(op, fd, call, result_, addr, count)
+
+/* A close of fd (its file forgotten), timed if it was checkpoint I/O. */
+#define CLOSED(op, fd, call)                                                          \
+    do {                                                                              \
+        int file_;                                                                    \
+        if (!closing(fd, &file_)) return call;                                        \
+        int64_t start_ = now_ns();                                                    \
+        int result_ = call;                                                           \
+        int64_t end_ = now_ns();                                                      \
+        int err_ = errno;                                                             \
+        busy = 1;                                                                     \
+        put(op, fd, file_, start_, end_, result_, NULL, err_, 0);                     \
         busy = 0;                                                                     \
         errno = err_;                                                                 \
         return result_;                                                               \
@@ -760,17 +779,7 @@ EXPORT int creat64(const char *path, mode_t mode) {
 
 EXPORT int close(int fd) {
     RESOLVE(close);
-    int file;
-    if (!closing(fd, &file)) return real_close(fd);
-    int64_t start = now_ns();
-    int result = real_close(fd);
-    int64_t end = now_ns();
-    int err = errno;
-    busy = 1;
-    put(OP_CLOSE, fd, file, start, end, result, NULL, err, 0);
-    busy = 0;
-    errno = err;
-    return result;
+    CLOSED(OP_CLOSE, fd, real_close(fd));
 }
 
 EXPORT int close_range(unsigned int first, unsigned int last, int flags) {
@@ -828,65 +837,20 @@ EXPORT FILE *freopen(const char *path, const char *mode, FILE *f) {
 
 EXPORT size_t fwrite(const void *buf, size_t size, size_t n, FILE *f) {
     RESOLVE(fwrite);
-    int fd = active() ? stream_fd(f) : -1;
-    int32_t file = -1;
-    if (fd >= 0) { busy = 1; file = file_of(fd); busy = 0; }
-    if (file < 0) return real_fwrite(buf, size, n, f);
-    int64_t start = now_ns();
-    size_t done = real_fwrite(buf, size, n, f);
-    int64_t end = now_ns();
-    int err = errno;
-    busy = 1;
-    put(OP_FWRITE, fd, file, start, end, (int64_t)(done * size), buf, err, 0);
-    busy = 0;
-    errno = err;
-    return done;
+    TIMED_AS(OP_FWRITE, stream_fd(f), real_fwrite(buf, size, n, f), result_ * size, buf, 0);
 }
 EXPORT size_t fread(void *buf, size_t size, size_t n, FILE *f) {
     RESOLVE(fread);
-    int fd = active() ? stream_fd(f) : -1;
-    int32_t file = -1;
-    if (fd >= 0) { busy = 1; file = file_of(fd); busy = 0; }
-    if (file < 0) return real_fread(buf, size, n, f);
-    int64_t start = now_ns();
-    size_t done = real_fread(buf, size, n, f);
-    int64_t end = now_ns();
-    int err = errno;
-    busy = 1;
-    put(OP_FREAD, fd, file, start, end, (int64_t)(done * size), buf, err, 0);
-    busy = 0;
-    errno = err;
-    return done;
+    TIMED_AS(OP_FREAD, stream_fd(f), real_fread(buf, size, n, f), result_ * size, buf, 0);
 }
 EXPORT int fflush(FILE *f) {
     RESOLVE(fflush);
-    int fd = active() && f ? stream_fd(f) : -1;
-    int32_t file = -1;
-    if (fd >= 0) { busy = 1; file = file_of(fd); busy = 0; }
-    if (file < 0) return real_fflush(f);
-    int64_t start = now_ns();
-    int result = real_fflush(f);
-    int64_t end = now_ns();
-    int err = errno;
-    busy = 1;
-    put(OP_FFLUSH, fd, file, start, end, result, NULL, err, 0);
-    busy = 0;
-    errno = err;
-    return result;
+    TIMED_FD(OP_FFLUSH, stream_fd(f), real_fflush(f), NULL, 0);
 }
 EXPORT int fclose(FILE *f) {
     RESOLVE(fclose);
-    int fd = f ? stream_fd(f) : -1, file;
-    if (!closing(fd, &file)) return real_fclose(f);
-    int64_t start = now_ns();
-    int result = real_fclose(f); /* its last buffered write, then the close */
-    int64_t end = now_ns();
-    int err = errno;
-    busy = 1;
-    put(OP_FCLOSE, fd, file, start, end, result, NULL, err, 0);
-    busy = 0;
-    errno = err;
-    return result;
+    int fd = stream_fd(f);
+    CLOSED(OP_FCLOSE, fd, real_fclose(f)); /* its last buffered write, then the close */
 }
 
 /* --- start ---------------------------------------------------------------- */

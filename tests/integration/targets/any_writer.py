@@ -32,43 +32,40 @@ def _chunks(size):
         left -= CHUNK
 
 
+def _timed(calls):
+    """Seconds spent in each call of the iterable (made when it is consumed)."""
+    spent = 0.0
+    for call in calls:
+        t = time.perf_counter()
+        call()
+        spent += time.perf_counter() - t
+    return spent
+
+
+def _fsync_s(fd, flush=None):
+    t = time.perf_counter()
+    if flush is not None:
+        flush()  # (a large write goes straight through: nothing is left to flush)
+    os.fsync(fd)
+    return time.perf_counter() - t
+
+
 def write_file(mode, path, size):
     """Write one file the way `mode` does; the seconds of its own write and fsync calls."""
-    write_s = 0.0
-    if mode == "tofile":
-        with open(path, "wb") as f:
-            for chunk in _chunks(size):
-                t = time.perf_counter()
-                chunk.tofile(f)
-                write_s += time.perf_counter() - t
-            t = time.perf_counter()
-            f.flush()
-            os.fsync(f.fileno())
-            fsync_s = time.perf_counter() - t
-    elif mode == "pwritev":
+    if mode == "pwritev":
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            at, parts = 0, list(_chunks(size))
-            for i in range(0, len(parts), 2):
-                pair = parts[i:i + 2]
-                t = time.perf_counter()
-                at += os.pwritev(fd, pair, at)
-                write_s += time.perf_counter() - t
-            t = time.perf_counter()
-            os.fsync(fd)
-            fsync_s = time.perf_counter() - t
+            parts = list(_chunks(size))
+            pairs = [(parts[i:i + 2], i * CHUNK) for i in range(0, len(parts), 2)]
+            write_s = _timed(lambda pair=pair, at=at: os.pwritev(fd, pair, at) for pair, at in pairs)
+            fsync_s = _fsync_s(fd)
         finally:
             os.close(fd)
-    else:  # buffered, and every other shape: a Python file object
+    else:  # a Python file object: numpy's tofile (C stdio on a dup of its fd), or its own write
         with open(path, "wb") as f:
-            for chunk in _chunks(size):
-                t = time.perf_counter()
-                f.write(chunk)
-                write_s += time.perf_counter() - t
-            t = time.perf_counter()
-            f.flush()  # (a large write goes straight through: nothing is left to flush)
-            os.fsync(f.fileno())
-            fsync_s = time.perf_counter() - t
+            write = (lambda chunk: chunk.tofile(f)) if mode == "tofile" else f.write
+            write_s = _timed(lambda chunk=chunk: write(chunk) for chunk in _chunks(size))
+            fsync_s = _fsync_s(f.fileno(), f.flush)
     return {"path": os.path.abspath(path), "bytes": size, "write_s": write_s, "fsync_s": fsync_s, "pid": os.getpid()}
 
 
