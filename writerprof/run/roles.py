@@ -13,6 +13,8 @@ did: one answer for every report, plot and export.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from writerprof.run import files
@@ -42,8 +44,17 @@ def roles(run) -> np.ndarray:
     return out
 
 
+_writers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # run -> writers(run), found once
+
+
 def writers(run) -> np.ndarray:
-    """Per process row: whether it wrote a checkpoint file."""
+    """Per process row: whether it wrote a checkpoint file (found once per run)."""
+    if run not in _writers:
+        _writers[run] = _wrote(run)
+    return _writers[run]
+
+
+def _wrote(run) -> np.ndarray:
     n = len(run.processes)
     wrote = np.zeros(n, dtype=bool)
     wrote[files.checkpoint_spans(run)["proc"]] = True
