@@ -1,4 +1,4 @@
-"""The I/O interposer (probes/interposer/wpio.c), built as a plain shared
+"""The I/O interposer (probes/interposer/), built as a plain shared
 library beside the probe: record puts it in LD_PRELOAD. It is C with no
 dependencies and not a Python module; setuptools' extension build is only
 the way to compile it when the package is installed."""
@@ -25,7 +25,8 @@ class BuildInterposer(build_ext):
 
 setup(
     ext_modules=[Extension(
-        INTERPOSER, ["probes/interposer/wpio.c"],
+        INTERPOSER, ["probes/interposer/journal.c", "probes/interposer/wpio.c"],
+        depends=["probes/interposer/wpio.h"],
         extra_compile_args=["-O2", "-fvisibility=hidden", "-pthread", "-std=gnu11"],
         extra_link_args=["-pthread"], libraries=["dl"],
     )],

@@ -1,4 +1,4 @@
-"""The I/O interposer's journal (probes/interposer/wpio.c, loaded by
+"""The I/O interposer's journal (probes/interposer/journal.c, loaded by
 LD_PRELOAD into every process of a recorded command): the one definition of
 its files, which writerprof's loader reads (writerprof.run.io). The probe
 itself never reads or writes them.

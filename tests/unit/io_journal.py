@@ -1,4 +1,4 @@
-"""Interposer journals for unit tests, byte for byte as probes/interposer/wpio.c
+"""Interposer journals for unit tests, byte for byte as probes/interposer/journal.c
 writes them (the format: writerprof_probe.iofile)."""
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""The I/O interposer (probes/interposer/wpio.c), built with the package
+"""The I/O interposer (probes/interposer/), built with the package
 beside the probe: where it is, and CMD's LD_PRELOAD with it."""
 
 from __future__ import annotations
