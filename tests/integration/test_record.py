@@ -174,7 +174,8 @@ def test_a_command_killed_by_a_signal(tmp_path):
     assert run.complete and run.meta["ended_by"] == "signal" and run.meta["signal"] == "SIGKILL"
     writes = run.chunks[run.chunks["phase"] == phase_of(run, "write")]
     assert len(writes) == 600 and (writes["bytes"] == 4096).all()
-    assert any("left no exit record (killed by SIGKILL" in loss for loss in run.losses)
+    assert any("left no exit record (killed by SIGKILL" in loss and "its file calls are all there" in loss
+               for loss in run.losses)
 
 
 def test_missing_command(tmp_path):

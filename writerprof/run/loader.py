@@ -189,6 +189,11 @@ def _load(path: Path) -> Run:
                        f"(LD_PRELOAD cleared from its environment, or a static or setuid program): its file "
                        f"calls were timed by the probe's os hooks, and those below Python not at all"
                        for j in found if j.io is None]
+        for j in found:  # killed: the interposer's journal of it is whole, the probe's up to its last batch
+            if j.io is not None and j.unexited_loss in losses:
+                whole = j.unexited_loss.replace(": chunk records after", ": its file calls are all there (the "
+                                                "interposer journals each as it returns); the probe's records after")
+                losses[losses.index(j.unexited_loss)] = j.unexited_loss = whole
         found += [_Journal(host_index, who, [who], "", of.rel, 0, of.rel, [b"", b""], io=of) for who, of in alone]
         window = times.host_window(meta, host, found)
         journals += found
