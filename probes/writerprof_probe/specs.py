@@ -80,6 +80,11 @@ class Phases:
 
 def register(spec, phases, journal_hook):
     module_name, qualname, phase = parse(spec)
+    if module_name in ("__main__", "__mp_main__"):  # defined after the probe starts: observed (entry.py)
+        from . import entry
+
+        entry.watch(spec, qualname, phases.code(phase), phases.journal, journal_hook)
+        return
 
     def apply(module):
         try:

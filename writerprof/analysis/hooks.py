@@ -6,10 +6,6 @@ the analysis (0.04 CPU s of record's end)."""
 from __future__ import annotations
 
 
-# The entry script: run after the probe starts, its functions do not exist when its hooks apply.
-ENTRY_MODULES = ("__main__", "__mp_main__")
-
-
 def unmatched_probes(specs: list[str], hooks, calls: dict[str, int] | None = None) -> dict[str, str]:
     """The --probe specs that timed nothing, each with why: from the
     journal's hook events ("unavailable" with its reason, or no event at all
@@ -22,11 +18,7 @@ def unmatched_probes(specs: list[str], hooks, calls: dict[str, int] | None = Non
     for spec in specs:
         module = spec.partition(":")[0]
         if spec not in applied:
-            why = reasons.get(spec) or f"no process imported {module}"
-            if module in ENTRY_MODULES:
-                why += ("; the entry script's functions are defined after the probe starts and cannot be "
-                        "hooked (a producer's fill is measured between its hand-offs instead)")
-            out[spec] = why
+            out[spec] = reasons.get(spec) or f"no process imported {module}"
         elif calls is not None and not calls.get(spec.rpartition("=")[2]):
             extension = "extension type" in (applied[spec] or "")
             out[spec] = ("applied, but it timed no call" + (
