@@ -8,7 +8,8 @@ recv_bytes / recv_bytes_into (get), the two ends of multiprocessing.Pipe().
 
 The rule for what is the writer's work: a call is timed only when the code
 that made it is not multiprocessing's own (nor concurrent.futures', which
-drives multiprocessing queues from its own threads). So the Queue feeder
+drives multiprocessing queues from its own threads), but for a pool's
+worker loop: a worker's wait for its next task is its get. So the Queue feeder
 thread's send_bytes, the recv_bytes inside Queue.get, a Pool's task and
 result handlers and a manager's proxies are never a put or get of their
 own: the wait they serve is the target's Queue.put or Queue.get, timed once,
@@ -40,20 +41,27 @@ def _within(module, package):
     return module in names or module.startswith(dotted)
 
 
-def caller_module(frame):
-    """The module of the first frame, from `frame` outwards, that is not the
-    probe's own (its wrappers sit between the caller and the hooked call)."""
+# A pool's worker loop: its wait for the next task and its hand-back of the
+# result are the worker's own (a pool of writers waiting for files to write).
+_WORKER_LOOPS = frozenset((("concurrent.futures.process", "_process_worker"), ("multiprocessing.pool", "worker")))
+
+
+def caller(frame):
+    """The first frame, from `frame` outwards, that is not the probe's own
+    (its wrappers sit between the caller and the hooked call), and its module."""
     while frame is not None:
         module = frame.f_globals.get("__name__") or ""
         if not _within(module, _PROBE_IN):
-            return module
+            return frame, module
         frame = frame.f_back
-    return ""
+    return None, ""
 
 
 def from_target(args):
-    """A hook's `accept`: true when the call was made by the target's code."""
-    return not _within(caller_module(sys._getframe(1)), _PLUMBING_IN)
+    """A hook's `accept`: true when the call was made by the target's code,
+    or by a pool's worker loop."""
+    frame, module = caller(sys._getframe(1))
+    return not _within(module, _PLUMBING_IN) or (module, frame.f_code.co_name) in _WORKER_LOOPS
 
 
 def _describe_none(args, result):

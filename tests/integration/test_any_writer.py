@@ -65,6 +65,7 @@ def test_every_file_is_one_save_with_the_targets_own_figures(tmp_path, mode):
         assert all(s["start_method"] == "forkserver" and s["startup"] for s in found)
     if mode == "pool":  # two workers, three files: each file its own save, no worker's start counted
         assert len({s["writer_pid"] for s in found}) == 2 and not any(s["startup"] for s in found)
+        assert all(s["get_wait_s"] is not None for s in found)  # each worker's wait for its task
         assert sum(r == "writer" for r in roles(run).tolist()) == 2
     if mode in ("thread", "self"):  # the process that saved is the writer; no other process is
         assert {s["writer_pid"] for s in found} == {s["producer_pid"] for s in found} == {own[0]["pid"]}

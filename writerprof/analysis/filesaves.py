@@ -119,3 +119,25 @@ def child_saves(run) -> np.ndarray:
     for e in run.events[run.events["kind"] == "bootstrap"]:
         pooled[e["proc"]] |= e["data"].get("target") in POOL_WORKERS
     return roles.writers(run) & (one | ~files.interposed(run)) & ~pooled
+
+
+def task_waits(c, found: list[dict], get: int) -> list[float | None]:
+    """Per save: for a file save, its writer's waits for work (a pool
+    worker's for its task: get calls) since its previous file save ended,
+    or its start, up to this one's; None for the others and where it made
+    none."""
+    out: list[float | None] = [None] * len(found)
+    mine = [(i, f) for i, f in enumerate(found) if "span" in f]
+    if not mine or get < 0:
+        return out
+    is_get = c["phase"] == get
+    proc, start, end = c["proc"][is_get], c["start_ns"][is_get], c["end_ns"][is_get]
+    last_end: dict[int, int] = {}
+    for i, f in sorted(mine, key=lambda pair: pair[1]["w0"]):
+        writer = f["writer"]
+        waits = (proc == writer) & (end <= f["w0"]) & (start >= last_end.get(writer, 0))
+        if waits.any():
+            out[i] = float((end[waits] - start[waits]).sum()) / 1e9
+        last_end[writer] = f["w1"]
+    return out
+

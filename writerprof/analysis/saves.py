@@ -120,6 +120,7 @@ def find(run, idx: _Index | None = None) -> list[dict]:
                   / 1e9).tolist()
     has_inferred = np.bincount(inferred["save"], minlength=n).tolist()
     inferred_cpu = handoffs.cpu_seconds(run, proc.tolist(), inferred, n)
+    task_waits = filesaves.task_waits(c, found, codes.get("get", -1))
     # The writer's loop: every call of its own, the save's.
     save_of_writer = np.full(len(run.processes), -1)
     child = writer[:children]
@@ -178,8 +179,8 @@ def find(run, idx: _Index | None = None) -> list[dict]:
                          else handoffs.HOOKED if producer_calls[i][at["gen"]] else None),
             "gen_cpu_s": inferred_cpu[i],
             "put_wait_s": measured(put_s[i], puts[i]),
-            # (a file save's writer takes no chunks off a queue for it: its calls are its file's)
-            "get_wait_s": None if from_file else measured(own[at["get"]], calls[row][at["get"]]),
+            # (a file save's writer takes no chunks off a queue: its wait for the work, a pool's task)
+            "get_wait_s": task_waits[i] if from_file else measured(own[at["get"]], calls[row][at["get"]]),
             **({k: on_file[k] for k in ("write_s", "fadvise_s", "fsync_s", "close_s")} if from_file else {
                 "write_s": own[at["write"]], "fadvise_s": own[at["fadvise"]], "fsync_s": own[at["fsync"]],
                 "close_s": own[at["close"]]}),
