@@ -81,6 +81,7 @@ def test_every_checkpoint_file_is_a_save_of_its_rank(recorded):
         rank = int(re.search(r"-(\d+)\.pt$", s["path"]).group(1))
         assert s["rank"] == rank and s["writer_pid"] == s["producer_pid"], s
         assert s["bytes"] > MODEL_BYTES and s["write_s"] > 0 and s["duration_s"] > 0
+        assert s["get_wait_s"] is None and s["startup"] == {}  # a rank's wait for data is not its save's
 
 
 def test_dataloader_workers_are_readers_not_writers(recorded):

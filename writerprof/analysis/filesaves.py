@@ -115,19 +115,25 @@ def child_saves(run) -> np.ndarray:
     one = np.zeros(len(run.processes), dtype=bool)
     for row, spans in spans_by_writer(run).items():
         one[row] = len(spans) == 1
+    return roles.writers(run) & (one | ~files.interposed(run)) & ~pool_workers(run)
+
+
+def pool_workers(run) -> np.ndarray:
+    """Per process row: whether it is a pool's worker (its Process ran POOL_WORKERS' loop)."""
     pooled = np.zeros(len(run.processes), dtype=bool)
     for e in run.events[run.events["kind"] == "bootstrap"]:
         pooled[e["proc"]] |= e["data"].get("target") in POOL_WORKERS
-    return roles.writers(run) & (one | ~files.interposed(run)) & ~pooled
+    return pooled
 
 
-def task_waits(c, found: list[dict], get: int) -> list[float | None]:
-    """Per save: for a file save, its writer's waits for work (a pool
-    worker's for its task: get calls) since its previous file save ended,
-    or its start, up to this one's; None for the others and where it made
-    none."""
+def task_waits(run, c, found: list[dict], get: int) -> list[float | None]:
+    """Per save: for a pool worker's file save, the worker's waits for its
+    task (its loop's get calls) since its previous file save ended, or its
+    start, up to this one's; None for the others (a rank's get is its wait
+    for data, not for this save) and where it made none."""
     out: list[float | None] = [None] * len(found)
-    mine = [(i, f) for i, f in enumerate(found) if "span" in f]
+    pooled = pool_workers(run)
+    mine = [(i, f) for i, f in enumerate(found) if "span" in f and pooled[f["writer"]]]
     if not mine or get < 0:
         return out
     is_get = c["phase"] == get

@@ -120,7 +120,7 @@ def find(run, idx: _Index | None = None) -> list[dict]:
                   / 1e9).tolist()
     has_inferred = np.bincount(inferred["save"], minlength=n).tolist()
     inferred_cpu = handoffs.cpu_seconds(run, proc.tolist(), inferred, n)
-    task_waits = filesaves.task_waits(c, found, codes.get("get", -1))
+    task_waits = filesaves.task_waits(run, c, found, codes.get("get", -1))
     # The writer's loop: every call of its own, the save's.
     save_of_writer = np.full(len(run.processes), -1)
     child = writer[:children]
