@@ -431,9 +431,14 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
     codes = {name: code for code, name in recorded.phase_names.items()}
     phase = recorded.chunk_columns["phase"]  # counts and sums: the columns, not Run.chunks's sorted copy
     written = recorded.chunk_columns["bytes"][phase == codes["write"]]
-    starts = [e["data"] for e in recorded.events_of("process_start") if e["data"].get("started")]
+    started = recorded.events_of("process_start")
+    starts = [e["data"] for e in started if e["data"].get("started")]
     # Where the interposer saw the files: one save per checkpoint file (run.files), whoever wrote it.
-    from writerprof.run import files  # numpy's, as load's: after CMD
+    from writerprof.run import files, roles  # numpy's, as load's: after CMD
+
+    wrote = roles.writers(recorded)
+    writing = set(zip(recorded.processes["host"][wrote].tolist(), recorded.processes["pid"][wrote].tolist()))
+    writers = sum((e["host"], e["data"].get("child_pid")) in writing for e in started if e["data"].get("started"))
 
     saves = (len(files.checkpoint_spans(recorded)) if len(recorded.io)
              else int((phase == codes["save"]).sum()) or len(starts))
@@ -448,7 +453,8 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
     lines = head + [
         f"  processes        {len(recorded.processes)} probed, "
         f"{len({int(s['pid']) for s in recorded.sampled if s['kind'] == 'seen'})} sampled",
-        f"  writers started  {len(starts)}",
+        f"  writers started  {writers} (of {len(starts)} processes started: the others wrote no checkpoint)"
+        if writers != len(starts) else f"  writers started  {writers}",
         f"  saves            {saves}",
         f"  file writes      {len(written)}, {format_size(int(written.clip(0).sum()))}",
     ]
