@@ -453,7 +453,8 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
     lines = head + [
         f"  processes        {len(recorded.processes)} probed, "
         f"{len({int(s['pid']) for s in recorded.sampled if s['kind'] == 'seen'})} sampled",
-        f"  writers started  {writers} (of {len(starts)} processes started: the others wrote no checkpoint)"
+        f"  writers started  {writers} (of {len(starts)} processes started; {len(starts) - writers} wrote no "
+        f"checkpoint file)"
         if writers != len(starts) else f"  writers started  {writers}",
         f"  saves            {saves}",
         f"  file writes      {len(written)}, {format_size(int(written.clip(0).sum()))}",
