@@ -19,6 +19,30 @@ _open, _write, _close, _fstat = os.open, os.write, os.close, os.fstat
 _FLUSH_RECORDS, _FLUSH_NS = format.FLUSH_RECORDS, format.FLUSH_NS  # bound: read per record
 
 
+# The journal's fds live at the top of the target's range, not at the low
+# numbers it hands out and may close and expect closed (a write to a closed
+# fd 1 must fail, not land in a journal). Found free from here downwards.
+_TOP_FD = min(os.sysconf("SC_OPEN_MAX"), 1024) - 1
+_HIGH_TRIES = 64
+
+
+def _high(fd):
+    """fd moved to a free number near the top of the range (fd itself if none is)."""
+    for number in range(_TOP_FD, max(_TOP_FD - _HIGH_TRIES, fd), -1):
+        try:
+            _fstat(number)
+            continue  # taken
+        except OSError:
+            pass
+        try:
+            os.dup2(fd, number, inheritable=False)
+        except OSError:
+            return fd
+        _close(fd)
+        return number
+    return fd
+
+
 def _write_fd(fd, data):
     view = memoryview(data)
     while view:
@@ -69,7 +93,7 @@ class Journal:
             except OSError:
                 pass
         # Ours was closed (or its number now belongs to someone else): reopen.
-        fd = _open(self.base + suffix, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        fd = _high(_open(self.base + suffix, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644))
         self.fds[suffix] = (fd, _fstat(fd).st_ino)
         return fd
 

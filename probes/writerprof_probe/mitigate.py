@@ -30,6 +30,7 @@ import os
 import sys
 import types
 
+from . import quiet
 from .format import FORCE_ENV
 
 NAMES = ("pin", "preload", "local", "first-touch")
@@ -169,7 +170,7 @@ def first_touch(shm):
             finally:
                 done.release()
 
-        _thread.start_new_thread(touch, ())
+        quiet.start_thread(touch, ())
         done.acquire()
         if failed:
             raise failed[0]

@@ -53,7 +53,7 @@ import os
 import sys
 import time
 
-from . import format
+from . import format, quiet
 from .journal import _close, _open, _write  # os's own: the target's calls to them may be hooked
 
 _now = time.monotonic_ns
@@ -118,7 +118,7 @@ class _Sampler:
         wake, done = _thread.allocate_lock(), _thread.allocate_lock()
         wake.acquire()
         done.acquire()
-        self.ident = _thread.start_new_thread(self._run, (wake, done))  # (RuntimeError if none can start)
+        self.ident = quiet.start_thread(self._run, (wake, done))  # (RuntimeError if none can start)
         self.thread = (wake, done)
 
     def stop(self):

@@ -204,3 +204,17 @@ def test_a_process_not_interposed_is_said(tmp_path):
     assert [loss for loss in run.losses if "was not interposed" in loss] == [
         loss for loss in run.losses if f"process {child} (main) was not interposed" in loss] != []
 
+
+
+@pytest.mark.parametrize("mode, expected", [("sigwait", "sigwait %d" % 10), ("closed", "EBADF EBADF")])
+def test_the_targets_signals_and_fds_stay_its_own(tmp_path, mode, expected):
+    """A signal it blocks and collects reaches no thread of the probe's; the probe's journal
+    takes none of the low fds the target closed and expects closed (issue 30, items 2 and 4)."""
+    import signal
+
+    out = tmp_path / "out.txt"
+    plain = subprocess.run([sys.executable, TARGETS / "quiet_target.py", mode, out], timeout=60)
+    assert plain.returncode == 0 and out.read_text() == expected.replace("10", str(int(signal.SIGUSR1)))
+    out.unlink()
+    record(tmp_path / "run", sys.executable, TARGETS / "quiet_target.py", mode, out)
+    assert out.read_text() == expected.replace("10", str(int(signal.SIGUSR1)))
