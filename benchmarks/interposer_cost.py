@@ -125,7 +125,7 @@ def main() -> None:
             bare = figures["bare"]
             print(f"  {what}:")
             for name, (median, p99) in figures.items():
-                extra = "" if name == "bare" else f"   (+{median - bare[0]:.0f} median, +{p99 - bare[1]:.0f} p99)"
+                extra = "" if name == "bare" else f"   ({median - bare[0]:+.0f} median, {p99 - bare[1]:+.0f} p99)"
                 print(f"    {name:10s} median {median:6.0f}  p99 {p99:6.0f}{extra}")
         # Python: the interposer recording, against the probe's os.write hook (the probe without the interposer).
         py_envs = {"bare": envs["bare"], "interposer": envs["recording"],
@@ -139,7 +139,7 @@ def main() -> None:
         print(f"Python os.write of 1 B to tmpfs, ns per call (median of {args.rounds} rounds, thread CPU time):")
         for name in py_envs:
             median = statistics.median(py[name])
-            extra = "" if name == "bare" else f"   (+{median - bare:.0f} over bare)"
+            extra = "" if name == "bare" else f"   ({median - bare:+.0f} over bare)"
             print(f"    {name:10s} {median:7.0f}{extra}")
 
 

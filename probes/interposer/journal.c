@@ -77,7 +77,8 @@ static int grow(uint64_t want) {
     int ok = 0;
     uint64_t have = atomic_load(&mapped_records);
     if (want <= have) { ok = 1; goto out; }
-    uint64_t records = ((want / SEGMENT_RECORDS) + 1) * SEGMENT_RECORDS;
+    uint64_t records = 2 * have;  /* a multiple of FIRST_RECORDS: each segment starts on a page */
+    while (records < want) records *= 2;
     if (records > MAX_RECORDS || !reserve_intact) goto out;
     int fd = raw_open(io_path, O_RDWR | O_CLOEXEC, 0);
     if (fd < 0) goto out;
@@ -215,7 +216,7 @@ static void fill_header(struct header *h) {
 
 /* The journal's first segment, allocated and mapped at base; errno says why not. */
 static int map_file(int fd) {
-    off_t size = HEADER_BYTES + (off_t)SEGMENT_RECORDS * RECORD_BYTES;
+    off_t size = HEADER_BYTES + (off_t)FIRST_RECORDS * RECORD_BYTES;
     if (!base) {
         void *r = mmap(NULL, RESERVED_BYTES, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (r == MAP_FAILED) return 0;
@@ -240,8 +241,11 @@ static int make_file(void) {
     if (snprintf(io_path, sizeof io_path, "%s/hosts/%s/io/%d-%lld.io", run_dir, host, (int)owner,
                  (long long)journal_init_ns) >= (int)sizeof io_path)
         return 0;
-    make_dirs(io_path);
     int fd = raw_open(io_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0 && errno == ENOENT) { /* the host's io/ is made by its first process */
+        make_dirs(io_path);
+        fd = raw_open(io_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    }
     if (fd < 0) return 0;
     if (!write_through && !map_file(fd)) {
         if (errno == ENOSPC || errno == EDQUOT) { /* a full disk: no journal, and no empty file */
@@ -264,7 +268,7 @@ static int make_file(void) {
     raw_close(fd);
     head = (struct header *)base;
     fill_header(head);
-    atomic_store(&mapped_records, SEGMENT_RECORDS);
+    atomic_store(&mapped_records, FIRST_RECORDS);
     memcpy(head->magic, MAGIC, 8); /* last: a reader takes a file without it for one cut short */
     return 1;
 }

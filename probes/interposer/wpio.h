@@ -36,7 +36,7 @@
 #define MAGIC "WPIO\0\0\0\1"
 #define HEADER_BYTES 4096             /* a page: each segment the file grows by starts on a page */
 #define RECORD_BYTES 64
-#define SEGMENT_RECORDS 16384        /* the file grows 1 MiB at a time */
+#define FIRST_RECORDS 1024           /* 64 KiB at first (most processes need no more), doubled as it fills */
 #define MAX_RECORDS (16u << 20)      /* 1 GiB of address space reserved, used as it fills */
 #define PATH_CHUNK 63                /* path bytes carried by one PATH_DATA record */
 #define MAX_PATH_RECORDS 64

@@ -7,8 +7,8 @@ A process journals into RUN/hosts/HOST/io/PID-INIT_NS.io (a new file per
 image: at start, and in a child after fork): HEADER_BYTES of header
 (HEADER_FIELDS, then zeros), then fixed-size records (IO_FIELDS) in a file mapped
 MAP_SHARED, so each is on its way to disk the moment it is written (a
-SIGKILL, exec or os._exit loses none). The file grows SEGMENT_RECORDS at a
-time; `next` in the header counts the records handed out, and a record
+SIGKILL, exec or os._exit loses none). The file has room for FIRST_RECORDS
+at first, doubled each time it fills; `next` in the header counts the records handed out, and a record
 whose op is still 0 was never finished (its process died in the middle of
 it): skipped.
 
@@ -22,7 +22,7 @@ the path each)."""
 
 MAGIC = b"WPIO\0\0\0\1"
 HEADER_BYTES = 4096  # a page: each segment the file grows by starts on one
-SEGMENT_RECORDS = 16384
+FIRST_RECORDS = 1024
 PATH_CHUNK = 63
 
 # pid, ppid; init_ns: the journal's start (CLOCK_MONOTONIC); created_ns: the

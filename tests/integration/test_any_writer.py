@@ -152,15 +152,28 @@ def test_the_interposer_agrees_with_strace(tmp_path, c_writer):
 
 
 def test_without_writerprof_run_the_interposer_does_nothing(tmp_path, c_writer):
+    """Loaded without WRITERPROF_RUN, it makes none of the system calls it would journal with (no fd looked
+    up, no path read, no journal made): the program's calls are the bare run's, and so are its files."""
     from writerprof.record import interposer
 
     if not interposer.available():
         pytest.skip("the interposer is not built")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("WRITERPROF_")}
-    env["LD_PRELOAD"] = interposer.LIBRARY
-    done = subprocess.run([c_writer, tmp_path / "a.bin", tmp_path / "b.bin"], env=env, cwd=tmp_path)
-    assert done.returncode == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.bin", "b.bin"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WRITERPROF_") and k != "LD_PRELOAD"}
+    traced = "openat,fstat,newfstatat,readlinkat,fallocate,ftruncate,mkdir,mkdirat,mmap"
+    calls = {}
+    for name, extra in (("bare", {}), ("inert", {"LD_PRELOAD": interposer.LIBRARY})):
+        out, trace = tmp_path / name, tmp_path / f"{name}.strace"
+        out.mkdir()
+        done = subprocess.run(["strace", "-qq", "-e", f"trace={traced}", "-o", trace, c_writer, out / "a.bin",
+                               out / "b.bin"], env={**env, **extra})
+        assert done.returncode == 0  # write(-1) failed as it does bare
+        assert sorted(p.name for p in out.iterdir()) == ["a.bin", "b.bin"]
+        # From the program's own first open on (before it, the loader loads the library): what it would
+        # journal with, an open's fstat and readlinkat, a journal's mkdir, fallocate and mmap.
+        lines = trace.read_text().splitlines()
+        first = next(i for i, line in enumerate(lines) if "a.bin" in line)
+        calls[name] = [line.split("(")[0] for line in lines[first:]]
+    assert calls["inert"] == calls["bare"] and calls["bare"].count("openat") == 2
 
 
 MANY = """

@@ -11,12 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from writerprof.probes.writerprof_probe import iofile
 from writerprof.run import files, roles
+from writerprof.run import io as io_calls
 
-_PHASE_OF_OP = {**{iofile.OPS[op]: "write" for op in iofile.WRITES + ("fflush",)},
-                **{iofile.OPS[op]: "fsync" for op in iofile.SYNCS},
-                **{iofile.OPS[op]: "close" for op in iofile.CLOSES}, iofile.OPS["fadvise"]: "fadvise"}
 
 
 def spans_by_writer(run) -> dict[int, list[int]]:
@@ -67,9 +64,7 @@ def loop(run, saves: list[dict], first: int, codes: dict[str, int]) -> dict[str,
     arrays (first: the index of saves[0] among all saves)."""
     names = ("start_ns", "end_ns", "depth", "phase", "proc", "save")
     io = run.io
-    phase_of = np.full(256, -1, dtype=np.int64)
-    for op, phase in _PHASE_OF_OP.items():
-        phase_of[op] = codes.get(phase, -1)
+    phase_of = io_calls.phase_table(codes)
     timed = np.flatnonzero((phase_of[io["op"]] >= 0) & (io["path"] >= 0))
     if not saves or not len(timed):
         return {name: np.zeros(0, np.int64) for name in names}

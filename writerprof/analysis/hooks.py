@@ -27,7 +27,14 @@ def unmatched_probes(specs: list[str], hooks, calls: dict[str, int] | None = Non
     return out
 
 
-def phase_calls(run) -> dict[str, int]:
+def unmatched_in(run) -> dict[str, str]:
+    """unmatched_probes of a loaded run: its --probe specs, its hook events,
+    and its calls per phase, counted only where a spec was given."""
+    specs = run.meta.get("probes") or []
+    return unmatched_probes(specs, run.events_of("hook"), _phase_calls(run) if specs else None)
+
+
+def _phase_calls(run) -> dict[str, int]:
     """Phase name -> the calls of it recorded in the run."""
     import numpy as np  # (as the loaded run has: record's summary imports this module before)
 

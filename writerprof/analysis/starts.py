@@ -13,12 +13,7 @@ from writerprof.run import roles
 def start_methods(run) -> list[str]:
     """The start methods of the run's Process.start() calls that started a
     writer (a DataLoader's readers, a launcher's helpers are not the saves')."""
-    p = run.processes
-    wrote = roles.writers(run)
-    writing = set(zip(p["host"][wrote].tolist(), p["pid"][wrote].tolist()))
-    chosen = run.events["kind"] == "process_start"
-    return sorted({d.get("method") for proc, d in zip(run.events["proc"][chosen], run.events["data"][chosen])
-                   if d.get("started") and (p["host"][proc], d.get("child_pid")) in writing} - {None})
+    return sorted({d.get("method") for d in run.events["data"][roles.writer_starts(run)]} - {None})
 
 
 def start_times(run, producers) -> dict[tuple[int, int], int]:

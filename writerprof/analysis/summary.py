@@ -11,7 +11,7 @@ import numpy as np
 from writerprof import forked
 from writerprof.analysis import affinity, binding, clocks, diagnoses, groups, hostwise, placement, processes
 from writerprof.analysis import numa_activity, ranks, saves, starts, timeline
-from writerprof.analysis.hooks import phase_calls, unmatched_probes
+from writerprof.analysis.hooks import unmatched_in
 from writerprof.analysis.shapes import Summary, Throughput
 from writerprof.run import topology
 
@@ -72,8 +72,7 @@ def summarize(run) -> Summary:
             "losses": run.losses,
             "incomplete": list(run.meta.get("incomplete") or []),
             "outlived_cmd": list(run.meta.get("outlived_cmd") or []),
-            "probes_unmatched": unmatched_probes(run.meta.get("probes") or [], run.events_of("hook"),
-                                                 phase_calls(run)),
+            "probes_unmatched": unmatched_in(run),
         },
         "topology": topology_of,
         "clocks": clock,

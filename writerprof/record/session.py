@@ -30,7 +30,7 @@ from pathlib import Path
 
 import writerprof.probes
 from writerprof import blas
-from writerprof.analysis.hooks import phase_calls, unmatched_probes  # the report's own; not the whole analysis
+from writerprof.analysis.hooks import unmatched_in  # the report's own; not the whole analysis (0.04 CPU s)
 from writerprof.collector import collector_paused
 from writerprof.errors import UsageError, WriterprofError
 from writerprof.probes.writerprof_probe import format as journal_format
@@ -431,18 +431,15 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
     codes = {name: code for code, name in recorded.phase_names.items()}
     phase = recorded.chunk_columns["phase"]  # counts and sums: the columns, not Run.chunks's sorted copy
     written = recorded.chunk_columns["bytes"][phase == codes["write"]]
-    started = recorded.events_of("process_start")
-    starts = [e["data"] for e in started if e["data"].get("started")]
+    starts = [e["data"] for e in recorded.events_of("process_start") if e["data"].get("started")]
     # Where the interposer saw the files: one save per checkpoint file (run.files), whoever wrote it.
     from writerprof.run import files, roles  # numpy's, as load's: after CMD
 
-    wrote = roles.writers(recorded)
-    writing = set(zip(recorded.processes["host"][wrote].tolist(), recorded.processes["pid"][wrote].tolist()))
-    writers = sum((e["host"], e["data"].get("child_pid")) in writing for e in started if e["data"].get("started"))
+    writers = len(roles.writer_starts(recorded))
 
     saves = (len(files.checkpoint_spans(recorded)) if len(recorded.io)
              else int((phase == codes["save"]).sum()) or len(starts))
-    unmatched = unmatched_probes(recorded.meta.get("probes") or [], recorded.events_of("hook"), phase_calls(recorded))
+    unmatched = unmatched_in(recorded)
     problems = done.warnings()
     problems += [f"--probe {spec} matched nothing: {why}" for spec, why in unmatched.items()]
     problems += [f"probe in pid {e['pid']}: {e['data'].get('where')}: {e['data'].get('error')}"

@@ -22,14 +22,10 @@ import weakref
 
 import numpy as np
 
-from writerprof.probes.writerprof_probe import iofile
+from writerprof.run.io import CLOSE_CODES, READ_CODES, SYNC_CODES, WRITE_CODES
 
 MIN_SAVE_BYTES = 1 << 20
 SHARED_MEMORY = "/dev/shm/"  # not storage: no checkpoint file by the default rule
-OP = iofile.OPS
-WRITES = np.array([OP[op] for op in iofile.WRITES])
-READS = np.array([OP[op] for op in iofile.READS])
-SYNCS = np.array([OP[op] for op in iofile.SYNCS])
 # Files a process reads to run, not data: its modules and libraries.
 CODE_SUFFIXES = (".py", ".pyc", ".so", ".pth", ".pyd")
 
@@ -64,7 +60,7 @@ def _write_spans(run, globs: list[str]) -> np.ndarray:
         return np.zeros(0, SPANS)
     on_file = io["path"] >= 0
     key = (io["proc"].astype(np.int64) << 32) | io["file"].astype(np.int64)
-    written = np.isin(io["op"], WRITES)
+    written = np.isin(io["op"], WRITE_CODES)
     # Each open of a file (proc, file number) is a session; those of a
     # (proc, path) written through any of them count (a dup's writes, the
     # original fd's fsync and close).
@@ -77,9 +73,9 @@ def _write_spans(run, globs: list[str]) -> np.ndarray:
     k = key[order]
     first = np.flatnonzero(np.append(True, k[1:] != k[:-1]))
     r = io[order]
-    is_write = np.isin(r["op"], WRITES)
-    is_sync = np.isin(r["op"], SYNCS)
-    is_close = np.isin(r["op"], [OP["close"], OP["fclose"]])
+    is_write = np.isin(r["op"], WRITE_CODES)
+    is_sync = np.isin(r["op"], SYNC_CODES)
+    is_close = np.isin(r["op"], CLOSE_CODES)
     took = r["end_ns"] - r["start_ns"]
     moved = np.where(is_write, r["result"].clip(0), 0)
     big = np.iinfo(np.int64).max
@@ -135,7 +131,7 @@ def read_bytes(run) -> np.ndarray:
         return out
     data_path = np.array([not p.endswith(CODE_SUFFIXES) and not p.startswith(("/proc/", "/sys/"))
                           for p in run.io_paths], dtype=bool)
-    reads = np.isin(io["op"], READS) & (io["path"] >= 0)
+    reads = np.isin(io["op"], READ_CODES) & (io["path"] >= 0)
     reads[reads] = data_path[io["path"][reads]]
     np.add.at(out, io["proc"][reads], io["result"][reads].clip(0))
     return out

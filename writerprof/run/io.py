@@ -31,13 +31,24 @@ assert IO_FILE.itemsize == iofile.RECORD_BYTES
 IO_ROWS = np.dtype([(name, IO_FILE[name].str) for name in IO_FILE.names] + [("path", "<i4"), ("proc", "<i4")])
 
 OP = iofile.OPS
-NAMES = {code: name for name, code in OP.items()}
+# The ops of each kind, as codes (one definition for the loader, the files and the saves).
+WRITE_CODES = np.array([OP[op] for op in iofile.WRITES])
+READ_CODES = np.array([OP[op] for op in iofile.READS])
+SYNC_CODES = np.array([OP[op] for op in iofile.SYNCS])
+CLOSE_CODES = np.array([OP[op] for op in iofile.CLOSES])
+# The chunk phase each op is timed as (a buffered flush is a write's).
 _PHASE_OF_OP = {**{op: "write" for op in iofile.WRITES + ("fflush",)}, **{op: "fsync" for op in iofile.SYNCS},
                 "fadvise": "fadvise", **{op: "close" for op in iofile.CLOSES}}
-_WRITE_CODES = np.array([OP[op] for op in iofile.WRITES])
-_READ_CODES = np.array([OP[op] for op in iofile.READS])
-_SYNC_CODES = np.array([OP[op] for op in iofile.SYNCS])
-_CLOSE_CODES = np.array([OP[op] for op in iofile.CLOSES])
+
+
+def phase_table(phases: dict[str, int]) -> np.ndarray:
+    """Op code -> the code (in phases: name -> code) of the phase it is timed as, -1 for none."""
+    table = np.full(256, -1, dtype=np.int64)
+    for op, phase in _PHASE_OF_OP.items():
+        table[OP[op]] = phases.get(phase, -1)
+    return table
+
+
 # A process known only by its interposer journal is a row of run.processes
 # when it wrote or read this much, or synced a file.
 MIN_OWN_BYTES = 1 << 20
@@ -57,8 +68,8 @@ class IoJournal:
     def moved(self) -> bool:
         """Whether it did I/O enough to be a process of its own (MIN_OWN_BYTES)."""
         r = self.records
-        data = np.isin(r["op"], np.concatenate([_WRITE_CODES, _READ_CODES]))
-        return bool(r["result"][data].clip(0).sum() >= MIN_OWN_BYTES or np.isin(r["op"], _SYNC_CODES).any())
+        data = np.isin(r["op"], np.concatenate([WRITE_CODES, READ_CODES]))
+        return bool(r["result"][data].clip(0).sum() >= MIN_OWN_BYTES or np.isin(r["op"], SYNC_CODES).any())
 
 
 def read_host(root: Path, host_dir: Path, losses: list[str]) -> list[IoJournal]:
@@ -77,21 +88,22 @@ def read_host(root: Path, host_dir: Path, losses: list[str]) -> list[IoJournal]:
 def _read(root: Path, file: Path, losses: list[str]) -> IoJournal | None:
     rel = times.rel(root, file)
     try:
-        data = file.read_bytes()
+        with open(file, "rb", buffering=0) as f:  # the header, then the records handed out: not the file's room
+            data = f.read(iofile.HEADER_BYTES)
+            if len(data) < iofile.HEADER_BYTES or data[:8] != iofile.MAGIC:
+                if data[:8].strip(b"\0"):  # an unfinished header (the process died making it) holds nothing
+                    losses.append(f"{rel}: not an I/O journal this writerprof reads: skipped")
+                return None
+            head = np.frombuffer(data, HEADER, count=1)[0]
+            if head["record_bytes"] != iofile.RECORD_BYTES or head["header_bytes"] != iofile.HEADER_BYTES:
+                losses.append(f"{rel}: records of {head['record_bytes']} bytes, not {iofile.RECORD_BYTES}: skipped")
+                return None
+            through = head["flags"] & iofile.WRITTEN_THROUGH
+            body = f.read() if through else f.read(int(head["next"]) * iofile.RECORD_BYTES)
     except OSError as exc:
         losses.append(f"{rel}: unreadable ({exc.strerror}): its file I/O is lost")
         return None
-    if len(data) < iofile.HEADER_BYTES or data[:8] != iofile.MAGIC:
-        if data[:8].strip(b"\0"):  # an unfinished header (the process died making it) holds nothing
-            losses.append(f"{rel}: not an I/O journal this writerprof reads: skipped")
-        return None
-    head = np.frombuffer(data, HEADER, count=1)[0]
-    if head["record_bytes"] != iofile.RECORD_BYTES or head["header_bytes"] != iofile.HEADER_BYTES:
-        losses.append(f"{rel}: records of {head['record_bytes']} bytes, not {iofile.RECORD_BYTES}: skipped")
-        return None
-    room = (len(data) - iofile.HEADER_BYTES) // iofile.RECORD_BYTES
-    count = room if head["flags"] & iofile.WRITTEN_THROUGH else min(int(head["next"]), room)
-    every = np.frombuffer(data, IO_FILE, count=count, offset=iofile.HEADER_BYTES)
+    every = np.frombuffer(body, IO_FILE, count=len(body) // iofile.RECORD_BYTES)
     header = {name: head[name].item() for name in ("pid", "ppid", "init_ns", "created_ns", "via", "dropped")}
     header["exe"] = head["exe"].decode(errors="replace")
     header["comm"] = head["comm"].decode(errors="replace")
@@ -164,12 +176,9 @@ def chunk_records(io: IoJournal, chunk_dtype: np.dtype, phases: dict[str, int], 
     write's buffer the one its source address lies in when it was made;
     starts: (t_ns, writer_seq) of its process_start events."""
     r = io.records
-    phase_of = np.full(256, -1, dtype=np.int64)
-    for op, phase in _PHASE_OF_OP.items():
-        phase_of[OP[op]] = phases[phase]
-    phase = phase_of[r["op"]]
-    written = np.isin(r["op"], _WRITE_CODES)
-    closes = np.isin(r["op"], _CLOSE_CODES)
+    phase = phase_table(phases)[r["op"]]
+    written = np.isin(r["op"], WRITE_CODES)
+    closes = np.isin(r["op"], CLOSE_CODES)
     if closes.any():  # only a close of a file this process wrote: a module's .pyc read is no checkpoint
         wrote = set(r["file"][written].tolist())
         phase[closes & ~np.isin(r["file"], list(wrote))] = -1

@@ -17,6 +17,7 @@ import weakref
 
 import numpy as np
 
+from writerprof.probes.writerprof_probe.format import SHM_OPS
 from writerprof.run import files
 
 PRODUCER = "producer"
@@ -32,12 +33,11 @@ def roles(run) -> np.ndarray:
     n = len(run.processes)
     out = np.full(n, OTHER, dtype=object)
     out[files.read_bytes(run) > 0] = READER
-    wrote = writers(run)
-    created = np.zeros(n, dtype=bool)
-    if len(run.shm):
-        created[run.shm["proc"][run.shm["op"] == 1]] = True
-    out[created | _started_a_writer(run, wrote)] = PRODUCER
-    out[wrote] = WRITER
+    producing = np.zeros(n, dtype=bool)  # made buffers, or started a process that wrote
+    producing[run.shm["proc"][run.shm["op"] == SHM_OPS["create"]]] = True
+    producing[run.events["proc"][writer_starts(run)]] = True
+    out[producing] = PRODUCER
+    out[writers(run)] = WRITER
     # The daemons are known by how they were started, whatever they did.
     for role in (FORKSERVER, RESOURCE_TRACKER):
         out[run.processes["role"] == role] = role
@@ -68,15 +68,13 @@ def _wrote(run) -> np.ndarray:
     return wrote
 
 
-def _started_a_writer(run, wrote: np.ndarray) -> np.ndarray:
-    """Per process row: whether a process it started (Process.start's
-    child_pid: under forkserver its parent is the daemon) wrote."""
-    p = run.processes
-    out = np.zeros(len(p), dtype=bool)
-    if not wrote.any():
-        return out
-    writing = {(h, pid) for h, pid in zip(p["host"][wrote].tolist(), p["pid"][wrote].tolist())}
-    for e in run.events[run.events["kind"] == "process_start"]:
-        if (p["host"][e["proc"]], e["data"].get("child_pid")) in writing:
-            out[e["proc"]] = True
-    return out
+def writer_starts(run) -> np.ndarray:
+    """The Process.start() calls that started a writer: the rows of
+    run.events of kind process_start that started a child (Process.start's
+    child_pid: under forkserver its parent is the daemon) which wrote."""
+    p, e = run.processes, run.events
+    wrote = writers(run)
+    writing = set(zip(p["host"][wrote].tolist(), p["pid"][wrote].tolist()))
+    rows = np.flatnonzero(e["kind"] == "process_start")
+    return np.array([row for row in rows.tolist()  # (one that failed has no child_pid)
+                     if (p["host"][e["proc"][row]], e["data"][row].get("child_pid")) in writing], dtype=np.int64)
