@@ -17,7 +17,7 @@ import importlib
 import os
 import sys
 
-from writerprof import __version__, blas, collector
+from writerprof import __version__, blas, collector, streams
 from writerprof.errors import Interrupted, UsageError, WriterprofError
 
 # The last line of defence, for a bug: an exception no command expected is one
@@ -124,7 +124,9 @@ def entry() -> None:
     of them leaves work to exit handlers (they reap their plot workers and
     close their files themselves; record has stopped its sampler and
     py-spys, and finished run.json, before its summary). Where the flush fails
-    (a closed pipe), the usual exit, which says so."""
+    (a full disk), the usual exit, which says so. A closed standard stream,
+    or a pipe whose reader has gone, is no failure (writerprof.streams)."""
+    streams.hold_closed()
     argv = sys.argv[1:]
     command = _command(argv)
     leave = command in LEAVE_WITHOUT_TEARDOWN

@@ -2,7 +2,8 @@
 host's sampler agent (`python -m writerprof.record.agent`, with the launcher's
 interpreter), which samples the probed processes there and their
 descendants, and exits with them. One per host: the first to create
-RUN/hosts/HOST/agent.lock starts it."""
+RUN/hosts/HOST/agent.lock starts it, and writes the recording's id beside
+it (RUN/hosts/HOST/run_id), which `writerprof merge` checks."""
 
 import os
 import sys
@@ -17,10 +18,11 @@ def maybe_start(journal, run, host):
         return  # the launcher's own sampler follows this host's processes
     host_dir = os.path.join(run, format.HOSTS_DIR, format.safe_host(host))
     try:
-        fd = os.open(os.path.join(host_dir, format.AGENT_LOCK), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        fd = os.open(os.path.join(host_dir, format.AGENT_LOCK), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         return  # started by another process of this host
     try:
+        _write_run_id(host_dir)
         import subprocess  # only here, once a host: it costs start-up
 
         env = {k: v for k, v in os.environ.items() if not k.startswith("WRITERPROF_") and k != "PYTHONPATH"}
@@ -39,3 +41,18 @@ def maybe_start(journal, run, host):
                       python=python, executable=sys.executable)
     finally:
         os.close(fd)
+
+
+def _write_run_id(host_dir):
+    run_id = os.environ.get(format.RUN_ID_ENV)
+    if not run_id:
+        return  # not recorded by `writerprof record`: a part no merge can check
+    try:
+        out = os.open(os.path.join(host_dir, format.RUN_ID_FILE),
+                      os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(out, run_id.encode("ascii", "replace") + b"\n")
+        finally:
+            os.close(out)
+    except OSError:
+        pass  # the part then carries no id, and merge says so: the agent starts all the same

@@ -200,8 +200,7 @@ def _indent(body, spaces):
 
 # The wrapper, made per kind of hook (timed below): {accept} is empty (no
 # accept), a call of the hook's accept, or its source; {describe} a call of
-# the hook's describe, or its source; {params} and {call}, _KEYWORDS or
-# _POSITIONAL.
+# the hook's describe, or its source; {params} and {call}, _PARAMS.
 _TEMPLATE = """
 def make(fn, hook, describe, accept, now, tls, fault_read_min_ns, cpu_read_ns{names}):
     phase = hook.phase
@@ -251,12 +250,11 @@ def make(fn, hook, describe, accept, now, tls, fault_read_min_ns, cpu_read_ns{na
 
     return wrapper
 """
-# A wrapper that takes **kwargs makes a dict per call (~30 ns on 3.9), even
-# where none are passed: one around a function that takes positional
-# arguments only (os.write) takes *args only.
-_KEYWORDS = {"params": "*args, **kwargs", "call": "fn(*args, **kwargs) if kwargs else fn(*args)"}
-_POSITIONAL = {"params": "*args", "call": "fn(*args)"}
-_makers = {}  # (whether there is an accept, the inlined sources, positional) -> make
+# Every wrapper takes **kwargs (a dict per call, ~30 ns on 3.9), even one
+# around a positional-only builtin (os.write): a call with keywords must fail
+# with the builtin's own message, not the wrapper's.
+_PARAMS = {"params": "*args, **kwargs", "call": "fn(*args, **kwargs) if kwargs else fn(*args)"}
+_makers = {}  # (whether there is an accept, the inlined sources) -> make
 # The names in _TEMPLATE but those an inlined source shares with it (args,
 # result, buffer, nbytes): what it may not name (tests/unit/test_probe_calls.py
 # checks this against the template).
@@ -274,16 +272,9 @@ def _inlined(hook):
     return (getattr(hook.accept, "inline", None) if describe else None), describe
 
 
-def _positional_only(fn):
-    """Whether fn is a builtin whose arguments are all positional-only (its
-    signature ends in "/"), as os.write's are."""
-    signature = getattr(fn, "__text_signature__", None)
-    return bool(signature) and signature.replace(" ", "").endswith(",/)")
-
-
-def _maker(hook, positional):
+def _maker(hook):
     accept, describe = _inlined(hook)
-    key = (hook.accept is not None, accept, describe, positional)
+    key = (hook.accept is not None, accept, describe)
     make = _makers.get(key)
     if make is None:
         names = dict.fromkeys(name for part in (accept, describe) if part for name in part[2])
@@ -294,9 +285,9 @@ def _maker(hook, positional):
         returns, body = describe[:2] if describe else ("describe(args, result)", "")
         source = _indent(body, 16) + ("" if returns == "buffer, nbytes" else _indent("buffer, nbytes = " + returns, 16))
         code = _compiled(_TEMPLATE.format(names="".join(", " + name for name in names), accept=test,
-                                          describe=source.rstrip("\n"), **(_POSITIONAL if positional else _KEYWORDS)),
-                         "timed-%s-%s%s" % (accept[3] if accept else "call" if hook.accept is not None else "all",
-                                            describe[3] if describe else "call", "-positional" if positional else ""))
+                                          describe=source.rstrip("\n"), **_PARAMS),
+                         "timed-%s-%s" % (accept[3] if accept else "call" if hook.accept is not None else "all",
+                                            describe[3] if describe else "call"))
         namespace = {}
         exec(code, globals(), namespace)
         make = _makers[key] = namespace["make"]
@@ -311,8 +302,7 @@ def timed(fn, hook):
     is made from _TEMPLATE per kind of hook (compiled once per interpreter:
     _compiled), without an accept test where the hook has none, with its
     describe and accept pasted in where made by inline() (on 3.9 and 3.10 a
-    Python call costs ~100 ns), and without **kwargs around a positional-only
-    builtin (_POSITIONAL); the hook's phase, describe and accept, the
+    Python call costs ~100 ns); the hook's phase, describe and accept, the
     constants, the module's containers and the inlined sources' names are
     bound here, once, as closure cells, and so is `on` (a hook that failed
     stands aside); only the thread's state, the journal (set by activate(),
@@ -327,9 +317,13 @@ def timed(fn, hook):
                 raise ValueError("%s: the accept's and the describe's %s differ" % (hook.name, name))
     # Positional-only where the describe is pasted in: on the hot hooks (the
     # others share one wrapper, as _inlined says).
-    positional = _inlined(hook)[1] is not None and _positional_only(fn)
-    wrapper = _maker(hook, positional)(fn, hook, hook.describe, hook.accept, _now, _tls,
+    wrapper = _maker(hook)(fn, hook, hook.describe, hook.accept, _now, _tls,
                                        format.FAULT_READ_MIN_NS, format.CPU_READ_NS, **bound)
+    return disguised(wrapper, fn)
+
+
+def disguised(wrapper, fn):
+    """wrapper, named as fn is (module, name, qualname, doc) and wrapping it."""
     for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
         try:
             setattr(wrapper, attr, getattr(fn, attr))
@@ -337,6 +331,18 @@ def timed(fn, hook):
             pass
     wrapper.__wrapped__ = fn
     return wrapper
+
+
+def stand_in(owner, name, wrapper):
+    """Put wrapper in place of owner.NAME, and of the same function in the
+    module it names as its own (os.write is posix.write): pickle finds a
+    function by that module and name, and must find the wrapper there, or
+    pickle.dumps(os.write) fails in the target where it works plainly."""
+    fn = getattr(owner, name)
+    setattr(owner, name, wrapper)
+    home = sys.modules.get(getattr(fn, "__module__", None) or "")
+    if home is not None and home is not owner and getattr(home, name, None) is fn:
+        setattr(home, name, wrapper)
 
 
 def _view_buffer():

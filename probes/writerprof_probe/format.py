@@ -65,7 +65,8 @@ a host); spans also have "start_ns" and "end_ns". The kinds:
   stacks        (before exit, if the probe sampled stacks) samples taken in
                 this process, cpu_ns (its sampling thread's CPU time),
                 first_start (one of its parent's first FULL_RATE_STARTS writers)
-  exit          via ("atexit" | "os._exit" | "signal"), code, rusage, signal
+  exit          via ("atexit" | "os._exit"), code, rusage (none where a signal
+                killed the process: the probe has no handler)
   agent         this process started its host's sampler agent: started (false:
                 reason), pid, python
   journal_stopped  a journal write failed (a full or read-only run directory)
@@ -105,9 +106,10 @@ CHUNK_FIELDS = (
 CHUNK_FORMAT = "<HBhiiIqqqii"  # CHUNK, a struct.Struct made when first used (below)
 # Chunk records are appended in batches: at a thread's CPU reading (below)
 # once FLUSH_RECORDS are queued or FLUSH_NS after the last batch (asked there,
-# not per record: the hot path), and at exit, fork and SIGTERM. A SIGKILL
-# loses the records since the last batch: FLUSH_RECORDS at most, and those of
-# the CPU_READ_NS until a thread's next reading.
+# not per record: the hot path), and at exit and fork. A process a signal
+# kills (the probe has no handler: lifecycle.py) loses the records since the
+# last batch: FLUSH_RECORDS at most, and those of the CPU_READ_NS until a
+# thread's next reading.
 FLUSH_RECORDS = 512
 FLUSH_NS = 1_000_000_000
 
@@ -206,6 +208,11 @@ LAUNCH_HOST_ENV = "WRITERPROF_LAUNCH_HOST"
 AGENT_PYTHON_ENV = "WRITERPROF_AGENT_PYTHON"
 INTERVAL_ENV = "WRITERPROF_INTERVAL_NS"
 AGENT_LOCK = "agent.lock"  # in RUN/hosts/HOST/: who started that host's agent
+# The recording's id (run.json's run_id), which the process that starts a
+# host's agent writes beside its lock: a host's part of a recording made
+# without a shared run directory says whose it is (writerprof merge checks).
+RUN_ID_ENV = "WRITERPROF_RUN_ID"
+RUN_ID_FILE = "run_id"
 
 
 _FORMATS = {"CHUNK": CHUNK_FORMAT, "SHM": SHM_FORMAT, "PLACEMENT": PLACEMENT_FORMAT}

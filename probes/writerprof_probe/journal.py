@@ -43,6 +43,27 @@ def _high(fd):
     return fd
 
 
+# The run's files: its owner's alone, never written through a link planted at their names.
+PRIVATE_FILE, PRIVATE_DIR = 0o600, 0o700
+APPEND = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def make_dirs(directory):
+    """directory and the missing ones above it, each PRIVATE_DIR (os.makedirs
+    gives those above it the umask's mode): on a host whose part of the run
+    the probe starts, the run directory itself."""
+    missing = []
+    while not os.path.isdir(directory):
+        missing.append(directory)
+        directory = os.path.dirname(directory)
+    for level in reversed(missing):
+        try:
+            os.mkdir(level, PRIVATE_DIR)
+        except FileExistsError:  # another process of the run made it meanwhile
+            pass
+
+
 def _write_fd(fd, data):
     view = memoryview(data)
     while view:
@@ -78,7 +99,7 @@ class Journal:
         directory = format.procs_dir(self.run, self.host)
         self.base = os.path.join(directory, "%d-%d" % (pid, created_ns))
         try:
-            os.makedirs(directory, exist_ok=True)
+            make_dirs(directory)
             # The chunks file at its first batch: most processes have none, and a file costs ~0.1 ms.
             self._fd(format.EVENTS_SUFFIX)
         except OSError as exc:
@@ -93,7 +114,7 @@ class Journal:
             except OSError:
                 pass
         # Ours was closed (or its number now belongs to someone else): reopen.
-        fd = _high(_open(self.base + suffix, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644))
+        fd = _high(_open(self.base + suffix, APPEND, PRIVATE_FILE))
         self.fds[suffix] = (fd, _fstat(fd).st_ino)
         return fd
 
@@ -191,9 +212,9 @@ class Journal:
         if self.stopped is not None or self.base is None:
             return False
         file = os.path.join(directory, os.path.basename(self.base) + suffix)
-        temporary = file + ".tmp"
+        temporary = "%s.%s.tmp" % (file, os.urandom(8).hex())  # a name no link can wait at
         try:
-            fd = _open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+            fd = _open(temporary, _NEW, PRIVATE_FILE)
             try:
                 _write_fd(fd, data)
             finally:

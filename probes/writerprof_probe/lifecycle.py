@@ -1,20 +1,25 @@
 """The journal through a process's life: a new journal in every forked
-child, the fork-hazard record in the parent, and a last flush on exit,
-os._exit and SIGTERM/SIGHUP (whose default would lose the last batch).
+child, the fork-hazard record in the parent, and a last flush on exit and
+os._exit.
+
+No signal handler: one would be the target's to see (signal.getsignal), be
+inherited by forked children that may get the signal before they can run it
+(a Pool worker terminated at birth never exits), and wait for a long C call
+to return before it runs. A process a signal kills loses the chunk records
+since its last batch, as under SIGKILL; its file calls (the interposer's
+journal, in shared memory) are all there.
 
 The hooks installed later (multiprocessing, shared memory: only in a process
 that imports them) add what they must do at fork and at exit with
 on_fork_in_child() and on_exit(), so that this module imports none of them.
-_signal, not signal: signal imports enum, which a bare interpreter has not
-loaded yet (start-up)."""
+"""
 
-import _signal
 import atexit
 import os
 import sys
 import time
 
-from . import identity
+from . import calls, identity
 from .format import FIRST_ADDED_PHASE
 
 _journal = None
@@ -44,23 +49,7 @@ def install(journal, process, phases):
         _exit("os._exit", code)
         exit_(code)
 
-    _exit_wrapper.__wrapped__ = exit_
-    os._exit = _exit_wrapper
-    for signum in (_signal.SIGTERM, _signal.SIGHUP):
-        if _signal.getsignal(signum) == _signal.SIG_DFL:
-            try:
-                _signal.signal(signum, _fatal)
-            except ValueError:  # not the main thread: leave the default
-                break
-
-
-def _fatal(signum, frame):
-    """Flush, then die of the signal as the default action would."""
-    import signal
-
-    _exit("signal", -signum, signal=signal.Signals(signum).name)
-    _signal.signal(signum, _signal.SIG_DFL)
-    os.kill(os.getpid(), signum)
+    calls.stand_in(os, "_exit", calls.disguised(_exit_wrapper, exit_))
 
 
 def _usage():

@@ -129,9 +129,7 @@ def _reissuing(fn, result_fds):
             pass
         return result
 
-    wrapper.__name__ = wrapper.__qualname__ = fn.__name__
-    wrapper.__module__, wrapper.__doc__, wrapper.__wrapped__ = fn.__module__, fn.__doc__, fn
-    return wrapper
+    return calls.disguised(wrapper, fn)
 
 
 _REISSUING = {
@@ -152,11 +150,11 @@ def install(journal_hook):
             journal_hook("os:" + name, "unavailable", "not in this os module")
             continue
         hook = calls.Hook("os:%s=%s" % (name, phase), PHASES[phase], describe, accept)
-        setattr(os, name, calls.timed(fn, hook))
+        calls.stand_in(os, name, calls.timed(fn, hook))
         hooks.append(hook)
         journal_hook(hook.name, "applied", None)
     for name, result_fds in _REISSUING.items():
         fn = getattr(os, name, None)
         if fn is not None:
-            setattr(os, name, _reissuing(fn, result_fds))
+            calls.stand_in(os, name, _reissuing(fn, result_fds))
     return hooks

@@ -54,7 +54,8 @@ import sys
 import time
 
 from . import format, quiet
-from .journal import _close, _open, _write  # os's own: the target's calls to them may be hooked
+# os's own (the target's calls to them may be hooked), and how the run's files are made
+from .journal import APPEND, PRIVATE_FILE, _close, _open, _write, make_dirs
 
 _now = time.monotonic_ns
 FLUSH_NS = 250_000_000  # the first rewrite of the file; then twice as late each time, up to
@@ -266,7 +267,7 @@ def _first_start(ppid, journal):
     One of the first if that fails: its start-up is what stacks are for."""
     try:
         fd = _open("%s/%d%s" % (format.stacks_dir(journal.run, journal.host), ppid, format.STARTS_SUFFIX),
-                   os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+                   APPEND, PRIVATE_FILE)
         try:
             _write(fd, b".")
             return os.lseek(fd, 0, os.SEEK_CUR) <= format.FULL_RATE_STARTS
@@ -298,7 +299,7 @@ def install(journal, process, on_fork, on_exit):
         return
     try:
         # Made now, not at a rewrite: a run directory removed under the run stays removed.
-        os.makedirs(format.stacks_dir(journal.run, journal.host), exist_ok=True)
+        make_dirs(format.stacks_dir(journal.run, journal.host))
         sampler = _Sampler(journal, rates, process)
         sampler.start()
     except Exception as exc:  # the rest of the probe goes on

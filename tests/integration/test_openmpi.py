@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from openmpi_env import AS_ROOT, environment, openmpi_venv
+from openmpi_env import AS_ROOT, environment, openmpi_venv, stand_in_host
 from writerprof.analysis.summary import summarize
 from writerprof.run import load
 
@@ -129,32 +129,11 @@ def test_bind_to_core_masks_are_inherited_by_the_writers(request, cpus, tmp_path
 
 # --- a host that does not inherit mpirun's environment ---------------------------------------
 
-FAKE_SSH = """#!/bin/sh
-# ssh to a host that inherits nothing: the command runs here in an environment
-# as empty as a remote login's, so only what mpirun forwards reaches it.
-while [ $# -gt 0 ]; do case "$1" in -*) shift;; *) break;; esac; done
-shift
-exec env -i PATH="$PATH" HOME="$HOME" sh -c "$*"
-"""
-# Inside the namespace: loopback, and a veth pair whose address Open MPI's
-# daemons use between "hosts" (it does not use loopback for another host).
-NETNS_SETUP = ("ip link set lo up && ip link add wp0 type veth peer name wp1 && "
-               "ip addr add 10.251.0.1/24 dev wp0 && ip link set wp0 up && ip link set wp1 up && exec \"$@\"")
-
-
 @pytest.fixture
 def elsewhere(tmp_path):
     """(prefix that runs a command in a network namespace of its own,
     mpirun options that start the ranks on a host that inherits nothing)."""
-    if shutil.which("unshare") is None or shutil.which("ip") is None:
-        pytest.skip("needs unshare (util-linux) and ip (iproute2)")
-    prefix = ["unshare", "-n", "sh", "-c", NETNS_SETUP, "netns"]
-    probe = subprocess.run([*prefix, "true"], capture_output=True, text=True)
-    if probe.returncode != 0:
-        pytest.skip(f"cannot make a network namespace with a veth pair here: {probe.stderr.strip()}")
-    ssh = tmp_path / "fake-ssh"
-    ssh.write_text(FAKE_SSH)
-    ssh.chmod(0o755)
+    prefix, ssh = stand_in_host(tmp_path)
     return prefix, ["--prtemca", "plm_ssh_agent", str(ssh), "--host", "elsewhere:2"]
 
 
@@ -183,6 +162,23 @@ def test_record_reaches_ranks_on_a_host_that_inherits_nothing(ompi, elsewhere, t
     _run(ompi, "record", "-o", out, "--", ompi / "mpirun", "-n", "2", *remote, "--bind-to", "none", *user_x,
          ompi / "writerprof", *REPRO, "--start-method", "forkserver", prefix=prefix)
     _ranks_tagged(out, "forkserver", "openmpi")
+
+
+def test_record_keeps_the_list_of_an_mca_parameter_file(ompi, elsewhere, tmp_path):
+    """A list in an MCA parameter file, which the list record sets in the
+    environment would hide: record lists the file's names too, so the rank on
+    the other host gets the user's variable as it does plainly, and the probe."""
+    prefix, remote = elsewhere
+    params = tmp_path / "mca-params.conf"
+    params.write_text("mca_base_env_list = BAR\n")
+    env = environment(BAR="bar", OMPI_MCA_mca_base_param_files=str(params))
+    command = [str(ompi / "mpirun"), "-n", "1", *remote, str(ompi / "python"), "-c",
+               "import os; print(os.environ.get('BAR'))"]
+    plain = subprocess.run([*prefix, *command], capture_output=True, text=True, timeout=120, env=env)
+    out = tmp_path / "run"
+    recorded = _run(ompi, "record", "-o", out, "--", *command, env=env, prefix=prefix)
+    assert plain.stdout == recorded.stdout == "bar\n", (plain.stderr, recorded.stderr)
+    assert [e["data"]["rank"] for e in load(out).events_of("process")] == [0]
 
 
 def test_contrast_forces_the_start_method_on_every_rank(ompi, elsewhere, tmp_path):

@@ -174,7 +174,7 @@ def test_a_command_killed_by_a_signal(tmp_path):
     assert run.complete and run.meta["ended_by"] == "signal" and run.meta["signal"] == "SIGKILL"
     writes = run.chunks[run.chunks["phase"] == phase_of(run, "write")]
     assert len(writes) == 600 and (writes["bytes"] == 4096).all()
-    assert any("left no exit record (killed by SIGKILL" in loss and "its file calls are all there" in loss
+    assert any("left no exit record (killed by a signal" in loss and "its file calls are all there" in loss
                for loss in run.losses)
 
 
@@ -285,9 +285,10 @@ def test_sigterm_is_forwarded_and_the_run_stays_loadable(tmp_path):
     assert recorder.returncode == 128 + signal.SIGTERM, err
     run = load(run_dir)
     assert run.complete and run.meta["signal"] == "SIGTERM"
-    (exit_event,) = run.events_of("exit")
-    assert exit_event["data"]["via"] == "signal" and exit_event["data"]["signal"] == "SIGTERM"
-    assert run.losses == []
+    # The probe has no handler to journal its end with: the target died of the signal itself.
+    assert len(run.events_of("exit")) == 0
+    (loss,) = run.losses
+    assert "left no exit record (killed by a signal" in loss
 
 
 SHORT_WRITERS = """
@@ -459,7 +460,7 @@ def test_a_python_grandchild_that_outlives_cmd_is_named_and_not_waited_for(tmp_p
 
 @pytest.mark.parametrize("by, reason", [
     ("py-spy", "no Python process was found in CMD's process tree"),
-    ("probe", "no probed Python process lived long enough to be sampled")])
+    ("probe", "no Python process was probed")])
 def test_a_command_that_never_runs_python_starts_no_py_spy(tmp_path, by, reason):
     record(tmp_path / "run", "sh", "-c", "sleep 0.3", options=("--stacks-by", by))
     run = load(tmp_path / "run")

@@ -4,11 +4,15 @@ split as two hosts without a shared run directory would have left it."""
 from __future__ import annotations
 
 import filecmp
+import json
+import os
+import re
 import shutil
 
 import pytest
 
 from writerprof.errors import UsageError
+from writerprof.probes.writerprof_probe.format import RUN_ID_FILE
 from writerprof.run import load, merge
 from writerprof.synthetic import Scenario, write_run
 
@@ -50,3 +54,72 @@ def test_what_is_not_the_parts_of_one_recording_is_refused(split, tmp_path):
         merge.find_parts([launcher, tmp_path / "empty"])
     with pytest.raises(UsageError, match="no such directory"):
         merge.find_parts([launcher, tmp_path / "nowhere"])
+
+
+# --- hostile parts: nothing followed out of a part, nothing of another recording
+
+def _with_ids(launcher, other, launcher_id="1111111111111111", part_id="1111111111111111"):
+    meta = json.loads((launcher / "run.json").read_text())
+    (launcher / "run.json").write_text(json.dumps(dict(meta, run_id=launcher_id)))
+    if part_id is not None:
+        (other / "hosts" / "host1" / RUN_ID_FILE).write_text(part_id + "\n")
+
+
+def test_a_part_of_another_recording_is_refused_with_both_ids(split, tmp_path):
+    _, launcher, other = split
+    _with_ids(launcher, other, part_id="2222222222222222")
+    with pytest.raises(UsageError, match=re.escape("host host1 is of another recording: its recording id is "
+                                                   f"2222222222222222, {launcher}'s is 1111111111111111")):
+        merge.find_parts([launcher, other])
+    (other / "hosts" / "host1" / RUN_ID_FILE).unlink()
+    with pytest.raises(UsageError, match="its recording id is none"):
+        merge.find_parts([launcher, other])
+
+
+def test_parts_of_one_recording_merge_and_keep_its_id(split, tmp_path):
+    _, launcher, other = split
+    _with_ids(launcher, other)
+    parts = merge.find_parts([launcher, other])
+    assert parts.run_id == "1111111111111111"
+    assert load(merge.merge(parts, tmp_path / "merged")).meta["run_id"] == "1111111111111111"
+
+
+@pytest.mark.parametrize("where", ["host", "file", "hosts"])
+def test_a_link_out_of_a_part_is_refused_not_followed(split, tmp_path, where):
+    _, launcher, other = split
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret").write_text("not the recording's")
+    if where == "host":  # hosts/NAME -> a directory elsewhere (/etc, say)
+        (other / "hosts" / "evil").symlink_to(outside)
+        link = other / "hosts" / "evil"
+    elif where == "file":
+        link = other / "hosts" / "host1" / "procs" / "secret"
+        link.symlink_to(outside / "secret")
+    else:
+        shutil.move(other / "hosts", outside / "hosts")
+        (other / "hosts").symlink_to(outside / "hosts")
+        link = other / "hosts"
+    with pytest.raises(UsageError, match=re.escape(f"{link}: a symbolic link, not a regular file: a part of a "
+                                                   f"recording holds none; not merged")):
+        merge.merge(merge.find_parts([launcher, other]), tmp_path / "merged")
+    assert not (tmp_path / "merged").exists()
+
+
+@pytest.mark.timeout(30)  # the code before read a FIFO, and waited for its writer
+def test_a_fifo_in_a_part_is_refused_not_read(split, tmp_path):
+    _, launcher, other = split
+    fifo = other / "hosts" / "host1" / "procs" / "1-1.events.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(UsageError, match=re.escape(f"{fifo}: a FIFO, not a regular file")):
+        merge.merge(merge.find_parts([launcher, other]), tmp_path / "merged")
+
+
+def test_the_merged_run_is_private(split, tmp_path):
+    _, launcher, other = split
+    for path in other.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    out = merge.merge(merge.find_parts([launcher, other]), tmp_path / "merged")
+    modes = {p.stat().st_mode & 0o777 for p in [out, *out.rglob("*")] if p.is_dir()}
+    assert modes == {0o700}
+    assert {p.stat().st_mode & 0o777 for p in out.rglob("*") if p.is_file()} == {0o600}

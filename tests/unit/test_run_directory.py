@@ -1,4 +1,6 @@
 import json
+import os
+import secrets
 
 import pytest
 
@@ -74,3 +76,82 @@ def test_refuses_a_file(tmp_path):
 def test_finish_refuses_a_foreign_directory(tmp_path):
     with pytest.raises(RunDirectoryError, match="not a writerprof run directory"):
         directory.finish(tmp_path, exit_status=0, ended_by="exit", signal=None)
+
+
+# --- hostile paths: the run directory is ours alone -----------------------------
+
+def _mode(path) -> int:
+    return path.stat().st_mode & 0o777
+
+
+def test_a_new_run_directory_and_its_files_are_private(tmp_path):
+    run_dir = directory.create(tmp_path / "run", ["python"], **OPTIONS)
+    directory.write_topology(run_dir, host_name(), {"nodes": {}})
+    directory.update_meta(run_dir, stacks=None)
+    host = layout.host_dir(run_dir, host_name())
+    assert [_mode(p) for p in (run_dir, run_dir / layout.HOSTS_DIR, host, layout.procs_dir(run_dir, host_name()))] \
+        == [0o700] * 4
+    assert [_mode(p) for p in (run_dir / layout.RUN_FILE, host / layout.TOPOLOGY_FILE)] == [0o600] * 2
+
+
+def test_each_recording_has_its_own_id(tmp_path):
+    ids = [json.loads((directory.create(tmp_path / name, ["python"], **OPTIONS) / layout.RUN_FILE).read_text())
+           ["run_id"] for name in ("a", "b")]
+    assert ids[0] != ids[1] and all(len(i) == 16 and int(i, 16) >= 0 for i in ids)
+    assert load(tmp_path / "a").meta["run_id"] == ids[0]
+
+
+def test_refuses_an_empty_directory_of_another_user(tmp_path):
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, 65534, 65534)
+    with pytest.raises(RunDirectoryError, match="owned by another user \\(uid 65534\\)"):
+        directory.create(theirs, ["python"], **OPTIONS)
+    assert list(theirs.iterdir()) == []
+
+
+def test_refuses_a_link_to_an_empty_directory(tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    with pytest.raises(RunDirectoryError, match="a symbolic link"):
+        directory.create(tmp_path / "link", ["python"], **OPTIONS)
+    assert list((tmp_path / "real").iterdir()) == []
+
+
+def test_a_second_launcher_that_found_the_directory_empty_too_is_refused(tmp_path, monkeypatch):
+    first = directory.create(tmp_path / "run", ["first"], **OPTIONS)
+    # The second checked the directory while it was still empty (a slow file
+    # system): its claim, run.json's creation, is what must fail.
+    monkeypatch.setattr(directory, "claim", lambda path: path)
+    with pytest.raises(RunDirectoryError, match="taken by another writerprof meanwhile"):
+        directory.create(tmp_path / "run", ["second"], **OPTIONS)
+    assert load(first).meta["command"] == ["first"]
+
+
+def test_a_link_planted_at_a_temporary_name_is_not_written_through(tmp_path):
+    run_dir = directory.create(tmp_path / "run", ["python"], **OPTIONS)
+    victim = tmp_path / "victim"
+    victim.write_text("theirs")
+    # The names a temporary file had: the launcher's pid.
+    for name in (f".{layout.RUN_FILE}.{os.getpid()}.tmp", f".{layout.TOPOLOGY_FILE}.{os.getpid()}.tmp"):
+        (run_dir / name).symlink_to(victim)
+    (layout.host_dir(run_dir, host_name()) / f".{layout.TOPOLOGY_FILE}.{os.getpid()}.tmp").symlink_to(victim)
+    directory.update_meta(run_dir, exit_status=3)
+    directory.write_topology(run_dir, host_name(), {"nodes": {}})
+    assert victim.read_text() == "theirs" and load(run_dir).meta["exit_status"] == 3
+
+
+def test_a_full_disk_rewrite_in_place_never_writes_through_a_link(tmp_path, monkeypatch):
+    run_dir = directory.create(tmp_path / "run", ["python"], **OPTIONS)
+    victim = tmp_path / "victim.json"  # another's file, that reads as a run
+    victim.write_bytes((run_dir / layout.RUN_FILE).read_bytes())
+    before = victim.read_bytes()
+    (run_dir / layout.RUN_FILE).unlink()
+    (run_dir / layout.RUN_FILE).symlink_to(victim)
+    # No temporary file can be made (as on a full disk): directories in their places.
+    monkeypatch.setattr(secrets, "token_hex", lambda n: "0" * (2 * n))
+    for name in (f".{layout.RUN_FILE}.{os.getpid()}.tmp", f".{layout.RUN_FILE}.{'0' * 16}.tmp"):
+        (run_dir / name).mkdir()
+    with pytest.raises(RunDirectoryError, match="a symbolic link"):
+        directory.update_meta(run_dir, exit_status=0)
+    assert victim.read_bytes() == before

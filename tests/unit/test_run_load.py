@@ -168,7 +168,7 @@ def test_truncated_journals_load_up_to_the_last_whole_record(two_hosts):
         "hosts/alpha/procs/300-1700.chunks.bin: 17 bytes of a partial record dropped "
         "(target killed mid-write?)",
         "hosts/alpha/procs/300-1700: process 300 (forkserver_child) left no exit record (killed by "
-        "SIGKILL, or alive when the recording ended): chunk records after its last flushed batch, "
+        "a signal, or alive when the recording ended): chunk records after its last flushed batch, "
         "512 at most and those of 100 µs after, are missing",
     ]
 

@@ -10,7 +10,7 @@ import pytest
 from writerprof.analysis.hooks import unmatched_probes
 from writerprof.errors import UsageError
 from writerprof.probes.writerprof_probe import format as journal
-from writerprof.record import session
+from writerprof.record import launchers, session
 from writerprof.record.stackoptions import StackOptions
 from writerprof.run import directory, load
 
@@ -28,13 +28,13 @@ def test_resolve_checks_the_program(tmp_path):
 
 def test_probe_environment(tmp_path):
     environ = {"PYTHONPATH": "/theirs", "WRITERPROF_PROBES": "stale:f=x",
-               session.OMPI_ENV_LIST: "OMP_NUM_THREADS;PYTHONPATH"}
+               launchers.OMPI_ENV_LIST: "OMP_NUM_THREADS;PYTHONPATH"}
     env = session.probe_environment(tmp_path, [], environ, extra={"WRITERPROF_FORCE": "fork"},
                                     interval_ns=20_000_000)
     assert env["PYTHONPATH"] == os.pathsep.join([session.PROBE_DIR, "/theirs"])
     assert env["WRITERPROF_RUN"] == str(tmp_path.resolve()) and "WRITERPROF_PROBES" not in env
     assert env[journal.INTERVAL_ENV] == "20000000" and env["WRITERPROF_FORCE"] == "fork"
-    forwarded = env[session.OMPI_ENV_LIST].split(";")
+    forwarded = env[launchers.OMPI_ENV_LIST].split(";")
     assert forwarded[:2] == ["OMP_NUM_THREADS", "PYTHONPATH"] and len(forwarded) == len(set(forwarded))
     assert {k for k in env if k.startswith("WRITERPROF_")} <= set(forwarded)
     added = session.probe_environment(tmp_path, ["m:f=a", "m:g=b"], {})

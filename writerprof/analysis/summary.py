@@ -12,6 +12,7 @@ from writerprof import forked
 from writerprof.analysis import affinity, binding, clocks, diagnoses, groups, hostwise, placement, processes
 from writerprof.analysis import numa_activity, ranks, saves, starts, timeline
 from writerprof.analysis.hooks import unmatched_in
+from writerprof.analysis.unprobed import not_probed
 from writerprof.analysis.shapes import Summary, Throughput
 from writerprof.run import topology
 
@@ -73,6 +74,7 @@ def summarize(run) -> Summary:
             "incomplete": list(run.meta.get("incomplete") or []),
             "outlived_cmd": list(run.meta.get("outlived_cmd") or []),
             "probes_unmatched": unmatched_in(run),
+            "not_probed": not_probed(run),
         },
         "topology": topology_of,
         "clocks": clock,

@@ -21,7 +21,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from writerprof.commands.common import write_json
+from writerprof.commands.common import check_outputs, write_json
 from writerprof.errors import UsageError, WriterprofError
 
 
@@ -38,6 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.perfetto is None and args.speedscope is None:
         raise UsageError("say what to write: --perfetto FILE and/or --speedscope FILE")
+    check_outputs([args.run_dir], [("--perfetto", args.perfetto), ("--speedscope", args.speedscope)])
     from writerprof.collector import keep_until_exit
     from writerprof.run import load
 

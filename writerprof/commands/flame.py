@@ -32,7 +32,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from writerprof.commands.common import shown_bytes, write_bytes, write_markup
+from writerprof.commands.common import check_outputs, shown_bytes, write_bytes, write_markup
 from writerprof.errors import UsageError, WriterprofError
 
 ROLES = ("writer", "producer", "forkserver", "resource_tracker", "other", "all")
@@ -58,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("say which run: writerprof flame RUN, or writerprof flame --diff A B")
     if args.diff and args.pid is not None:
         raise UsageError("--pid is for one run; with --diff choose a --role")
+    if args.output is not None:
+        check_outputs(args.diff or [args.run_dir], [("-o", path) for path in _paths(_stem(args.output, ""))])
     if args.diff:
         return _diff(args)
     return _one(args)
@@ -88,8 +90,12 @@ def _stem(output: Path | None, default: str) -> Path:
     return output.with_suffix("") if output.suffix in (".svg", ".png") else output
 
 
+def _paths(stem: Path) -> tuple[Path, Path]:
+    return stem.with_name(stem.name + ".svg"), stem.with_name(stem.name + ".png")
+
+
 def _write(stem: Path, svg: str, png: bytes) -> tuple[Path, Path]:
-    svg_path, png_path = stem.with_name(stem.name + ".svg"), stem.with_name(stem.name + ".png")
+    svg_path, png_path = _paths(stem)
     return write_markup(svg_path, svg, "flamegraph"), write_bytes(png_path, png, "flamegraph")
 
 

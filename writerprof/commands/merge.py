@@ -3,6 +3,8 @@ directories were not shared: the launcher's run directory (with run.json)
 and, from every other host, the directory its processes wrote to (holding
 hosts/HOST/ only). The result is the run directory a shared filesystem would
 have held: run.json from the launcher's part, each host's subtree as it was.
+Each other host's part must carry the launcher's recording id, and hold
+directories and regular files only (writerprof.run.merge).
 
     writerprof merge RUN_LAUNCHER RUN_HOST_B RUN_HOST_C ... -o RUN
 """
@@ -18,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("parts", nargs="+", type=Path, metavar="RUN",
                         help="the launcher's run directory and each other host's part")
     parser.add_argument("-o", "--output", type=Path, required=True, metavar="RUN",
-                        help="the merged run directory (new or empty)")
+                        help="the merged run directory (new, or empty and yours)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -26,6 +28,7 @@ def run(args: argparse.Namespace) -> int:
 
     parts = merge.find_parts(args.parts)
     out = merge.merge(parts, args.output)
-    print(f"writerprof merge: {out}: {len(parts.hosts)} host(s): "
+    recording = f"recording {parts.run_id}" if parts.run_id else "a recording from before recording ids"
+    print(f"writerprof merge: {out}: {recording}, {len(parts.hosts)} host(s): "
           + ", ".join(f"{host} (from {part})" for host, part in sorted(parts.hosts.items())), file=sys.stderr)
     return 0

@@ -22,15 +22,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from writerprof.collector import collector_paused, keep_until_exit
     from writerprof.analysis.summary import summarize
-    from writerprof.commands.common import output_directory
+    from writerprof.commands.common import check_outputs, output_directory
     from writerprof.render import plots
     from writerprof.run import load
 
+    chosen = args.output or args.run_dir / "plots"
+    check_outputs([args.run_dir], [("-o" if args.output else "the default", chosen)])
     with collector_paused():
         recorded = load(args.run_dir)
         summary = summarize(recorded)
     keep_until_exit(recorded, summary)
-    out = output_directory(args.output or args.run_dir / "plots", "plots directory")
+    out = output_directory(chosen, "plots directory")
     written = plots.save_figures(plots.report_figures(summary), out)
     for path in written:
         print(path)

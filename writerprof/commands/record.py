@@ -10,7 +10,8 @@ thread reading sys._current_frames; see writerprof_probe.stacks); with
 --stacks-by py-spy (and for --native), py-spy samples them from outside
 (see writerprof.record.pyspy): if it is missing or may not attach (ptrace),
 record says so in one line and goes on without. Exits with CMD's exit status (128+N if a signal N killed it). CMD
-runs in a process group of its own, which gets the terminal (Ctrl-C goes to
+gets the fds it would get without record (a stream closed for record is closed for CMD), and runs in a
+process group of its own, which gets the terminal (Ctrl-C goes to
 CMD) and any SIGINT or SIGTERM sent to record; while it runs, record writes
 nothing to the terminal (its notes and summary come after CMD ended). The run
 directory is complete and loadable however CMD ended; if it filled up or

@@ -25,11 +25,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from writerprof.commands.common import check_outputs, output_directory, write_markup
+
+    check_outputs([args.run_dir], [("--html", args.html), ("--plots", args.plots)])
     # Imported before the plot workers fork, which then share them (numpy, the analysis).
     from writerprof import allocator
     from writerprof.collector import collector_paused, keep_until_exit
     from writerprof.analysis.summary import summarize
-    from writerprof.commands.common import output_directory, write_markup
     from writerprof.render import terminal
     from writerprof.run import load
 

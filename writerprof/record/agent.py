@@ -63,10 +63,10 @@ def _leave_word(argv: list[str]) -> None:
     import traceback
 
     try:
-        from writerprof.run import layout
+        from writerprof.run import layout, ownfile
 
         path = layout.host_dir(Path(argv[0]), argv[1]) / layout.AGENT_ERROR_FILE
-        path.write_text(traceback.format_exc())
+        ownfile.replace(path, traceback.format_exc().encode())
     except Exception:
         pass
 

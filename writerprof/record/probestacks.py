@@ -15,6 +15,7 @@ from pathlib import Path
 
 from writerprof.probes.writerprof_probe import format as journal
 from writerprof.record.stackoptions import DAEMON_RATE_HZ, StackOptions
+from writerprof.run import ownfile
 from writerprof.run.layout import STACKS_INDEX
 
 
@@ -31,9 +32,9 @@ def environment(options: StackOptions) -> dict:
 
 def write_index(stacks_dir: Path, options: StackOptions) -> None:
     _, sparse, daemon = rates(options)
-    stacks_dir.mkdir(parents=True, exist_ok=True)
+    stacks_dir.mkdir(0o700, parents=True, exist_ok=True)
     index = {**options.settings(), "tree_rate_hz": sparse, "daemon_rate_hz": daemon, "segments": []}
-    (stacks_dir / STACKS_INDEX).write_text(json.dumps(index, indent=2) + "\n")
+    ownfile.replace(stacks_dir / STACKS_INDEX, (json.dumps(index, indent=2) + "\n").encode())
 
 
 def outcome(run_dir: Path, options: StackOptions) -> dict:
@@ -42,8 +43,11 @@ def outcome(run_dir: Path, options: StackOptions) -> dict:
     counts for the periods it stands for)."""
     samples = processes = 0
     files = []
+    probed = False  # whether any process journaled: else no Python process was reached at all
     try:
         for host in os.listdir(run_dir / journal.HOSTS_DIR):
+            probed = probed or any(n.endswith(journal.EVENTS_SUFFIX) for n in _listing(
+                run_dir / journal.HOSTS_DIR / host / journal.PROCS_DIR))
             where = run_dir / journal.HOSTS_DIR / host / journal.STACKS_DIR
             files += [where / n for n in os.listdir(where) if n.endswith(journal.STACKS_SUFFIX)]
     except OSError:
@@ -61,6 +65,14 @@ def outcome(run_dir: Path, options: StackOptions) -> dict:
         processes += counted > 0
     taken = samples > 0
     return {**options.settings(), "taken": taken,
-            "reason": None if taken else "no probed Python process lived long enough to be sampled",
+            "reason": None if taken else "no probed Python process lived long enough to be sampled" if probed
+            else "no Python process was probed",
             "py_spy": None, "segments": 0, "samples": samples, "processes": processes,
             "tree_rate_hz": rates(options)[1]}
+
+
+def _listing(directory: Path) -> list[str]:
+    try:
+        return os.listdir(directory)
+    except OSError:
+        return []

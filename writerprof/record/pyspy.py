@@ -117,12 +117,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from writerprof.probes.writerprof_probe import format as journal
-from writerprof.record import procfs
+from writerprof.record import procfs, pythons
 from writerprof.record.ptrace import FIX, PY_SPY_ENV, find_py_spy, ptrace_problem, py_spy_version, read_problem
 from writerprof.record.rawstacks import compress, keep_whole_lines, process_chain
 from writerprof.record.stackoptions import DAEMON_RATE_HZ, StackOptions
 from writerprof.record.stackrate import FULL_RATE_STARTS, FreeCpu, StartupEnd, adapted_rate, full_rate, is_daemon
 from writerprof.record.system import HOST
+from writerprof.run import ownfile
 
 _RETRY_S = 0.5  # between py-spy's attempts to find a Python process in CMD's tree
 _CHILDREN_S = 0.05  # between looks at CMD's tree for new processes and ended py-spys
@@ -190,7 +191,7 @@ class StackRecorder:
         return argv
 
     def start(self) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
+        self.dir.mkdir(0o700, parents=True, exist_ok=True)
         self._write_index()
         if self._own_tree:
             self._tree = procfs.ProcessTree(HOST, self.pid)
@@ -406,7 +407,7 @@ class StackRecorder:
     def _log(self, argv: list[str], said: str) -> None:
         """py-spy's command and words, kept in py-spy.log while there is room."""
         try:
-            with open(self.dir / "py-spy.log", "ab") as log:
+            with open(ownfile.create(self.dir / "py-spy.log"), "ab") as log:
                 log.write(f"$ {' '.join(argv)}\n{said}".encode("utf-8", "surrogateescape"))
         except OSError:
             pass
@@ -481,21 +482,14 @@ class StackRecorder:
                  "tree_rate_hz": o.tree_rate_hz,
                  "full_rate_command": self.command(self.dir / "PID-NNN.raw", "PID", o.rate_hz) if o.split else None,
                  "segments": self.segments}
-        temporary = self.dir / f".stacks.json.{os.getpid()}.tmp"
         try:
-            temporary.write_text(json.dumps(index, indent=2) + "\n")
-            os.replace(temporary, self.dir / "stacks.json")
+            ownfile.replace(self.dir / "stacks.json", (json.dumps(index, indent=2) + "\n").encode())
         except OSError as exc:
-            try:
-                temporary.unlink(missing_ok=True)
-            except OSError:
-                pass
             self._cannot_write(exc)
 
 
 def _is_python(pid: int) -> bool:
-    exe = procfs.read_exe(HOST, pid)
-    return exe is not None and os.path.basename(exe).startswith(("python", "pypy"))
+    return pythons.is_python(procfs.read_exe(HOST, pid))
 
 
 def _exec_into_daemon(pid: int, seen_cmdline: str) -> bool:

@@ -7,7 +7,9 @@ import os
 import re
 from pathlib import Path
 
-from writerprof.probes.writerprof_probe.identity import redact_argv
+from writerprof.probes.writerprof_probe.redact import redact_joined
+from writerprof.run import ownfile
+
 
 def keep_whole_lines(file: Path) -> None:
     """Cut a raw file back to its last whole line (py-spy cut off while writing)."""
@@ -24,22 +26,25 @@ def keep_whole_lines(file: Path) -> None:
 def compress(file: Path, chain: bytes = b"") -> str:
     """gzip py-spy's file in place (its process chains repeat long command
     lines on every line: 20 to 30 times smaller), the command lines redacted
-    as the probe redacts argv; the name it now has. chain: the process chain
-    (`process PID:"CMDLINE";` frames, see process_chain) to put at the root of
+    (redact_joined: argv joined with spaces); the name it now has. chain: the
+    process chain (`process PID:"CMDLINE";` frames, see process_chain) to put at the root of
     every line, for the file of a py-spy that followed one process (it writes
     none of its own: no --subprocesses)."""
     import gzip  # (only with py-spy: a default record's process goes without it)
 
     target = file.with_name(file.name + ".gz")
-    temporary = file.with_name(f".{target.name}.tmp")
     redacted: dict[bytes, bytes] = {}
+    temporary = None
     try:
-        with open(file, "rb") as raw, gzip.open(temporary, "wb", compresslevel=6) as packed:
+        temporary, fd = ownfile.temporary_beside(target)
+        with open(file, "rb") as raw, open(fd, "wb") as out, gzip.GzipFile(fileobj=out, mode="wb",
+                                                                           compresslevel=6) as packed:
             packed.writelines(_redact_chain(_rooted(chain, line), redacted) for line in raw)
         os.replace(temporary, target)
         file.unlink()
     except OSError:
-        temporary.unlink(missing_ok=True)
+        if temporary is not None:
+            temporary.unlink(missing_ok=True)
         return file.name
     return target.name
 
@@ -53,9 +58,16 @@ def _rooted(chain: bytes, line: bytes) -> bytes:
 
 def process_chain(processes: list[tuple[int, str]]) -> bytes:
     """The root frames py-spy --subprocesses writes for a stack of the last of
-    processes [(pid, command line)], CMD first: `process PID:"CMDLINE";` each."""
-    return b"".join(f'process {pid}:"{cmdline}";'.encode("utf-8", "surrogateescape")
+    processes [(pid, command line)], CMD first: `process PID:"CMDLINE";` each.
+    A newline or a double quote in a command line (`python -c` code, a PEM
+    key) would end the line or the frame early, and leave the rest unredacted
+    and unreadable: written as \\n and '."""
+    return b"".join(f'process {pid}:"{_one_line(cmdline)}";'.encode("utf-8", "surrogateescape")
                     for pid, cmdline in processes)
+
+
+def _one_line(cmdline: str) -> str:
+    return cmdline.replace("\n", "\\n").replace('"', "'")
 
 
 _CHAIN_FRAME = re.compile(rb'process \d+:"')
@@ -63,7 +75,8 @@ _CHAIN_FRAME = re.compile(rb'process \d+:"')
 
 def _redact_chain(line: bytes, seen: dict[bytes, bytes]) -> bytes:
     """A raw line with each process frame's command line redacted (py-spy
-    joins argv with spaces; `seen` caches them: every line repeats them)."""
+    joins argv with spaces: a credential with spaces in it is redacted whole;
+    `seen` caches them: every line repeats them)."""
     out, at = [], 0
     for match in _CHAIN_FRAME.finditer(line):
         if match.start() < at:
@@ -75,7 +88,7 @@ def _redact_chain(line: bytes, seen: dict[bytes, bytes]) -> bytes:
         cmdline = line[match.end():end]
         if cmdline not in seen:
             text = cmdline.decode("utf-8", "surrogateescape")
-            seen[cmdline] = " ".join(redact_argv(text.split(" "))).encode("utf-8", "surrogateescape")
+            seen[cmdline] = redact_joined(text).encode("utf-8", "surrogateescape")
         out += [line[at:match.end()], seen[cmdline]]
         at = end
     return b"".join(out + [line[at:]]) if out else line

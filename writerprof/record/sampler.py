@@ -10,6 +10,12 @@ recorded processes on the CPU, each builtin and each kind of system call a
 tick makes costs ~10-40 us the first time (a VM's page walks), however
 little it does; the tick makes as few as it can.
 
+At first sight of a process, and again when its name changes (an exec, as
+a rule: a shell that runs Python), it records what the process runs; for
+a Python interpreter, also whether the probe's directory is on the
+PYTHONPATH it started with (writerprof.record.pythons): the report counts
+the Python processes the probe could not reach, and why.
+
 If a write fails (a full or vanished run directory) the sampler stops: it
 keeps what it wrote, says why once (write_error), and never raises into the
 recording. It also counts the ticks that took longer than the interval
@@ -29,9 +35,9 @@ from pathlib import Path
 
 from writerprof.probes.writerprof_probe import format as journal
 from writerprof.probes.writerprof_probe.identity import redact_argv
-from writerprof.record import procfs, vmstat
+from writerprof.record import procfs, pythons, vmstat
 from writerprof.record.system import HOST, System
-from writerprof.run import layout
+from writerprof.run import layout, ownfile
 from writerprof.units import parse_cpu_list
 
 WRITER_ROLES = frozenset({"fork_child", "forkserver_child", "spawn_child"})
@@ -85,12 +91,13 @@ SamplerStatus = namedtuple("SamplerStatus", (
 class _Process:
     """What the sampler keeps of a process it follows, from tick to tick."""
 
-    __slots__ = ("pid", "start_ticks", "cpus", "wchar", "ppid", "role", "numa_read_ns", "numa_faults", "numa",
-                 "read_ns", "cpu_ns", "thread_count", "threads", "thread_reader", "files", "stat_text", "stat",
-                 "io_text", "io", "status", "status_ns")
+    __slots__ = ("pid", "start_ticks", "comm", "cpus", "wchar", "ppid", "role", "numa_read_ns", "numa_faults",
+                 "numa", "read_ns", "cpu_ns", "thread_count", "threads", "thread_reader", "files", "stat_text",
+                 "stat", "io_text", "io", "status", "status_ns")
 
-    def __init__(self, pid: int, start_ticks: int, files: procfs.ProcessFiles | None = None):
+    def __init__(self, pid: int, start_ticks: int, files: procfs.ProcessFiles | None = None, comm: str = ""):
         self.pid, self.start_ticks = pid, start_ticks
+        self.comm = comm  # its name in its stat: another after an exec
         self.cpus: str | None = None  # the last affinity recorded
         self.wchar = -1
         self.ppid = 0
@@ -128,11 +135,10 @@ class Sampler:
         self._tree = procfs.ProcessTree(system, root_pid) if tree is None else tree
         self._tree_fresh_ns = 0 if tree is None else int(interval_s * 1e9 / 2)
         self._procs_dir = Path(host_dir) / layout.PROCS_DIR
-        Path(host_dir).mkdir(parents=True, exist_ok=True)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
-        self._samples_fd = os.open(Path(host_dir) / layout.SAMPLES_FILE, flags, 0o644)
-        self._sampled_fd = os.open(Path(host_dir) / layout.SAMPLED_FILE, flags, 0o644)
-        self._threads_fd = os.open(Path(host_dir) / layout.THREADS_FILE, flags, 0o644)
+        Path(host_dir).mkdir(0o700, parents=True, exist_ok=True)
+        self._samples_fd = ownfile.create(Path(host_dir) / layout.SAMPLES_FILE)
+        self._sampled_fd = ownfile.create(Path(host_dir) / layout.SAMPLED_FILE)
+        self._threads_fd = ownfile.create(Path(host_dir) / layout.THREADS_FILE)
         self._lock = threading.Lock()  # one tick at a time; status() between ticks
         self._stopping = threading.Event()
         # stop() wakes the thread through this pipe: a poll of it costs the thread less than an Event's wait.
@@ -291,6 +297,8 @@ class Sampler:
         if proc is not None and (stat is None or stat.start_ticks != proc.start_ticks):
             self._end(proc, t_ns)  # gone, or its pid already reused
             proc = None
+        if proc is not None and stat_text != proc.stat_text and _comm(stat_text) != proc.comm:
+            self._exec(proc, stat_text, t_ns)
         created_ns = self._journal_pids.pop(pid, None) if self._journal_pids else None
         if stat is None or (proc is None and (pid, stat.start_ticks) in self._ended):
             return
@@ -308,7 +316,7 @@ class Sampler:
                     files.close()
                 return
             if proc is None:
-                proc = self._first_sight(pid, stat, t_ns, files)
+                proc = self._first_sight(pid, stat, stat_text, t_ns, files)
             proc.status, proc.status_ns = procfs.parse_status(status_text), t_ns
         if io_text != proc.io_text or proc.io is None:
             proc.io = procfs.UNREADABLE_IO if io_text is None else procfs.parse_io(io_text)
@@ -378,13 +386,27 @@ class Sampler:
             self._thread_files -= len(proc.thread_reader.fds)
             proc.thread_reader.close()
 
-    def _first_sight(self, pid: int, stat: procfs.Stat, t_ns: int, files: procfs.ProcessFiles) -> _Process:
+    def _first_sight(self, pid: int, stat: procfs.Stat, stat_text: str, t_ns: int,
+                     files: procfs.ProcessFiles) -> _Process:
         self._records.append({"kind": "seen", "t_ns": t_ns, "pid": pid, "ppid": stat.ppid,
-                              "created_ns": procfs.start_ns(stat.start_ticks),
-                              "cmdline": redact_argv(procfs.read_cmdline(self.system, pid)),
-                              "exe": procfs.read_exe(self.system, pid)})
-        proc = self._live[pid] = _Process(pid, stat.start_ticks, files=files)
+                              "created_ns": procfs.start_ns(stat.start_ticks), **self._program(pid)})
+        proc = self._live[pid] = _Process(pid, stat.start_ticks, files=files, comm=_comm(stat_text))
         return proc
+
+    def _exec(self, proc: _Process, stat_text: str, t_ns: int) -> None:
+        """Its name changed since it was seen: it exec'd another program (a
+        shell or `env` its Python, a Python's fork its command), as a rule."""
+        proc.comm = _comm(stat_text)
+        self._records.append({"kind": "exec", "t_ns": t_ns, "pid": proc.pid, **self._program(proc.pid)})
+
+    def _program(self, pid: int) -> dict:
+        """What a process runs: its command line, its executable, and for a
+        Python interpreter whether the probe is on its PYTHONPATH (None: not known)."""
+        exe = procfs.read_exe(self.system, pid)
+        program = {"cmdline": redact_argv(procfs.read_cmdline(self.system, pid)), "exe": exe}
+        if pythons.is_python(exe):
+            program["pythonpath_has_probe"] = pythons.probe_on_pythonpath(self.system, pid)
+        return program
 
     def _end(self, proc: _Process, t_ns: int) -> None:
         self._records.append({"kind": "gone", "t_ns": t_ns, "pid": proc.pid})
@@ -466,6 +488,11 @@ def journaled_by(start_ticks: int, created_ns: int) -> bool:
     start_ticks: a journal is opened after its process started (start_ticks
     is rounded down to a clock tick), and a reused pid starts later."""
     return procfs.start_ns(start_ticks) <= created_ns + procfs.TICK_NS
+
+
+def _comm(stat_text: str) -> str:
+    """A stat's comm (field 2, in parentheses, which it may hold itself)."""
+    return stat_text[stat_text.index("(") + 1:stat_text.rindex(")")]
 
 
 def _journal_role(path: Path) -> str | None:

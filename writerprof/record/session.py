@@ -1,7 +1,8 @@
 """One recording session, as `writerprof record` and each run of `writerprof
 contrast` make it: CMD resolved and started with the probe's environment, in
-a process group of its own that gets the terminal and any SIGINT or SIGTERM
-sent to record; py-spy (writerprof.record.pyspy) and the /proc sampler
+a process group of its own that record follows as a shell its job
+(writerprof.record.parent: the terminal, the signals record gets, CMD's
+stops); py-spy (writerprof.record.pyspy) and the /proc sampler
 (writerprof.record.sampler) following it until it ends; the run directory
 finished however CMD ended, with CMD's exit status (128+N if signal N killed
 it); and the one-screen summary `writerprof record` ends with.
@@ -36,11 +37,11 @@ from writerprof.errors import UsageError, WriterprofError
 from writerprof.probes.writerprof_probe import format as journal_format
 from writerprof.probes.writerprof_probe import identity
 from writerprof.probes.writerprof_probe.format import host_name
-from writerprof.record import interposer, probestacks, procfs, topology
+from writerprof.record import interposer, launchers, parent, probestacks, procfs, topology
 from writerprof.record.stackoptions import BY_PROBE, StackOptions
 from writerprof.record.sampler import Sampler, journaled_by
 from writerprof.record.system import HOST
-from writerprof.run import RunDirectoryError, directory, layout
+from writerprof.run import RunDirectoryError, directory, layout, meta
 from writerprof.units import format_size, parse_duration
 
 PROBE_DIR = os.path.dirname(os.path.abspath(writerprof.probes.__file__))
@@ -54,9 +55,6 @@ MIN_INTERVAL_NS = parse_duration("1ms")  # below it the sampler thread takes a C
 # forkserver) have to end before they count as having outlived it.
 _STRAGGLERS_S = 0.5
 _LATE_SHARE = 0.1  # ticks over the interval, as a share of all, that make "the sampler fell behind"
-# OpenMPI's mpirun does not pass the environment on to remote hosts; it
-# forwards the variables this names (';'-separated), which record appends to.
-OMPI_ENV_LIST = "OMPI_MCA_mca_base_env_list"
 
 
 class CommandNotFound(WriterprofError):
@@ -82,14 +80,15 @@ def resolve(command: list[str]) -> list[str]:
 
 
 def probe_environment(run: Path, added: list[str], environ=os.environ, extra: dict | None = None,
-                      interval_ns: int = INTERVAL_NS) -> dict:
+                      interval_ns: int = INTERVAL_NS, command: list[str] = ()) -> dict:
     """CMD's environment: the probe first on PYTHONPATH, the run directory
     named, what a host other than this one needs to start its sampler agent,
-    any what-if switches (`extra`) for the probe, and OpenMPI told to forward
-    all of it."""
+    any what-if switches (`extra`) for the probe, and Open MPI's mpirun told
+    to forward all of it to other hosts where it accepts that (launchers)."""
     env = dict(environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (PROBE_DIR, env.get("PYTHONPATH")) if p)
     env[journal_format.RUN_ENV] = str(run.resolve())
+    env[journal_format.RUN_ID_ENV] = meta.run_id(run)  # a host's part carries it: merge checks it
     env[journal_format.LAUNCH_HOST_ENV] = host_name()
     env[journal_format.AGENT_PYTHON_ENV] = sys.executable
     env[journal_format.INTERVAL_ENV] = str(interval_ns)
@@ -102,8 +101,7 @@ def probe_environment(run: Path, added: list[str], environ=os.environ, extra: di
         env.pop(journal_format.PROBES_ENV, None)
     env.update(extra or {})
     ours = sorted(k for k in env if k.startswith("WRITERPROF_")) + ["PYTHONPATH"] + ["LD_PRELOAD"] * bool(preload)
-    listed = [v for v in env.get(OMPI_ENV_LIST, "").split(";") if v]
-    env[OMPI_ENV_LIST] = ";".join(listed + [k for k in ours if k not in listed])
+    launchers.forward(env, ours, command)
     return env
 
 
@@ -131,7 +129,7 @@ class Recorded:
 
     def __init__(self, exit_status: int):
         self.exit_status = exit_status  # CMD's, 128+N if signal N killed it
-        self.signals: list[int] = []  # SIGINT/SIGTERM that record passed on to CMD
+        self.signals: list[int] = []  # the signals asking CMD to end that record passed on (parent.ENDING)
         self.killed_by: int | None = None  # the signal that ended CMD, if one did
         self.notes: list[str] = []  # py-spy's one-liners, held while CMD ran
         self.incomplete: list[str] = []  # what the run directory lacks, and why
@@ -171,11 +169,11 @@ def record(run_dir: Path, command: list[str], interval_ns: int, probes: list[str
     except RunDirectoryError as exc:
         recorded.incomplete.append(f"no topology: {exc}")
     env = probe_environment(run_dir, probes, extra={**(extra_env or {}), **(
-        probestacks.environment(stacks) if stacks.by_probe else {})}, interval_ns=interval_ns)
-    with _ForwardedSignals() as signals:
+        probestacks.environment(stacks) if stacks.by_probe else {})}, interval_ns=interval_ns, command=command)
+    with parent.Forwarding() as signals:
         child = _start(run_dir, command, env, output, stacks)
         signals.follow(child.pid)
-        status, stacks_taken = _follow(child, run_dir, host, interval_ns, sampler, stacks, recorded)
+        status, stacks_taken = _follow(child, run_dir, host, interval_ns, sampler, stacks, recorded, signals)
     recorded.signals = list(signals.received)
     recorded.exit_status = 128 - status if status < 0 else status
     recorded.killed_by = -status if status < 0 else None
@@ -190,59 +188,38 @@ def record(run_dir: Path, command: list[str], interval_ns: int, probes: list[str
     return recorded
 
 
-class _ForwardedSignals:
-    """SIGINT and SIGTERM sent to record, passed on to CMD's process group
-    while this is entered: CMD decides how to end, and record waits for it.
-    One that comes while CMD is being started is passed on once it has."""
-
-    def __enter__(self) -> _ForwardedSignals:
-        self._group: int | None = None
-        self.received: list[int] = []
-        self._previous = {s: signal.signal(s, self._forward) for s in (signal.SIGINT, signal.SIGTERM)}
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
-
-    def _forward(self, signum, frame) -> None:
-        self.received.append(signum)
-        if self._group is not None:
-            try:
-                os.killpg(self._group, signum)
-            except ProcessLookupError:
-                pass
-
-    def follow(self, group: int) -> None:
-        self._group = group
-        for signum in self.received:  # came while CMD was being started
-            os.killpg(group, signum)
-
-
 def _start(run_dir: Path, command: list[str], env: dict, output, stacks: StackOptions) -> subprocess.Popen:
     """CMD started in a process group of its own, so that a signal reaches all
     of CMD, not only its leader. If it cannot be started, the run directory is
-    finished as not started and CommandNotRunnable raised."""
+    finished as not started and CommandNotRunnable raised.
+
+    CMD gets the fds it would get without record: those record inherited
+    (close_fds=False: a make jobserver's, a scheduler's), not record's own
+    (Python opens every file close-on-exec), and a standard fd that was
+    closed stays closed (writerprof.streams holds it close-on-exec)."""
     group = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
     streams = {"stdout": output, "stderr": subprocess.STDOUT} if output is not None else {}
     try:
-        return subprocess.Popen(command, env=env, **group, **streams)
+        return subprocess.Popen(command, env=env, close_fds=False, **group, **streams)
     except OSError as exc:
         try:
             directory.finish(run_dir, exit_status=126, ended_by="not_started", signal=None,
                              stacks={**stacks.settings(), "taken": False, "reason": "the command did not start"})
         except RunDirectoryError:
             pass  # the command's failure is the one to say
-        raise CommandNotRunnable(f"cannot run {command[0]}: {exc.strerror}") from None
+        from writerprof.record import execlimit  # (only for a command that did not start)
+
+        why = execlimit.over_by_additions(shutil.which(command[0]) or command[0], command, env, os.environ) if (
+            exc.errno == execlimit.E2BIG) else None
+        raise CommandNotRunnable(f"cannot run {command[0]}: {why or exc.strerror}") from None
 
 
 def _follow(child: subprocess.Popen, run_dir: Path, host: str, interval_ns: int, sampler: bool,
-            stacks: StackOptions, recorded: Recorded) -> tuple[int, dict]:
-    """Give CMD the terminal, follow it with py-spy and the sampler until it
-    ends; its wait status, and what py-spy took (what record has to say, and
-    what could not be written, into `recorded`). If record itself fails
-    meanwhile, CMD is ended too: it must not outlive record."""
-    terminal = _give_terminal(child.pid)
+            stacks: StackOptions, recorded: Recorded, signals: parent.Forwarding) -> tuple[int, dict]:
+    """Follow CMD with py-spy and the sampler until it ends; its wait status,
+    and what py-spy took (what record has to say, and what could not be
+    written, into `recorded`). If record itself fails meanwhile, CMD is
+    ended too: it must not outlive record."""
     running = stack_recorder = None
     procs = layout.procs_dir(run_dir, host)
     tree = procfs.ProcessTree(HOST, child.pid)  # looked at by py-spy's watch and the sampler, once for both
@@ -262,10 +239,8 @@ def _follow(child: subprocess.Popen, run_dir: Path, host: str, interval_ns: int,
                 recorded.incomplete.append(f"no samples: cannot open the sampler's files: {exc.strerror or exc}")
             else:
                 running.start()
-        status = _wait(child, recorded)
+        status = _wait(child, recorded, signals)
     finally:
-        if terminal is not None:
-            _take_terminal(terminal)
         if child.returncode is None:
             _end(child)
         recorded.outlived = _outliving(procs, child.pid, running)
@@ -298,10 +273,10 @@ def _probe_index(run_dir: Path, host: str, stacks: StackOptions, recorded: Recor
     return {**stacks.settings(), "taken": False, "reason": None}
 
 
-def _wait(child: subprocess.Popen, recorded: Recorded) -> int:
+def _wait(child: subprocess.Popen, recorded: Recorded, signals: parent.Forwarding) -> int:
     """CMD's wait status, and its CPU time into recorded.cmd_usage: a plain
     wait4, no wake-ups that take CPU from CMD, nothing on its terminal."""
-    _, status, recorded.cmd_usage = os.wait4(child.pid, 0)  # (retried on EINTR: PEP 475)
+    status, recorded.cmd_usage = signals.wait(child.pid)
     child.returncode = os.waitstatus_to_exitcode(status)
     return child.returncode
 
@@ -378,35 +353,6 @@ def _running(pid: int, created_ns: int | None) -> bool:
     return created_ns is None or journaled_by(stat.start_ticks, created_ns)  # not a reused pid
 
 
-def _give_terminal(group: int) -> int | None:
-    """Make CMD's process group the terminal's foreground one, when we hold the
-    terminal: CMD may read it (mpiexec forwards stdin) and Ctrl-C reaches CMD
-    as it would without record. Returns the terminal's fd, to take it back."""
-    try:
-        fd = sys.stdin.fileno()
-        if not os.isatty(fd) or os.tcgetpgrp(fd) != os.getpgrp():
-            return None
-        os.tcsetpgrp(fd, group)
-    except (OSError, ValueError):
-        return None
-    try:  # CMD may have read the terminal before it was its own, and been stopped for it
-        os.killpg(group, signal.SIGCONT)
-    except ProcessLookupError:
-        pass
-    return fd
-
-
-def _take_terminal(fd: int) -> None:
-    # From a background group tcsetpgrp raises SIGTTOU, which would stop us.
-    previous = signal.signal(signal.SIGTTOU, signal.SIG_IGN)
-    try:
-        os.tcsetpgrp(fd, os.getpgrp())
-    except OSError:
-        pass
-    finally:
-        signal.signal(signal.SIGTTOU, previous)
-
-
 def _end(child: subprocess.Popen) -> None:
     try:
         os.killpg(child.pid, signal.SIGTERM)
@@ -447,9 +393,17 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
     problems += [f"hook {e['data'].get('spec')} failed in pid {e['pid']}: {e['data'].get('reason')}"
                  for e in recorded.events_of("hook") if e["data"].get("status") == "failed"]
     problems += recorded.losses
+    problems += launchers.unprobed_ranks(recorded)
+    from writerprof.analysis.unprobed import not_probed  # (the report's own, as unmatched_in)
+    from writerprof.render.format import not_probed as not_probed_line
+
+    unprobed = not_probed(recorded)
+    problems += [not_probed_line(entry) for entry in unprobed]
+    pythons = sum(entry["processes"] for entry in unprobed)
     lines = head + [
         f"  processes        {len(recorded.processes)} probed, "
-        f"{len({int(s['pid']) for s in recorded.sampled if s['kind'] == 'seen'})} sampled",
+        f"{len({int(s['pid']) for s in recorded.sampled if s['kind'] == 'seen'})} sampled"
+        + (f", {pythons} Python process{'es' * (pythons != 1)} not probed" if pythons else ""),
         f"  writers started  {writers} (of {len(starts)} processes started; {len(starts) - writers} wrote no "
         f"checkpoint file)"
         if writers != len(starts) else f"  writers started  {writers}",

@@ -92,7 +92,29 @@ def recording_notes(run: dict) -> list[str]:
     notes += [f"pid {p.get('pid')} ({command(p.get('cmdline'))}) was still running when CMD ended: "
               f"not recorded to its end" for p in run.get("outlived_cmd") or []]
     notes += [f"--probe {spec} matched nothing: {why}" for spec, why in (run.get("probes_unmatched") or {}).items()]
+    notes += [not_probed(entry) for entry in run.get("not_probed") or []]
     return notes
+
+
+def not_probed(entry: dict) -> str:
+    """Python processes the probe was not in, why, and what to do (a
+    summary's run["not_probed"] entry: writerprof.analysis.unprobed)."""
+    n = entry["processes"]
+    example = command(entry.get("cmdline") or ["?"])
+    example = example if len(example) <= 60 else example[:57] + "..."
+    what = f"{n} Python process{'es' * (n != 1)} not probed ({'e.g. ' * (n != 1)}pid {entry.get('pid')}: {example})"
+    if entry["why"] == "options":
+        options = entry["options"]
+        does = " and ".join(["ignores PYTHONPATH"] * ("-I" in options or "-E" in options)
+                            + ["runs no sitecustomize"] * ("-S" in options))
+        return (f"{what}: a Python started with {options} {does}, where record puts the probe: drop {options} "
+                f"to probe {'them' if n != 1 else 'it'}")
+    if entry["why"] == "pythonpath":
+        return (f"{what}: the PYTHONPATH {'they' if n != 1 else 'it'} started with lacks record's probe "
+                f"directory (the command set its own, or a launcher did not pass it on): add to PYTHONPATH "
+                f"rather than replace it (PYTHONPATH=/your/dir:$PYTHONPATH), and have a launcher pass it on "
+                f"(mpirun -x PYTHONPATH, srun --export=ALL)")
+    return f"{what}: why is not known (its environment could not be read, or the probe did not start in it)"
 
 
 def binding(b: dict) -> str:

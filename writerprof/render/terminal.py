@@ -52,7 +52,9 @@ def _header(summary: dict) -> str:
     for shape, hosts in alike.items():
         names = hosts[0] if len(hosts) == 1 else f"{len(hosts)} hosts ({hosts[0]} ... {hosts[-1]})"
         lines.append(_clip(f"  host      {names}: {shape}"))
-    lines += [_clip(f"  note      {note}") for note in recording_notes(run)]
+    for note in recording_notes(run):  # wrapped, not clipped: a note ends with what to do
+        lines += textwrap.wrap(note, WIDTH, initial_indent="  note      ", subsequent_indent=" " * 12,
+                               break_long_words=False, break_on_hyphens=False)
     off = [(h, c) for h, c in summary.get("clocks", {}).items() if c["offset_ns"]]
     if off:
         worst = max((c["spread_ns"] or 0) for _, c in off) / 1e6

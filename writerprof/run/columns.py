@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from writerprof import forked
+from writerprof.run import ownfile
 
 # Bytes of records read per batch: small enough that the batch stays in the
 # CPU's cache while its fields are copied out one by one (a batch of tens of
@@ -244,7 +245,10 @@ def _read_batch(files, batch: list[int], file_dtype: np.dtype, buffer: memoryvie
             at += want
             continue
         got = 0
-        with open(path, "rb", buffering=0) as f:  # unbuffered: straight into place
+        if not want:  # none counted (writerprof.run.loader._count): nothing to open, whatever is there
+            counts.append(0)
+            continue
+        with ownfile.open_file(path) as f:  # unbuffered: straight into place
             while got < want:
                 n = f.readinto(buffer[at + got:at + want])
                 if not n:

@@ -1,20 +1,29 @@
 """Make a run directory and close it: the launcher's side of the format.
-run.json is replaced whole, so that a reader never sees half of it; on a
-full disk, where no new file fits, it is rewritten in the room it already
-has (see _write_json)."""
+The directory is a new one (mkdir, mode 0700) or an empty one of ours, and
+the O_EXCL creation of its run.json claims it: of two launchers given one
+directory at once, one records into it and the other stops (start). Its
+files are 0600. run.json is then replaced whole, so that a reader never
+sees half of it, through a temporary file of a random name made with
+O_EXCL|O_NOFOLLOW (nothing planted there is written through); on a full
+disk, where no new file fits, it is rewritten in the room it already has
+(see _write_json)."""
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
+import stat
 import time
 from pathlib import Path
 
 import writerprof
 from writerprof.probes.writerprof_probe.format import host_name
 from writerprof.probes.writerprof_probe.identity import redact_argv
-from writerprof.run import layout
+from writerprof.run import layout, ownfile
 from writerprof.run.meta import RunDirectoryError, read_meta
+
+PRIVATE_DIR = 0o700
 
 
 def create(path: Path | None, command: list[str], *, interval_ns: int, sampler: bool,
@@ -28,15 +37,11 @@ def create(path: Path | None, command: list[str], *, interval_ns: int, sampler: 
     interposer: whether CMD runs with the I/O interposer preloaded."""
     path = _new_default() if path is None else claim(Path(path))
     host = host_name()
-    try:
-        layout.procs_dir(path, host).mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise RunDirectoryError(f"{path}: cannot make the run directory's {layout.HOSTS_DIR}/: "
-                                f"{exc.strerror}") from None
-    _write_json(path / layout.RUN_FILE, {
+    start(path, {
         "format": layout.FORMAT,
         "schema": layout.SCHEMA,
         "writerprof_version": writerprof.__version__,
+        "run_id": secrets.token_hex(8),  # the recording's: carried by every host's part (merge)
         "command": redact_argv(list(command)),  # as the probe journals argv: no credentials
         "cwd": os.getcwd(),
         "host": host,
@@ -55,7 +60,33 @@ def create(path: Path | None, command: list[str], *, interval_ns: int, sampler: 
         "save_files": list(save_files),
         "interposer": interposer,
     })
+    try:
+        _make_dirs(layout.procs_dir(path, host))
+    except OSError as exc:
+        raise RunDirectoryError(f"{path}: cannot make the run directory's {layout.HOSTS_DIR}/: "
+                                f"{exc.strerror}") from None
     return path
+
+
+def start(path: Path, meta: dict) -> None:
+    """Write run.json, new, into the directory path: its creation (O_EXCL)
+    is the claim, so a RunDirectoryError if another launcher's is there."""
+    file = Path(path) / layout.RUN_FILE
+    try:
+        fd = ownfile.create(file, ownfile.NEW)
+    except FileExistsError:
+        raise RunDirectoryError(f"{path}: taken by another writerprof meanwhile (it has a {layout.RUN_FILE} "
+                                f"now); choose another run directory") from None
+    except OSError as exc:
+        raise RunDirectoryError(f"cannot write {file}: {exc.strerror}") from None
+    try:
+        _dump(fd, meta)
+    except OSError as exc:
+        _unlink(file)
+        raise RunDirectoryError(f"cannot write {file}: {exc.strerror or exc}") from None
+    except BaseException:
+        _unlink(file)
+        raise
 
 
 def update_meta(path: Path, **items) -> None:
@@ -76,7 +107,7 @@ def finish(path: Path, *, exit_status: int, ended_by: str, signal: str | None, *
 def write_topology(path: Path, host: str, topology: dict) -> None:
     directory = layout.host_dir(path, host)
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        _make_dirs(directory)
     except OSError as exc:
         raise RunDirectoryError(f"{directory}: cannot make it: {exc.strerror}") from None
     _write_json(directory / layout.TOPOLOGY_FILE, topology)
@@ -88,7 +119,7 @@ def new_default(stem: str, what: str = "run directory") -> Path:
     for n in range(1, 10_000):
         candidate = Path(stem if n == 1 else f"{stem}-{n}")
         try:
-            candidate.mkdir()  # mkdir, not a test first: two launchers in one second stay apart
+            candidate.mkdir(PRIVATE_DIR)  # mkdir, not a test first: two launchers in one second stay apart
             return candidate
         except FileExistsError:
             continue
@@ -102,20 +133,32 @@ def _new_default() -> Path:
     return new_default(time.strftime("writerprof-%Y%m%d-%H%M%S"))
 
 
-def claim(path: Path, what: str = "run directory") -> Path:
-    """An empty or new directory at path (`what` it is for, in the message).
-    The directory itself is made, never the ones above it: a mistyped parent
-    is an error, not a new tree (the rule of every output, commands.common)."""
+def claim(path: Path, what: str = "run directory", mode: int = PRIVATE_DIR) -> Path:
+    """A new directory at path (made with mode), or an empty one there that
+    is ours and no symbolic link (`what` it is for, in the message): never
+    one another user made or points to, such as a name planted in /tmp. The
+    directory itself is made, never the ones above it: a mistyped parent is
+    an error, not a new tree (the rule of every output, commands.common).
+    Two callers may both get one empty directory: what must not be shared
+    claims it with a file of its own (start)."""
     path = Path(path)
-    if path.exists() and not path.is_dir():
-        raise RunDirectoryError(f"{path}: exists and is not a directory; choose another {what}")
-    if path.is_dir() and any(path.iterdir()):
-        raise RunDirectoryError(f"{path}: exists and is not empty; choose another {what}")
     parent_missing(path, what)
     try:
-        path.mkdir(exist_ok=True)
+        path.mkdir(mode)
+        return path
+    except FileExistsError:
+        pass
     except OSError as exc:
         raise RunDirectoryError(f"{path}: cannot create it: {exc.strerror}") from None
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):
+        raise RunDirectoryError(f"{path}: a symbolic link; name a new or empty directory of your own as the {what}")
+    if not stat.S_ISDIR(info.st_mode):
+        raise RunDirectoryError(f"{path}: exists and is not a directory; choose another {what}")
+    if info.st_uid != os.geteuid():
+        raise RunDirectoryError(f"{path}: owned by another user (uid {info.st_uid}); choose a {what} of your own")
+    if any(path.iterdir()):
+        raise RunDirectoryError(f"{path}: exists and is not empty; choose another {what}")
     return path
 
 
@@ -127,16 +170,36 @@ def parent_missing(path: Path, what: str) -> None:
         raise RunDirectoryError(f"cannot write {what} {path}: {parent} {state}")
 
 
+def _make_dirs(directory: Path) -> None:
+    """directory and any missing above it, each PRIVATE_DIR (makedirs gives
+    the ones above the umask's mode)."""
+    missing = []
+    while not directory.is_dir():
+        missing.append(directory)
+        directory = directory.parent
+    for level in reversed(missing):
+        level.mkdir(PRIVATE_DIR, exist_ok=True)
+
+
+def _dump(fd: int, data: dict) -> None:
+    with open(fd, "w") as f:
+        json.dump(data, f, indent=2)
+        f.write("\n")
+
+
 def _write_json(file: Path, data: dict) -> None:
     """Write through a temporary file and rename, so that file is whole or old.
     Where no new file fits (a full disk), an existing file is rewritten in
     place, compact, if that fits in the blocks it already holds: those are
     not taken away by a full disk. Else a RunDirectoryError."""
-    temporary = file.with_name(f".{file.name}.{os.getpid()}.tmp")  # one launcher per run
     try:
-        with open(temporary, "w") as f:
-            json.dump(data, f, indent=2)
-            f.write("\n")
+        temporary, fd = ownfile.temporary_beside(file)
+    except OSError as exc:
+        if not _rewrite_in_place(file, data):
+            raise RunDirectoryError(f"cannot write {file}: {exc.strerror or exc}") from None
+        return
+    try:
+        _dump(fd, data)
         os.replace(temporary, file)
     except OSError as exc:
         _unlink(temporary)
@@ -150,13 +213,18 @@ def _write_json(file: Path, data: dict) -> None:
 def _rewrite_in_place(file: Path, data: dict) -> bool:
     compact = (json.dumps(data, separators=(",", ":")) + "\n").encode()
     try:
-        with open(file, "r+b") as f:
-            if len(compact) > os.fstat(f.fileno()).st_blocks * 512:
-                return False  # it would need a new block, and a failed write would leave it half old
-            f.write(compact)
-            f.truncate()
+        fd = os.open(file, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)  # the file itself, never through a link
     except OSError:
         return False
+    with open(fd, "r+b", buffering=0) as f:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or len(compact) > info.st_blocks * 512:
+            return False  # it would need a new block, and a failed write would leave it half old
+        try:
+            f.write(compact)
+            f.truncate()
+        except OSError:
+            return False
     return True
 
 

@@ -120,10 +120,11 @@ SAMPLED_FIELDS: dict[str, Check] = {
     "kind": is_str, "t_ns": is_count, "pid": is_id, "ppid": is_id, "created_ns": is_count,
     "cmdline": list_of(is_str), "exe": optional(is_str), "cpus": is_str, "address": is_count, "file": is_str,
     "pages": dict_of(is_count), "huge": is_bool, "error": is_str, "traceback": is_str,
-    "counters": dict_of(is_int),
+    "counters": dict_of(is_int), "pythonpath_has_probe": optional(is_bool),
 }
-SAMPLED_REQUIRED: dict[str, tuple[str, ...]] = {"seen": ("pid",), "affinity": ("pid", "cpus"), "gone": ("pid",),
-                                                "vmstat": ("counters",), "numa_sched": ("pid", "counters")}
+SAMPLED_REQUIRED: dict[str, tuple[str, ...]] = {"seen": ("pid",), "exec": ("pid",), "affinity": ("pid", "cpus"),
+                                                "gone": ("pid",), "vmstat": ("counters",),
+                                                "numa_sched": ("pid", "counters")}
 
 # run.json (its keys: writerprof.run.layout).
 META_FIELDS: dict[str, Check] = {
@@ -133,7 +134,7 @@ META_FIELDS: dict[str, Check] = {
     "interval_ns": optional(is_count), "sampler": is_bool, "probes": list_of(is_str), "env": dict_of(is_str),
     "what_if": dict_of(is_str), "synthetic": is_bool, "merged_from": list_of(is_str), "stacks": optional(is_dict),
     "incomplete": list_of(is_str), "outlived_cmd": list_of(is_dict), "sampler_ticks": optional(is_dict),
-    "save_files": list_of(is_str), "interposer": is_bool,
+    "save_files": list_of(is_str), "interposer": is_bool, "run_id": is_str,
 }
 STACKS_META_FIELDS: dict[str, Check] = {
     "enabled": is_bool, "rate_hz": lambda v: is_number(v) and v > 0, "native": is_bool, "idle": is_bool,

@@ -22,7 +22,7 @@ import numpy as np
 
 from writerprof.probes.writerprof_probe import format as journal
 from writerprof.probes.writerprof_probe import iofile
-from writerprof.run import times
+from writerprof.run import ownfile, times
 
 IO_FILE = np.dtype([(name, "<" + code) for name, code in iofile.IO_FIELDS])
 HEADER = np.dtype([(name, "<" + code) for name, code in iofile.HEADER_FIELDS])
@@ -88,7 +88,7 @@ def read_host(root: Path, host_dir: Path, losses: list[str]) -> list[IoJournal]:
 def _read(root: Path, file: Path, losses: list[str]) -> IoJournal | None:
     rel = times.rel(root, file)
     try:
-        with open(file, "rb", buffering=0) as f:  # the header, then the records handed out: not the file's room
+        with ownfile.open_file(file) as f:  # the header, then the records handed out: not the file's room
             data = f.read(iofile.HEADER_BYTES)
             if len(data) < iofile.HEADER_BYTES or data[:8] != iofile.MAGIC:
                 if data[:8].strip(b"\0"):  # an unfinished header (the process died making it) holds nothing

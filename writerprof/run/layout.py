@@ -74,7 +74,8 @@ STACKS_DIR = journal.STACKS_DIR
 STACKS_INDEX = "stacks.json"
 STACKS_SUFFIX = ".raw"  # py-spy's own file; STACKS_SUFFIX + ".gz" once record has compressed it
 
-# run.json keys: format, schema, writerprof_version, command (argv list),
+# run.json keys: format, schema, writerprof_version, run_id (random hex, the
+# recording's: a host's part carries it, format.RUN_ID_FILE), command (argv list),
 # cwd, host, started_wall_ns, started_ns (CLOCK_MONOTONIC), ended_ns (null
 # while recording), exit_status (null while recording; 128+N if killed by
 # signal N), ended_by ("exit" | "signal" | "not_started"), signal (name or
@@ -115,7 +116,10 @@ THREAD_SAMPLE = struct.Struct("<qqiiiqq16s")
 # sampled.jsonl kinds, each with t_ns and pid (0 for vmstat: the host):
 #   seen       first sight of a descendant: ppid, created_ns (its start on
 #              CLOCK_MONOTONIC, clock-tick precision: tells a reused pid apart),
-#              cmdline (list), exe
+#              cmdline (list), exe; a Python's pythonpath_has_probe (bool, or
+#              None: its environment unreadable; writerprof.record.pythons)
+#   exec       its comm changed since (an exec, as a rule): cmdline, exe,
+#              pythonpath_has_probe again
 #   affinity   the allowed CPUs at first sight and whenever they change: cpus (kernel list)
 #   numa_maps  a shared-memory mapping's numa_maps line: address, file, pages
 #              (dict node -> pages), huge (bool)

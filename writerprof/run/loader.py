@@ -29,7 +29,7 @@ import numpy as np
 from writerprof import forked
 from writerprof.collector import collector_paused
 from writerprof.probes.writerprof_probe import format as journal
-from writerprof.run import columns, fields, io, layout, shm, times
+from writerprof.run import columns, fields, io, layout, ownfile, shm, times
 from writerprof.run.columns import Chunks
 from writerprof.run.meta import read_meta
 
@@ -175,7 +175,8 @@ def _load(path: Path) -> Run:
         agent_error = host_dir / layout.AGENT_ERROR_FILE
         if agent_error.exists():
             try:
-                last = (agent_error.read_text(errors="replace").strip().splitlines() or ["?"])[-1]
+                text = ownfile.read(agent_error, ownfile.SMALL_LIMIT).decode(errors="replace")
+                last = (text.strip().splitlines() or ["?"])[-1]
             except OSError as exc:
                 last = f"{layout.AGENT_ERROR_FILE} unreadable: {exc.strerror}"
             losses.append(f"{times.rel(path, agent_error)}: the host's sampler agent failed ({last}): "
@@ -251,11 +252,11 @@ def _clean_meta(meta: dict, losses: list[str]) -> None:
 
 
 def _topology(root: Path, file: Path, losses: list[str]) -> dict | None:
-    if not file.exists():
-        return None
     try:
-        snapshot = json.loads(file.read_bytes())
-    except (OSError, ValueError) as exc:
+        snapshot = json.loads(ownfile.read(file, ownfile.SMALL_LIMIT))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, RecursionError) as exc:
         losses.append(f"{times.rel(root, file)}: unreadable, topology unknown "
                       f"({getattr(exc, 'strerror', None) or exc})")
         return None
@@ -287,8 +288,7 @@ def _read_jsonl_files(root: Path, files: list[str | Path], writer: str, clean) -
 def _jsonl_text(root: Path, file: str | Path, writer: str) -> tuple[bytes, list[str]]:
     """A JSON-lines file's complete lines (b"" if it is missing) and the loss lines of reading it."""
     try:
-        with open(file, "rb", buffering=0) as f:  # unbuffered: read whole, without a copy
-            data = f.read()
+        data = ownfile.read(file)
     except FileNotFoundError:
         return b"", []
     except OSError as exc:
@@ -308,7 +308,7 @@ def _parse_texts(texts: list[bytes]) -> list[tuple[list, int]]:
     counts = [text.count(b"\n") for text in texts]
     try:
         arrays = json.loads(b"[" + b",".join(b"[" + text[:-1].replace(b"\n", b",") + b"]" for text in texts) + b"]")
-    except ValueError:
+    except (ValueError, RecursionError):
         arrays = []
     if len(arrays) != len(texts):
         return list(map(_parse_lines, texts))
@@ -324,26 +324,27 @@ def _parse_lines(text: bytes) -> tuple[list, int]:
         values = json.loads(b"[" + text[:-1].replace(b"\n", b",") + b"]")
         if values:  # else the text is blank (a blank line among others is no JSON: ", ,")
             return values, text.count(b"\n")
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     lines = [line for line in text.split(b"\n") if line.strip()]
     try:
         return json.loads(b"[" + b",".join(lines) + b"]"), len(lines)
-    except ValueError:
+    except (ValueError, RecursionError):
         return [_parse(line) for line in lines], len(lines)
 
 
 def _parse(line: bytes):
+    """A line's value; None for one that is no JSON, or nested deeper than
+    json parses (RecursionError): a damaged line, like any other."""
     try:
         return json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
-
 
 def _count(root: Path, file: str | Path, dtype: np.dtype, writer: str, losses: list[str]) -> int:
     """Complete records in a binary file (0 if it is missing)."""
     try:
-        info = os.stat(file)
+        info = os.lstat(file)  # a link is no file of the run's: refused, not followed
     except FileNotFoundError:
         return 0
     if not stat.S_ISREG(info.st_mode):
@@ -458,7 +459,7 @@ def _read_journals(root: Path, host_index: int, listing: tuple[str, set[str], li
         unexited = None
         if stopped is None and "exit" not in kinds:
             unexited = (f"{rel}: process {events[0].get('pid')} ({events[0].get('role')}) "
-                        f"left no exit record (killed by SIGKILL, or alive when the recording ended): chunk "
+                        f"left no exit record (killed by a signal, or alive when the recording ended): chunk "
                         f"records after its last flushed batch, {journal.FLUSH_RECORDS} at most and those of "
                         f"{journal.CPU_READ_NS // 1000} µs after, are missing")
             losses.append(unexited)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import writerprof
 from writerprof.errors import WriterprofError
-from writerprof.run import layout
+from writerprof.run import layout, ownfile
 
 
 class RunDirectoryError(WriterprofError):
@@ -25,13 +25,13 @@ def read_meta(path: Path) -> dict:
     if not path.is_dir():
         raise RunDirectoryError(f"{path}: not a directory (a run is a directory made by writerprof record)")
     file = path / layout.RUN_FILE
-    if not file.exists():
-        raise RunDirectoryError(f"{path}: not a writerprof run directory (it has no {layout.RUN_FILE})")
     try:
-        meta = json.loads(file.read_bytes())
+        meta = json.loads(ownfile.read(file, ownfile.SMALL_LIMIT))
+    except FileNotFoundError:
+        raise RunDirectoryError(f"{path}: not a writerprof run directory (it has no {layout.RUN_FILE})") from None
     except OSError as exc:
         raise RunDirectoryError(f"{file}: cannot read it: {exc.strerror}") from None
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than json parses
         raise RunDirectoryError(f"{file}: not JSON (a damaged run directory?)") from None
     if not isinstance(meta, dict) or meta.get("format") != layout.FORMAT:
         found = meta.get("format") if isinstance(meta, dict) else None
@@ -46,3 +46,14 @@ def read_meta(path: Path) -> dict:
             f"{path} was recorded by a newer writerprof (run schema {schema}; writerprof "
             f"{writerprof.__version__} reads up to schema {layout.SCHEMA}): upgrade writerprof to read it")
     return meta
+
+
+def run_id(path: Path) -> str:
+    """The recording's id in run.json ("" for a run from before ids, or none
+    readable): every host's part of it carries the same (writerprof.run.merge
+    checks it)."""
+    try:
+        found = read_meta(path).get("run_id")
+    except RunDirectoryError:
+        return ""
+    return found if isinstance(found, str) else ""

@@ -16,7 +16,7 @@ from itertools import chain
 import numpy as np
 
 from writerprof.probes.writerprof_probe import format as journal
-from writerprof.run import times
+from writerprof.run import ownfile, times
 
 
 def file_dtype(fields) -> np.dtype:
@@ -63,7 +63,7 @@ def read(root, at: str, base: str, names: set[str]) -> tuple[list[bytes], list[s
         if base + suffix in names:
             file = at + base + suffix
             try:  # os's own calls: a file open costs less than the io module's (12k journals)
-                fd = os.open(file, os.O_RDONLY | os.O_CLOEXEC)
+                fd = ownfile.open_fd(file)
                 try:
                     data = b"".join(iter(partial(os.read, fd, 1 << 24), b""))
                 finally:

@@ -46,7 +46,7 @@ import numpy as np
 
 from writerprof.errors import WriterprofError
 from writerprof.probes.writerprof_probe.format import STACKS_SUFFIX
-from writerprof.run import fields, layout
+from writerprof.run import fields, layout, ownfile
 from writerprof.run import roles as run_roles
 
 NO_PYTHON_FRAME = "(no Python frame)"  # the stack of a sample that had none (a process starting or exiting)
@@ -282,7 +282,7 @@ def _probe_stacks(run, host: str, directory: Path, losses: list[str]):
 
 
 def _read(file: Path, rel: str, losses: list[str]) -> str:
-    data = file.read_bytes()
+    data = ownfile.read(file)
     if file.name.endswith(".gz"):
         unpack = zlib.decompressobj(wbits=31)  # gzip; a cut stream gives what it holds
         try:
@@ -298,10 +298,10 @@ def _read(file: Path, rel: str, losses: list[str]) -> str:
 def _index(run, directory: Path, losses: list[str]) -> dict:
     file = directory / layout.STACKS_INDEX
     try:
-        index = json.loads(file.read_bytes())
+        index = json.loads(ownfile.read(file, ownfile.SMALL_LIMIT))
     except FileNotFoundError:
         return {}
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         losses.append(f"{file.relative_to(run.path).as_posix()}: unreadable "
                       f"({getattr(exc, 'strerror', None) or exc}); segments read without it")
         return {}

@@ -22,6 +22,7 @@ class RunInfo(TypedDict):
     incomplete: list[str]  # what the recording itself could not write, and why (run.json)
     outlived_cmd: list[dict[str, Any]]  # processes still running after CMD ended: pid, cmdline
     probes_unmatched: dict[str, str]  # --probe spec applied in no process -> why
+    not_probed: list[dict[str, Any]]  # Python processes the probe was not in, per reason (analysis.unprobed)
 
 
 class HostTopology(TypedDict):

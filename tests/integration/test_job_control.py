@@ -1,0 +1,183 @@
+"""`writerprof record` in an interactive shell's job control, through a real
+pseudo-terminal: Ctrl-Z gives the prompt back and `fg` resumes CMD with the
+terminal, a recording started with `&` can be brought to the foreground and
+read from, and closing the terminal ends a stopped recording and its CMD,
+as each does for CMD run plainly."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import shlex
+import signal
+import sys
+import time
+
+import pytest
+
+from writerprof.run import load
+
+from helpers import writerprof_command
+
+PROMPT = "PROMPT> "
+
+
+class Shell:
+    """An interactive bash on a new pseudo-terminal."""
+
+    def __init__(self, cwd):
+        self.pid, self.master = pty.fork()
+        if self.pid == 0:
+            try:
+                os.chdir(cwd)
+                os.execve("/bin/bash", ["bash", "--norc", "--noprofile", "-i"],
+                          {**os.environ, "PS1": PROMPT, "TERM": "dumb"})
+            finally:
+                os._exit(127)
+        self.out = ""
+
+    def expect(self, text: str, timeout_s: float = 60) -> None:
+        """Read until text shows (after what earlier expects consumed)."""
+        deadline = time.monotonic() + timeout_s
+        while text not in self.out:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no {text!r} after {timeout_s} s; the terminal showed:\n{self.out}")
+            ready, _, _ = select.select([self.master], [], [], 0.1)
+            if ready:
+                try:
+                    data = os.read(self.master, 4096)
+                except OSError:
+                    data = b""
+                if not data:
+                    raise AssertionError(f"the terminal closed before {text!r}:\n{self.out}")
+                self.out += data.decode(errors="replace").replace("\r\n", "\n")
+        self.out = self.out.split(text, 1)[1]
+
+    def send(self, text: str) -> None:
+        os.write(self.master, text.encode())
+
+    def close(self) -> None:
+        try:
+            os.close(self.master)
+        except OSError:
+            pass
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.waitpid(self.pid, 0)
+
+
+@pytest.fixture
+def shell(tmp_path):
+    if not os.path.exists("/bin/bash"):
+        pytest.skip("no /bin/bash for an interactive shell")
+    sh = Shell(tmp_path)
+    sh.expect(PROMPT)
+    yield sh
+    sh.close()
+
+
+def _record(tmp_path, code: str) -> str:
+    return shlex.join(writerprof_command() + ["record", "-o", str(tmp_path / "run"), "--", sys.executable, "-c",
+                                              code])
+
+
+# Reads one line, then waits for Ctrl-C (short sleeps: a signal is handled between calls).
+READS_THEN_WAITS = ("import os, time\nopen('cmd.pid', 'w').write(str(os.getpid()))\nprint('ready', flush=True)\n"
+                    "print('got', input(), flush=True)\ntry:\n    while True:\n        time.sleep(0.05)\n"
+                    "except KeyboardInterrupt:\n    print('interrupted', flush=True)\n    raise\n")
+
+
+def _state(pid: int) -> str:
+    """Its state letter, "gone" once it is."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return "gone"
+
+
+def test_ctrl_z_gives_the_prompt_back_and_fg_resumes_the_command(shell, tmp_path):
+    shell.send(_record(tmp_path, READS_THEN_WAITS) + "\n")
+    shell.expect("ready\n")
+    shell.send("\x1a")  # Ctrl-Z
+    shell.expect(PROMPT)  # the shell has its terminal back
+    cmd = int((tmp_path / "cmd.pid").read_text())
+    assert _state(cmd) == "T"
+    shell.send("jobs\n")
+    shell.expect("Stopped")
+    shell.expect(PROMPT)
+    shell.send("fg\n")
+    shell.send("hello\n")  # read by CMD: it has the terminal again
+    shell.expect("got hello\n")
+    shell.send("\x03")  # Ctrl-C reaches CMD
+    shell.expect("interrupted\n")
+    shell.expect(PROMPT)
+    shell.send("echo status=$?\n")
+    shell.expect("status=130\n")
+    run = load(tmp_path / "run")
+    assert run.complete and run.meta["signal"] == "SIGINT"
+
+
+def test_a_recording_started_in_the_background_reads_the_terminal_after_fg(shell, tmp_path):
+    code = "import os\nopen('cmd.pid', 'w').write(str(os.getpid()))\nprint('got', input(), flush=True)\n"
+    shell.send(_record(tmp_path, code) + " &\n")
+    shell.expect(PROMPT)
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "cmd.pid").exists() or _state(int((tmp_path / "cmd.pid").read_text() or 0)) != "T":
+        assert time.monotonic() < deadline, "CMD never stopped for reading the terminal in the background"
+        time.sleep(0.05)
+    shell.send("fg\n")
+    shell.expect(str(tmp_path / "run"))  # fg echoes the job's command line
+    shell.send("hello\n")
+    shell.expect("got hello\n")
+    shell.expect(PROMPT)
+    shell.send("echo status=$?\n")
+    shell.expect("status=0\n")
+
+
+def test_closing_the_terminal_ends_a_stopped_recording_and_its_command(shell, tmp_path):
+    shell.send(_record(tmp_path, READS_THEN_WAITS) + "\n")
+    shell.expect("ready\n")
+    cmd = int((tmp_path / "cmd.pid").read_text())
+    with open(f"/proc/{cmd}/stat") as f:
+        record = int(f.read().rsplit(")", 1)[1].split()[2])
+    shell.send("\x1a")
+    shell.expect(PROMPT)
+    os.close(shell.master)  # the terminal goes away: the shell hangs up its jobs
+    deadline = time.monotonic() + 60
+    while any(_state(pid) not in ("Z", "gone") for pid in (cmd, record)):
+        assert time.monotonic() < deadline, f"still there after 60 s: CMD {_state(cmd)}, record {_state(record)}"
+        time.sleep(0.05)
+    run = load(tmp_path / "run")
+    assert run.complete and run.meta["signal"] == "SIGHUP"
+
+
+# CMD handles each signal by printing its name and ending well.
+HANDLES = ("import signal, sys, time\n"
+           "def handler(signum, frame):\n"
+           "    print('got', signal.Signals(signum).name, flush=True)\n"
+           "    sys.exit(0)\n"
+           "for name in sys.argv[1:]:\n"
+           "    signal.signal(getattr(signal, name), handler)\n"
+           "print('ready', flush=True)\n"
+           "while True:\n"
+           "    time.sleep(0.05)\n")
+PASSED_ON = ["SIGUSR1", "SIGUSR2", "SIGHUP", "SIGQUIT", "SIGALRM", "SIGWINCH", "SIGTERM", "SIGINT"]
+
+
+def test_record_passes_every_signal_a_parent_would_on_to_the_command(tmp_path):
+    """record as a transparent parent: a signal sent to it (scancel
+    --signal=USR1 --batch, kill) reaches CMD, which decides what it means."""
+    import subprocess
+
+    for name in PASSED_ON:
+        recorder = subprocess.Popen(writerprof_command() + ["record", "-o", str(tmp_path / name), "--",
+                                                            sys.executable, "-c", HANDLES, *PASSED_ON],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert recorder.stdout.readline() == "ready\n"
+        recorder.send_signal(getattr(signal, name))
+        out, err = recorder.communicate(timeout=60)
+        assert (recorder.returncode, out) == (0, f"got {name}\n"), err
