@@ -1,7 +1,8 @@
 """The kernel's limit on what a new program takes (execve(2)'s E2BIG), and
 what record's additions to CMD's environment (PYTHONPATH, LD_PRELOAD,
 WRITERPROF_*, OMPI_MCA_mca_base_env_list) count against it: a CMD whose
-arguments fill the limit runs plainly and fails under record.
+arguments fill the limit runs plainly, and would fail under record: record
+then runs it without them (session._start), and says why.
 
 Linux's accounting (fs/exec.c, bprm_stack_limits and copy_strings): the
 program's path, every environment string and every argument, each with its
@@ -51,8 +52,8 @@ def over_by_additions(path: str, argv: list[str], env: dict, plain_env: dict) ->
     over = taken(path, argv, env) - limit()
     return (f"its arguments and environment fit the kernel's limit for a new program ({limit()} bytes here: a "
             f"quarter of the stack limit, at most 6 MiB), but not with record's additions to its environment "
-            f"({added}): shorten its arguments or environment by {over} bytes (a long list in a file), or raise "
-            f"the stack limit (ulimit -s)")
+            f"({added}): to probe it, shorten its arguments or environment by {over} bytes (a long list in a "
+            f"file), or raise the stack limit (ulimit -s)")
 
 
 def taken(path: str, argv: list[str], env: dict) -> int:

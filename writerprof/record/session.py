@@ -171,7 +171,7 @@ def record(run_dir: Path, command: list[str], interval_ns: int, probes: list[str
     env = probe_environment(run_dir, probes, extra={**(extra_env or {}), **(
         probestacks.environment(stacks) if stacks.by_probe else {})}, interval_ns=interval_ns, command=command)
     with parent.Forwarding() as signals:
-        child = _start(run_dir, command, env, output, stacks)
+        child = _start(run_dir, command, env, output, stacks, recorded)
         signals.follow(child.pid)
         status, stacks_taken = _follow(child, run_dir, host, interval_ns, sampler, stacks, recorded, signals)
     recorded.signals = list(signals.received)
@@ -188,10 +188,14 @@ def record(run_dir: Path, command: list[str], interval_ns: int, probes: list[str
     return recorded
 
 
-def _start(run_dir: Path, command: list[str], env: dict, output, stacks: StackOptions) -> subprocess.Popen:
+def _start(run_dir: Path, command: list[str], env: dict, output, stacks: StackOptions,
+           recorded: Recorded) -> subprocess.Popen:
     """CMD started in a process group of its own, so that a signal reaches all
     of CMD, not only its leader. If it cannot be started, the run directory is
-    finished as not started and CommandNotRunnable raised.
+    finished as not started and CommandNotRunnable raised; if only record's
+    additions to its environment keep it from starting (E2BIG: execlimit),
+    it is started without them, unprobed and sampled, and said so: the
+    probe never costs the target its run.
 
     CMD gets the fds it would get without record: those record inherited
     (close_fds=False: a make jobserver's, a scheduler's), not record's own
@@ -202,16 +206,25 @@ def _start(run_dir: Path, command: list[str], env: dict, output, stacks: StackOp
     try:
         return subprocess.Popen(command, env=env, close_fds=False, **group, **streams)
     except OSError as exc:
-        try:
-            directory.finish(run_dir, exit_status=126, ended_by="not_started", signal=None,
-                             stacks={**stacks.settings(), "taken": False, "reason": "the command did not start"})
-        except RunDirectoryError:
-            pass  # the command's failure is the one to say
-        from writerprof.record import execlimit  # (only for a command that did not start)
+        failure = exc
+    from writerprof.record import execlimit  # (only for a command that did not start)
 
-        why = execlimit.over_by_additions(shutil.which(command[0]) or command[0], command, env, os.environ) if (
-            exc.errno == execlimit.E2BIG) else None
-        raise CommandNotRunnable(f"cannot run {command[0]}: {why or exc.strerror}") from None
+    why = execlimit.over_by_additions(shutil.which(command[0]) or command[0], command, env, os.environ) if (
+        failure.errno == execlimit.E2BIG) else None
+    if why:
+        try:
+            child = subprocess.Popen(command, close_fds=False, **group, **streams)
+        except OSError as exc:
+            failure = exc
+        else:
+            recorded.incomplete.append(f"CMD ran without the probe: {why}")
+            return child
+    try:
+        directory.finish(run_dir, exit_status=126, ended_by="not_started", signal=None,
+                         stacks={**stacks.settings(), "taken": False, "reason": "the command did not start"})
+    except RunDirectoryError:
+        pass  # the command's failure is the one to say
+    raise CommandNotRunnable(f"cannot run {command[0]}: {failure.strerror}") from None
 
 
 def _follow(child: subprocess.Popen, run_dir: Path, host: str, interval_ns: int, sampler: bool,
