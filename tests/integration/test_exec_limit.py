@@ -59,6 +59,6 @@ def test_a_cmd_that_record_s_additions_would_take_over_the_kernels_limit_runs_un
     done = subprocess.run([script if os.path.exists(script) else "python3", "-c",
                            "import sys; sys.argv[1:] = open(sys.argv[1], 'rb').read().decode().split('\\0'); "
                            "from writerprof.cli import entry; entry()", str(argv_file)],
-                          capture_output=True, text=True, timeout=240)
+                          capture_output=True, text=True, timeout=240, cwd=tmp_path)  # (not a checkout's writerprof/)
     assert done.returncode == 126
     assert f"writerprof record: cannot run {true}: Argument list too long" in done.stderr

@@ -90,6 +90,16 @@ READS_THEN_WAITS = ("import os, time\nopen('cmd.pid', 'w').write(str(os.getpid()
                     "except KeyboardInterrupt:\n    print('interrupted', flush=True)\n    raise\n")
 
 
+def _running_with_the_terminal(shell: Shell, cmd: int) -> None:
+    """Wait until CMD (its group's leader) runs and its group has the terminal:
+    what it is sent now is its to read, not the shell's."""
+    deadline = time.monotonic() + 60
+    while _state(cmd) == "T" or os.tcgetpgrp(shell.master) != cmd:
+        assert time.monotonic() < deadline, (f"CMD {_state(cmd)}, the terminal's group {os.tcgetpgrp(shell.master)} "
+                                             f"after 60 s; the terminal showed:\n{shell.out}")
+        time.sleep(0.02)
+
+
 def _state(pid: int) -> str:
     """Its state letter, "gone" once it is."""
     try:
@@ -110,6 +120,7 @@ def test_ctrl_z_gives_the_prompt_back_and_fg_resumes_the_command(shell, tmp_path
     shell.expect("Stopped")
     shell.expect(PROMPT)
     shell.send("fg\n")
+    _running_with_the_terminal(shell, cmd)
     shell.send("hello\n")  # read by CMD: it has the terminal again
     shell.expect("got hello\n")
     shell.send("\x03")  # Ctrl-C reaches CMD
@@ -130,7 +141,7 @@ def test_a_recording_started_in_the_background_reads_the_terminal_after_fg(shell
         assert time.monotonic() < deadline, "CMD never stopped for reading the terminal in the background"
         time.sleep(0.05)
     shell.send("fg\n")
-    shell.expect(str(tmp_path / "run"))  # fg echoes the job's command line
+    _running_with_the_terminal(shell, int((tmp_path / "cmd.pid").read_text()))
     shell.send("hello\n")
     shell.expect("got hello\n")
     shell.expect(PROMPT)

@@ -9,11 +9,12 @@ The probe also samples each process's Python stacks from inside it (a
 thread reading sys._current_frames; see writerprof_probe.stacks); with
 --stacks-by py-spy (and for --native), py-spy samples them from outside
 (see writerprof.record.pyspy): if it is missing or may not attach (ptrace),
-record says so in one line and goes on without. Exits with CMD's exit status (128+N if a signal N killed it). CMD
-gets the fds it would get without record (a stream closed for record is closed for CMD), and runs in a
-process group of its own, which gets the terminal (Ctrl-C goes to
-CMD) and any SIGINT or SIGTERM sent to record; while it runs, record writes
-nothing to the terminal (its notes and summary come after CMD ended). The run
+record says so in one line and goes on without. Exits with CMD's exit
+status (128+N if a signal N killed it). CMD gets the fds it would get
+without record (a stream closed for record is closed for CMD), and runs in a
+process group of its own that record follows as a shell its job (the
+terminal, Ctrl-C and Ctrl-Z, every signal a parent passes on:
+writerprof.record.parent); while it runs, record writes nothing to the terminal (its notes and summary come after CMD ended). The run
 directory is complete and loadable however CMD ended; if it filled up or
 vanished, run.json says what is missing ("incomplete") as far as it can, and
 the exit status is still CMD's.
