@@ -36,7 +36,7 @@ a host); spans also have "start_ns" and "end_ns". The kinds:
   main_rerun    the child re-ran the parent's __main__ (span): path or module
   unpickle      the child unpickled its Process, importing the target's module (span)
   bootstrap     the child's Process._bootstrap began: target, name
-  target_start, target_end   the first and last line of the target
+  target_start, target_end   the target's run() called; _bootstrap returned
   forced_start_method        WRITERPROF_FORCE_START_METHOD acted: forced,
                 requested, via, applied (false: reason)
   mitigation    WRITERPROF_MITIGATE acted: name ("pin" | "preload" | "local" |

@@ -85,7 +85,7 @@ def start_time_ns():
     """When the kernel created this process, on CLOCK_MONOTONIC; clock-tick precision."""
     import time
 
-    with open("/proc/self/stat") as f:
+    with open("/proc/self/stat", encoding="utf-8", errors="surrogateescape") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     since_boot_ns = int(fields[19]) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
     # starttime counts on the boot-time clock, which also runs while suspended.

@@ -103,26 +103,58 @@ def _process(module):
             if _prepare_end[0] is not None:  # spawn/forkserver: Process object just unpickled
                 journal.event("unpickle", t_ns=_prepare_end[0], start_ns=_prepare_end[0], end_ns=t0)
             journal.event("bootstrap", t_ns=t0, target=_target_name(self), name=self.name)
-            run = self.run
-
-            def run_wrapper():
-                journal.event("target_start")
-                stacks.target_started()
-                try:
-                    return run()
-                finally:
-                    journal.event("target_end")
-
-            self.run = run_wrapper  # an instance attribute: subclasses' run() too
+            restore = _at_run()
             if mitigate:
                 mitigate.at_bootstrap(self)
         except Exception as exc:
+            restore = None
             _hook_status("multiprocessing.process", "failed", repr(exc))
-        return bootstrap(self, *args, **kwargs)
+        try:
+            return bootstrap(self, *args, **kwargs)
+        finally:
+            try:
+                if restore is not None:
+                    restore()
+                journal.event("target_end")
+            except Exception:
+                pass
 
     start_wrapper.__wrapped__, bootstrap_wrapper.__wrapped__ = start, bootstrap
     base.start, base._bootstrap = start_wrapper, bootstrap_wrapper
     return []
+
+
+# What _bootstrap logs just before it calls self.run(), on 3.9-3.14.
+_CALLING_RUN = "child process calling self.run()"
+
+
+def _at_run():
+    """Journal target_start when _bootstrap calls the target's run(): at its
+    util.info line just before, so that nothing of the probe's is between
+    _bootstrap and run() (a wrapped run() would be a frame in every
+    traceback the target prints). util.info is itself again from then on;
+    the function returned puts it back where that line never came."""
+    from multiprocessing import util  # _bootstrap's own import, a moment early
+
+    info = util.info
+
+    def info_wrapper(msg, *args):
+        if msg == _CALLING_RUN:
+            util.info = info
+            try:
+                journal.event("target_start")
+                stacks.target_started()
+            except Exception:
+                pass
+        return info(msg, *args)
+
+    util.info = calls.disguised(info_wrapper, info)
+
+    def restore():
+        if util.info is not info:
+            util.info = info
+
+    return restore
 
 
 def _spawn(module):

@@ -123,7 +123,7 @@ def placement(start, end, pid="self"):
     found = placement_from_move_pages(start, end) if pid == "self" else None
     if found is None:
         try:
-            with open("/proc/%s/numa_maps" % pid) as f:
+            with open("/proc/%s/numa_maps" % pid, encoding="utf-8", errors="surrogateescape") as f:
                 found = placement_from_numa_maps(start, end, f.read())
         except OSError:
             found = None
@@ -150,14 +150,14 @@ def node_cpus(root=_NODE_DIR):
     """{node: set of its CPUs} of the online nodes with CPUs; {} without
     NUMA in the kernel (one node, as far as placement goes)."""
     try:
-        with open(root + "/online") as f:
+        with open(root + "/online", encoding="utf-8", errors="surrogateescape") as f:
             nodes = parse_cpu_list(f.read())
     except (OSError, ValueError):
         return {}
     out = {}
     for node in sorted(nodes):
         try:
-            with open("%s/node%d/cpulist" % (root, node)) as f:
+            with open("%s/node%d/cpulist" % (root, node), encoding="utf-8", errors="surrogateescape") as f:
                 cpus = parse_cpu_list(f.read())
         except (OSError, ValueError):
             continue
@@ -174,7 +174,7 @@ def nodes_of(cpus, nodes):
 def current_cpu():
     """The CPU the calling thread last ran on (/proc/thread-self/stat, field 39), or None."""
     try:
-        with open("/proc/thread-self/stat") as f:
+        with open("/proc/thread-self/stat", encoding="utf-8", errors="surrogateescape") as f:
             text = f.read()
         return int(text[text.rindex(")") + 2:].split()[36])
     except (OSError, ValueError, IndexError):
