@@ -812,10 +812,18 @@ class Program:
         ]) + "\n"
 
 
-def _writes(python: str, max_size: int = 3):
-    kinds = WRITE_KINDS + (("numpy",) if python == "current" else ())
+# What writes that run at once (in threads, pool workers) leave out: an
+# EncodingWarning (two at once under -W error: two tracebacks, in either
+# order); in threads, a shared-memory buffer too (its resource tracker's fd,
+# once the target closed it, is raced for).
+NOT_IN_POOLS = ("text_default",)
+NOT_IN_THREADS = ("text_default", "shared_memory")
+
+
+def _writes(python: str, leave_out: tuple[str, ...] = ()):
+    kinds = tuple(k for k in WRITE_KINDS + (("numpy",) if python == "current" else ()) if k not in leave_out)
     return st.lists(st.builds(Write, st.sampled_from(kinds), st.sampled_from(SIZES), st.sampled_from(SYNCS)),
-                    min_size=1, max_size=max_size).map(tuple)
+                    min_size=1, max_size=3).map(tuple)
 
 
 @st.composite
@@ -827,8 +835,7 @@ def _children(draw, python: str):
         draw(st.sampled_from(SELF_KILLS)), "default")
     return Children(
         api=api, method=draw(st.sampled_from(METHODS)), count=draw(st.integers(1, 3)),
-        # (pooled: no EncodingWarning from two processes at once)
-        writes=draw(_writes(python).filter(lambda ws: not pooled or all(w.kind != "text_default" for w in ws))),
+        writes=draw(_writes(python, NOT_IN_POOLS if pooled else ())),
         prints=not pooled and draw(st.booleans()), show_signals=not pooled and draw(st.booleans()),
         introspect=not pooled and draw(st.booleans()),
         ending=ending, sig=sig, disposition=disposition, with_block=draw(st.booleans()),
@@ -847,9 +854,7 @@ def _steps(python: str):
         st.builds(Ignore, st.sampled_from(("SIGUSR1", "SIGTERM", "SIGHUP", "SIGINT"))),
         st.builds(Sigwait, st.sampled_from(("SIGUSR1", "SIGUSR2", "SIGTERM", "SIGHUP")),
                   st.sampled_from(("self", "thread", "subprocess")), st.booleans()),
-        # (no shared memory: its resource tracker's fd, once the target closed it, is raced for)
-        st.builds(Threads, st.integers(1, 4), _writes(python).filter(
-            lambda ws: all(w.kind != "shared_memory" for w in ws))),
+        st.builds(Threads, st.integers(1, 4), _writes(python, NOT_IN_THREADS)),
         children, children, children,
         st.builds(CloseStd, st.sampled_from(((0,), (1,), (2,), (1, 2), (0, 1, 2))), st.booleans()),
         st.builds(CloseRange, st.sampled_from((0, 3)), st.sampled_from((16, 1024, 65536))),

@@ -29,7 +29,6 @@ import sys
 import time
 from pathlib import Path
 
-import writerprof.probes
 from writerprof import blas
 from writerprof.analysis.hooks import unmatched_in  # the report's own; not the whole analysis (0.04 CPU s)
 from writerprof.collector import collector_paused
@@ -38,13 +37,13 @@ from writerprof.probes.writerprof_probe import format as journal_format
 from writerprof.probes.writerprof_probe import identity
 from writerprof.probes.writerprof_probe.format import host_name
 from writerprof.record import interposer, launchers, parent, probestacks, procfs, topology
+from writerprof.record.pythons import PROBE_DIR
 from writerprof.record.stackoptions import BY_PROBE, StackOptions
 from writerprof.record.sampler import Sampler, journaled_by
 from writerprof.record.system import HOST
 from writerprof.run import RunDirectoryError, directory, layout, meta
 from writerprof.units import format_size, parse_duration
 
-PROBE_DIR = os.path.dirname(os.path.abspath(writerprof.probes.__file__))
 # The default sampling interval. A tick costs ~0.5-0.7 ms of CPU on this
 # project's 2-CPU VM whatever it reads (sampler.py: mostly its code and the
 # kernel's being cold after the sleep): at 50 ms that was ~1.5% of a CPU, at
