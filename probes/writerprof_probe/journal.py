@@ -43,10 +43,11 @@ def _high(fd):
     return fd
 
 
-# The run's files: its owner's alone, never written through a link planted at their names.
+# The run's files: its owner's alone, never written through a link planted at their names
+# (writerprof.run.ownfile and directory use these too).
 PRIVATE_FILE, PRIVATE_DIR = 0o600, 0o700
 APPEND = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
-_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def make_dirs(directory):
@@ -214,7 +215,7 @@ class Journal:
         file = os.path.join(directory, os.path.basename(self.base) + suffix)
         temporary = "%s.%s.tmp" % (file, os.urandom(8).hex())  # a name no link can wait at
         try:
-            fd = _open(temporary, _NEW, PRIVATE_FILE)
+            fd = _open(temporary, NEW, PRIVATE_FILE)
             try:
                 _write_fd(fd, data)
             finally:

@@ -32,7 +32,7 @@ def environment(options: StackOptions) -> dict:
 
 def write_index(stacks_dir: Path, options: StackOptions) -> None:
     _, sparse, daemon = rates(options)
-    stacks_dir.mkdir(0o700, parents=True, exist_ok=True)
+    ownfile.make_dirs(stacks_dir)
     index = {**options.settings(), "tree_rate_hz": sparse, "daemon_rate_hz": daemon, "segments": []}
     ownfile.replace(stacks_dir / STACKS_INDEX, (json.dumps(index, indent=2) + "\n").encode())
 

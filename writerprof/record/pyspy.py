@@ -191,7 +191,7 @@ class StackRecorder:
         return argv
 
     def start(self) -> None:
-        self.dir.mkdir(0o700, parents=True, exist_ok=True)
+        ownfile.make_dirs(self.dir)
         self._write_index()
         if self._own_tree:
             self._tree = procfs.ProcessTree(HOST, self.pid)

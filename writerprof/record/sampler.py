@@ -135,7 +135,7 @@ class Sampler:
         self._tree = procfs.ProcessTree(system, root_pid) if tree is None else tree
         self._tree_fresh_ns = 0 if tree is None else int(interval_s * 1e9 / 2)
         self._procs_dir = Path(host_dir) / layout.PROCS_DIR
-        Path(host_dir).mkdir(0o700, parents=True, exist_ok=True)
+        ownfile.make_dirs(host_dir)
         self._samples_fd = ownfile.create(Path(host_dir) / layout.SAMPLES_FILE)
         self._sampled_fd = ownfile.create(Path(host_dir) / layout.SAMPLED_FILE)
         self._threads_fd = ownfile.create(Path(host_dir) / layout.THREADS_FILE)

@@ -21,9 +21,9 @@ import writerprof
 from writerprof.probes.writerprof_probe.format import host_name
 from writerprof.probes.writerprof_probe.identity import redact_argv
 from writerprof.run import layout, ownfile
+from writerprof.run.ownfile import PRIVATE_DIR, make_dirs
 from writerprof.run.meta import RunDirectoryError, read_meta
 
-PRIVATE_DIR = 0o700
 
 
 def create(path: Path | None, command: list[str], *, interval_ns: int, sampler: bool,
@@ -61,7 +61,7 @@ def create(path: Path | None, command: list[str], *, interval_ns: int, sampler: 
         "interposer": interposer,
     })
     try:
-        _make_dirs(layout.procs_dir(path, host))
+        make_dirs(layout.procs_dir(path, host))
     except OSError as exc:
         raise RunDirectoryError(f"{path}: cannot make the run directory's {layout.HOSTS_DIR}/: "
                                 f"{exc.strerror}") from None
@@ -107,7 +107,7 @@ def finish(path: Path, *, exit_status: int, ended_by: str, signal: str | None, *
 def write_topology(path: Path, host: str, topology: dict) -> None:
     directory = layout.host_dir(path, host)
     try:
-        _make_dirs(directory)
+        make_dirs(directory)
     except OSError as exc:
         raise RunDirectoryError(f"{directory}: cannot make it: {exc.strerror}") from None
     _write_json(directory / layout.TOPOLOGY_FILE, topology)
@@ -168,17 +168,6 @@ def parent_missing(path: Path, what: str) -> None:
     if not parent.is_dir():
         state = "is not a directory" if parent.exists() else "does not exist"
         raise RunDirectoryError(f"cannot write {what} {path}: {parent} {state}")
-
-
-def _make_dirs(directory: Path) -> None:
-    """directory and any missing above it, each PRIVATE_DIR (makedirs gives
-    the ones above the umask's mode)."""
-    missing = []
-    while not directory.is_dir():
-        missing.append(directory)
-        directory = directory.parent
-    for level in reversed(missing):
-        level.mkdir(PRIVATE_DIR, exist_ok=True)
 
 
 def _dump(fd: int, data: dict) -> None:

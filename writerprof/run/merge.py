@@ -77,13 +77,13 @@ def merge(parts: Parts, out: Path) -> Path:
     directory.start(out, {**parts.meta, "merged_from": [str(p.resolve()) for p in parts.paths]})
     try:
         hosts = out / layout.HOSTS_DIR
-        hosts.mkdir(directory.PRIVATE_DIR)
+        hosts.mkdir(ownfile.PRIVATE_DIR)
         for host, part in sorted(parts.hosts.items()):
             source, target = part / layout.HOSTS_DIR / host, hosts / host
-            target.mkdir(directory.PRIVATE_DIR)
+            target.mkdir(ownfile.PRIVATE_DIR)
             for rel, is_dir in parts.files[host]:
                 if is_dir:
-                    (target / rel).mkdir(directory.PRIVATE_DIR)
+                    (target / rel).mkdir(ownfile.PRIVATE_DIR)
                 else:
                     _copy(source / rel, target / rel)
     except OSError as exc:

@@ -16,15 +16,14 @@ import secrets
 import stat
 from pathlib import Path
 
+# How the probe makes the run's files, and so how writerprof does: private, never through a link.
+from writerprof.probes.writerprof_probe.journal import APPEND, NEW, PRIVATE_DIR, PRIVATE_FILE, make_dirs  # noqa: F401
+
 # run.json, topology.json, stacks.json, agent.error, a part's run id: a few
 # KiB to a few MiB (a stacks index of 10^5 segments). A larger one is no file
 # writerprof wrote, and would be read whole into memory.
 SMALL_LIMIT = 64 << 20
 
-PRIVATE_FILE = 0o600
-# A file of the run's, opened to write: never through a link, readable by its owner only.
-APPEND = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
-NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 # NONBLOCK: the open of a FIFO waits for a writer, forever.
 _FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
