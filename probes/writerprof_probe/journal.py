@@ -55,7 +55,8 @@ def make_dirs(directory):
     gives those above it the umask's mode): on a host whose part of the run
     the probe starts, the run directory itself."""
     missing = []
-    while not os.path.isdir(directory):
+    directory = os.fspath(directory)
+    while directory and not os.path.isdir(directory):  # "": a relative path's top, the working directory
         missing.append(directory)
         directory = os.path.dirname(directory)
     for level in reversed(missing):

@@ -1,6 +1,7 @@
 import json
 import os
 import secrets
+from pathlib import Path
 
 import pytest
 
@@ -155,3 +156,11 @@ def test_a_full_disk_rewrite_in_place_never_writes_through_a_link(tmp_path, monk
     with pytest.raises(RunDirectoryError, match="a symbolic link"):
         directory.update_meta(run_dir, exit_status=0)
     assert victim.read_bytes() == before
+
+
+def test_a_relative_run_directory_is_made_with_its_levels_private(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    run_dir = directory.create(Path("run"), ["true"], interval_ns=1, sampler=True, probes=[], env={})
+    assert run_dir == Path("run") and (tmp_path / "run" / "run.json").is_file()
+    procs = next((tmp_path / "run" / "hosts").iterdir()) / "procs"
+    assert procs.is_dir() and procs.stat().st_mode & 0o777 == 0o700
