@@ -192,3 +192,22 @@ def test_record_passes_every_signal_a_parent_would_on_to_the_command(tmp_path):
         recorder.send_signal(getattr(signal, name))
         out, err = recorder.communicate(timeout=60)
         assert (recorder.returncode, out) == (0, f"got {name}\n"), err
+
+
+def test_record_passes_signals_on_though_its_parent_blocked_them(tmp_path):
+    """A launcher that starts record with SIGUSR1 blocked (a mask survives
+    exec): record passes it on all the same, and CMD keeps the mask it was
+    given, collecting the signal with sigwait."""
+    import subprocess
+
+    code = ("import signal\n"
+            "print('ready', sorted(s.name for s in signal.pthread_sigmask(signal.SIG_BLOCK, [])), flush=True)\n"
+            "print('got', signal.Signals(signal.sigwait({signal.SIGUSR1})).name, flush=True)\n")
+    recorder = subprocess.Popen(writerprof_command() + ["record", "-o", str(tmp_path / "run"), "--",
+                                                        sys.executable, "-c", code],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1}))
+    assert recorder.stdout.readline() == "ready ['SIGUSR1']\n"  # CMD's mask, as record's parent gave it
+    recorder.send_signal(signal.SIGUSR1)
+    out, err = recorder.communicate(timeout=60)
+    assert (recorder.returncode, out) == (0, "got SIGUSR1\n"), err

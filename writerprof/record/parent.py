@@ -39,11 +39,14 @@ class Forwarding:
         self._terminal: int | None = None
         self.received: list[int] = []  # the ENDING signals passed on
         self._early: list[int] = []
+        self._mask: set | None = None  # record's signal mask before follow()
         self._previous = {s: signal.signal(s, self._forward) for s in FORWARDED}
         return self
 
     def __exit__(self, *exc_info) -> None:
         self._take_terminal()
+        if self._mask is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, self._mask)
         for signum, handler in self._previous.items():
             signal.signal(signum, handler)
 
@@ -62,6 +65,8 @@ class Forwarding:
 
     def follow(self, group: int) -> None:
         self._group = group
+        # CMD has its parent's signal mask; record itself takes what it passes on.
+        self._mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)
         self._terminal = _terminal()
         self._give_terminal()
         try:  # CMD may have read the terminal before it was its own, and been stopped for it
@@ -88,10 +93,17 @@ class Forwarding:
         self._take_terminal()
         previous = signal.signal(signum, signal.SIG_DFL) if signum != signal.SIGSTOP else None
         try:
-            os.kill(os.getpid(), signum)  # returns once continued; the SIGCONT handler continues CMD
+            os.kill(os.getpid(), signum)  # returns once record is continued
         finally:
             if previous is not None:
                 signal.signal(signum, previous)
+        # Here, not only in the SIGCONT handler: that one runs when Python
+        # gets to it, and not at all where SIGCONT came blocked from record's parent.
+        self._give_terminal()
+        try:
+            os.killpg(self._group, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
 
     def _take_terminal(self) -> None:
         """The terminal back to record's group, if CMD's has it (never from the shell's)."""
