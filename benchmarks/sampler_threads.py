@@ -6,8 +6,10 @@ threads.
 A child Python process starts N real threads (threading, no C extension),
 each looping over a busy spell of ~0.5 ms and a sleep of ~5 ms, so that the
 process's CPU time grows between ticks: the sampler then reads every
-/proc/PID/task/TID/stat, its worst case (a record is written for each
-thread whose CPU time grew by a clock tick). The writerprof Sampler
+/proc/PID/task/TID/schedstat, and the stat of each thread that ran, its
+worst case (a record is written for each thread whose CPU time grew by a
+clock tick, or whose run-queue delay grew by 1 ms: at 64 threads and more
+on 2 CPUs, each waits that long every tick, and its status is read too). The writerprof Sampler
 (writerprof.record.sampler) ticks over it every interval, as `writerprof
 record` does, and each tick is measured around Sampler.tick(): its wall
 time, and the sampler thread's own CPU time (on a loaded machine the wall
@@ -29,11 +31,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 from writerprof.record.sampler import Sampler
 from writerprof.run import layout
-from writerprof.run.loader import THREAD_SAMPLE_DTYPE
+from writerprof.run.loader import thread_samples
 from writerprof.units import parse_duration
 
 CHILD = """
@@ -75,7 +75,7 @@ def measure(threads: int, busy: bool, ticks: int, interval_s: float) -> dict:
                 cpu.append(time.thread_time_ns() - began_cpu)
                 took.append(time.perf_counter_ns() - began)
             sampler.stop()
-            records = len(np.fromfile(Path(tmp) / layout.THREADS_FILE, dtype=THREAD_SAMPLE_DTYPE))
+            records = len(thread_samples(Path(tmp) / layout.THREADS_FILE))
     finally:
         child.stdin.close()
         child.kill()

@@ -32,26 +32,33 @@ a host); spans also have "start_ns" and "end_ns". The kinds:
   phase         an added phase's code in this process: code, name
   error         a hook failed inside a call and turned itself off: where, error
   process_start a Process.start() (span): method, target, child_pid, name,
-                writer_seq (this process's count of writers started), started
+                writer_seq (this process's count of writers started), started;
+                a method other than fork adds the fork event's thread fields
+                (the threads a fork would have carried)
   main_rerun    the child re-ran the parent's __main__ (span): path or module
   unpickle      the child unpickled its Process, importing the target's module (span)
   bootstrap     the child's Process._bootstrap began: target, name
   target_start, target_end   the target's run() called; _bootstrap returned
   forced_start_method        WRITERPROF_FORCE_START_METHOD acted: forced,
                 requested, via, applied (false: reason)
-  mitigation    WRITERPROF_MITIGATE acted: name ("pin" | "preload" | "local" |
-                "first-touch" | an unknown name), applied (false: reason); pin
-                and local, in the child: cpus (set before the target), inherited
-                (the affinity it had), local's node; local in the parent: node,
-                by ("buffers" | "filling thread": the starting thread pinned
-                there), cpus; first-touch in the parent: node, buffer, cpus (of
-                the touching thread), or writer_cpus when not applied; preload:
-                where ("parent" | "forkserver" | "child"), in the parent method,
-                modules (the forkserver's preload list), skip_main; in the
-                forkserver daemon modules (imported); in a child, applied false
-                when unpickling needed __main__ and it was re-run after all
-  fork          os.fork in this process: native_threads, python_threads,
-                threads (names), forking_thread
+  mitigation    WRITERPROF_MITIGATE acted: name ("pin" | "preload" | "guard" |
+                "local" | "first-touch" | an unknown name), applied (false:
+                reason); pin and local, in the child: cpus (set before the
+                target), inherited (the affinity it had), local's node; local in
+                the parent: node, by ("buffers" | "filling thread": the starting
+                thread pinned there), cpus; first-touch in the parent: node,
+                buffer, cpus (of the touching thread), or writer_cpus when not
+                applied; preload, in the parent (where "parent"): method,
+                modules (the forkserver's preload list as set), program (the
+                list the program had); guard, in a child (where "child") after
+                its re-run of __main__: modules (named), deferred (those the
+                re-run imported, lazily), loaded (of those, imported by its end)
+  fork          os.fork in this process, its threads then (tasks.py):
+                native_threads (the kernel's count, /proc/self/task),
+                python_threads, threads (Python's names), forking_thread,
+                native_only (the names, comm, of the threads no Python
+                Thread runs on: a C library's pool), comm (the process's
+                own name, which an unnamed thread carries)
   shm           (an SHM record, or this event when it does not fit one)
                 a SharedMemory mapped here: op ("create" | "attach" |
                 "inherited"), name, size, index, start, end (addresses)
@@ -191,6 +198,8 @@ FULL_RATE_CAP_NS = 3_000_000_000
 RUN_ENV = "WRITERPROF_RUN"
 FORCE_ENV = "WRITERPROF_FORCE_START_METHOD"
 MITIGATE_ENV = "WRITERPROF_MITIGATE"  # comma-separated mitigation names (mitigate.py)
+PRELOAD_ENV = "WRITERPROF_PRELOAD"  # the preload mitigation's list, comma-separated
+DEFER_ENV = "WRITERPROF_DEFER"  # the modules whose imports the guard mitigation defers, comma-separated
 PROBES_ENV = "WRITERPROF_PROBES"  # added hook specs, one per line
 STACKS_ENV = "WRITERPROF_STACKS"  # "FULL,SPARSE,DAEMON" Hz: the probe samples its process's stacks (stacks.py)
 # The comm (thread name) of the probe's stack-sampling thread: its CPU time is

@@ -35,16 +35,23 @@ def allowed_env(environ):
 
 
 def rank(environ):
-    """{"rank", "local_rank", "world_size", "source"} from the launcher's variables."""
-    for source, rank_name, local_name, size_name in _RANK_SOURCES:
-        if rank_name in environ:
-            return {
-                "rank": _int(environ.get(rank_name)),
-                "local_rank": _int(environ.get(local_name)),
-                "world_size": _int(environ.get(size_name)),
-                "source": source,
-            }
-    return {"rank": None, "local_rank": None, "world_size": None, "source": None}
+    """{"rank", "local_rank", "world_size", "source"} from the launcher's variables:
+    the first source whose rank variable is set, and what it leaves out
+    (srun's pmi2 sets PMI_RANK but no MPI_LOCALRANKID) from another source
+    that numbers this same process: the same rank, and the same world size
+    where both have one (under Hydra inside an allocation, SLURM_PROCID and
+    SLURM_NTASKS are its proxy's, not the rank's)."""
+    found = [(source, _int(environ.get(rank_name)), _int(environ.get(local_name)), _int(environ.get(size_name)))
+             for source, rank_name, local_name, size_name in _RANK_SOURCES if rank_name in environ]
+    if not found:
+        return {"rank": None, "local_rank": None, "world_size": None, "source": None}
+    source, number, local, size = found[0]
+    for _, other_number, other_local, other_size in found[1:]:
+        sizes_differ = None not in (size, other_size) and other_size != size
+        if number is not None and other_number == number and not sizes_differ:
+            local = other_local if local is None else local
+            size = other_size if size is None else size
+    return {"rank": number, "local_rank": local, "world_size": size, "source": source}
 
 
 def _int(value):

@@ -41,15 +41,22 @@ class _Finder:
     def find_spec(self, name, path=None, target=None):
         if name not in _pending:
             return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(name, path, target)
-            if spec is not None:
-                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                    spec.loader = _Loader(spec.loader, name)
-                return spec
-        return None
+        spec = others_spec(self, name, path, target)
+        if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
+            spec.loader = _Loader(spec.loader, name)
+        return spec
+
+
+def others_spec(finder, name, path, target):
+    """The spec that the finders on sys.meta_path other than finder give
+    name (None: none does): for a finder that only wraps a module's loader."""
+    for other in sys.meta_path:
+        if other is finder or not hasattr(other, "find_spec"):
+            continue
+        spec = other.find_spec(name, path, target)
+        if spec is not None:
+            return spec
+    return None
 
 
 class _Loader:

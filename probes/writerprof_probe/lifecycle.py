@@ -16,10 +16,9 @@ on_fork_in_child() and on_exit(), so that this module imports none of them.
 
 import atexit
 import os
-import sys
 import time
 
-from . import calls, identity
+from . import calls, identity, tasks
 from .format import FIRST_ADDED_PHASE
 
 _journal = None
@@ -77,14 +76,9 @@ def _exit(via, code, **fields):
 
 def _before_fork():
     try:
-        native = len(os.listdir("/proc/self/task"))
-        # Only a process that imported threading can have Python threads.
-        threading = sys.modules.get("threading")
-        threads = [t.name for t in threading.enumerate()] if threading else ["MainThread"]
-        forking = threading.current_thread().name if threading else "MainThread"
+        threads = tasks.census()
         _journal.flush()
-        _journal.event("fork", native_threads=native, python_threads=len(threads),
-                       threads=threads[:32], forking_thread=forking)
+        _journal.event("fork", **threads)
     except Exception:
         pass
 

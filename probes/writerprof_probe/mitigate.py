@@ -5,9 +5,20 @@ a "mitigation" event (applied true, or false with a reason):
            the forkserver daemon's (frozen when the daemon started): the
            parent stores it on the Process object, which travels to the child,
            and the child sets it before its target runs.
-  preload  under forkserver, the daemon imports the target's module once, not
-           the main module; under forkserver and spawn, the child does not
-           re-run the parent's __main__ unless unpickling needs a name from it.
+  preload  the advice itself: the forkserver starts with exactly the preload
+           list WRITERPROF_PRELOAD names (comma-separated), set at the first
+           Process.start() before the daemon exists (the program's own list
+           is journaled, and replaced). CPython then does with it what it
+           does: '__main__' in it is skipped before CPython 3.13.8 and 3.14.1
+           (gh-126631), and a module the daemon cannot import is skipped.
+  guard    the children re-run the parent's __main__ as a guarded entry
+           script would: the imports it makes of the modules WRITERPROF_DEFER
+           names (comma-separated) are deferred to their first use
+           (importlib.util.LazyLoader), as if they were inside the functions
+           that use them: one the target uses is imported then, one it never
+           uses never is. Imported at once even so: a second import of one
+           during the re-run, `from M import NAME`, and the packages above a
+           dotted name (its __path__ is needed to find it).
   local    the writer runs on the node holding its buffers: the one most of
            the starting process's open buffers' pages are on, or, where none
            is touched yet, the node of the starting thread, which is then
@@ -31,33 +42,41 @@ import sys
 import types
 
 from . import quiet
-from .format import FORCE_ENV
+from .format import DEFER_ENV, FORCE_ENV, PRELOAD_ENV
+from .imports import others_spec
 
-NAMES = ("pin", "preload", "local", "first-touch")
+NAMES = ("pin", "preload", "guard", "local", "first-touch")
 PIN_ATTR = "_writerprof_pin"  # in the Process's __dict__: pickled with it to the child
 LOCAL_ATTR = "_writerprof_local"  # likewise: {"node", "cpus"} the child takes under local
-MAIN_KEYS = ("init_main_from_name", "init_main_from_path")
-# In the preparation data instead of MAIN_KEYS: (key, value) held back from prepare().
-HELD_MAIN_KEY = "writerprof_held_main"
+# The modules each of these takes, from its variable.
+_MODULES_OF = {"preload": PRELOAD_ENV, "guard": DEFER_ENV}
 
 journal = None
 _hook_status = None
 active = set()
+named_modules = {}  # preload, guard -> the modules named for it
 _noted = set()
-_holding_main = set()  # threads inside a Process.start() whose child skips the __main__ re-run
 _preloaded = []  # the forkserver preload list this process set
-_old_mains = []  # as spawn.old_main_modules: the replaced __main__ stays alive
 
 
 def install(journal_, hook_status, value):
     global journal, _hook_status
     journal, _hook_status = journal_, hook_status
     for name in filter(None, (n.strip() for n in value.split(","))):
-        if name in NAMES:
-            active.add(name)
-        else:
+        if name not in NAMES:
             journal.event("mitigation", name=name, applied=False,
                           reason="unknown mitigation (known: %s)" % ", ".join(NAMES))
+        elif name in _MODULES_OF and not _named(_MODULES_OF[name]):
+            journal.event("mitigation", name=name, applied=False,
+                          reason="%s names no module" % _MODULES_OF[name])
+        else:
+            active.add(name)
+            if name in _MODULES_OF:
+                named_modules[name] = _named(_MODULES_OF[name])
+
+
+def _named(variable):
+    return [m for m in (n.strip() for n in os.environ.get(variable, "").split(",")) if m]
 
 
 def _failed(name, exc):
@@ -96,7 +115,6 @@ def before_start(process):
 
 
 def after_start(process):
-    _holding_main.discard(_thread.get_ident())
     # Pickled (or forked) by now: leave the parent's object as it was.
     process.__dict__.pop(PIN_ATTR, None)
     process.__dict__.pop(LOCAL_ATTR, None)
@@ -189,119 +207,67 @@ def _start_method(process):
 
 def _preload(process):
     method = _start_method(process)
-    if method not in ("forkserver", "spawn"):
-        return _note("preload", False, "%s: the child re-runs no __main__ and imports nothing"
-                     % method, method=method)
-    target = getattr(process, "_target", None)
-    module = getattr(target if target is not None else type(process), "__module__", None)
-    if module in ("__main__", "__mp_main__"):
-        what = getattr(target, "__qualname__", None) or type(process).__qualname__ + ".run"
-        return _note("preload", False, "the target %s lives in __main__: unpickling it needs "
-                     "the main module" % what, method=method)
-    _holding_main.add(_thread.get_ident())
-    reason = None
-    if method == "forkserver":
-        from multiprocessing import forkserver
+    if method != "forkserver":
+        return _note("preload", False, "%s: no forkserver to preload" % method, method=method)
+    from multiprocessing import forkserver
 
-        server = forkserver._forkserver
-        if server._forkserver_pid is None:
-            # The program's own preloads stay; the main module goes (children skip it anyway).
-            modules = [m for m in server._preload_modules if m != "__main__"]
-            modules += [module] if module and module not in modules else []
-            forkserver.set_forkserver_preload(modules)
-            _preloaded[:] = modules
-        elif module not in _preloaded:
-            reason = ("the forkserver was already running: its imports are fixed (children "
-                      "still skip the __main__ re-run)")
-    _note("preload", reason is None, reason, method=method, modules=list(_preloaded),
-          skip_main=True)
-
-
-def preparation_data(data):
-    """The parent's spawn.get_preparation_data(): under preload, the child
-    gets the main module's name or path held back from prepare()."""
-    if _thread.get_ident() in _holding_main and isinstance(data, dict):
-        for key in MAIN_KEYS:
-            if key in data:
-                data[HELD_MAIN_KEY] = (key, data.pop(key))
-    return data
-
-
-# The forkserver daemon
-
-def forkserver_main(main):
-    def main_wrapper(listener_fd, alive_r, preload, *args, **kwargs):
-        try:
-            preload = _preload_here(preload, kwargs.get("sys_path"))
-        except Exception as exc:
-            _failed("preload", exc)
-        return main(listener_fd, alive_r, preload, *args, **kwargs)
-    main_wrapper.__wrapped__ = main
-    return main_wrapper
-
-
-def _preload_here(preload, sys_path):
-    modules = [m for m in preload or () if m != "__main__"]
-    if not modules:
-        return preload
-    if sys_path is not None:
-        # 3.9-3.13 pass the parent's sys.path and ignore it (CPython later fixed
-        # that): without it a module found beside the parent's script is not found.
-        sys.path[:] = sys_path
-    failed = {}
-    for name in modules:
-        try:
-            __import__(name)
-        except Exception as exc:
-            failed[name] = "%s: %s" % (type(exc).__name__, exc)
-    fields = dict(reason="import failed: %s" % failed) if failed else {}
-    journal.event("mitigation", name="preload", applied=not failed, where="forkserver",
-                  modules=modules, **fields)
-    # A module that failed here is not retried by main(): an error other than
-    # ImportError there would end the daemon.
-    return [m for m in preload if m not in failed]
+    server = forkserver._forkserver
+    if server._forkserver_pid is None:
+        own = list(server._preload_modules)
+        server.set_forkserver_preload(list(named_modules["preload"]))
+        _preloaded[:] = named_modules["preload"]
+        _note("preload", True, method=method, modules=list(_preloaded), program=own)
+    elif not _preloaded:
+        _note("preload", False, "the forkserver was already running: its preload list is fixed",
+              method=method, modules=list(server._preload_modules))
 
 
 # The child
 
-def after_prepare(data):
-    """After spawn.prepare(): __main__ is re-run only if something unpickled
-    needs a name from it (an argument, or a pool's task, defined in the
-    parent's main script), not for every child."""
-    held = data.get(HELD_MAIN_KEY) if isinstance(data, dict) else None
-    if held is None:
-        return
+def guarded_rerun(fixup, where, *args, **kwargs):
+    """fixup(where): the re-run of the parent's __main__, with the imports of
+    the modules named for guard deferred to their first use."""
+    finder = None
     try:
-        key, where = held
-        spawn = sys.modules["multiprocessing.spawn"]
-        fixup = getattr(spawn, "_fixup_main_from_" + key.rsplit("_", 1)[1])  # mp.py times it
+        finder = _Deferring(named_modules["guard"])
+        sys.meta_path.insert(0, finder)
     except Exception as exc:
-        return _failed("preload", exc)
+        _failed("guard", exc)
     try:
-        current = sys.modules["__main__"]
-        stub = types.ModuleType("__main__")
-        stub.__dict__.update((k, v) for k, v in vars(current).items() if k.startswith("__"))
-        rerun = []
-
-        def __getattr__(name):
-            if name.startswith("__") or rerun:  # dunders: looked up, not pickled
-                raise AttributeError("module '__main__' has no attribute %r" % name)
-            rerun.append(name)
+        return fixup(where, *args, **kwargs)
+    finally:
+        if finder is not None:
             try:
-                journal.event("mitigation", name="preload", applied=False, where="child",
-                              reason="unpickling needed __main__.%s: the child re-ran the main "
-                              "module" % name)
-            except Exception:
-                pass  # the unpickling must go on
-            fixup(where)
-            return getattr(sys.modules["__main__"], name)
+                sys.meta_path.remove(finder)
+                # Imported by its end after all: used at the script's top level, or imported twice.
+                loaded = [m for m in finder.deferred if type(sys.modules.get(m)) is types.ModuleType]
+                fields = {} if finder.deferred else {"reason": "the re-run imported none of them"}
+                journal.event("mitigation", name="guard", applied=bool(finder.deferred), where="child",
+                              modules=named_modules["guard"], deferred=finder.deferred, loaded=loaded, **fields)
+            except Exception as exc:
+                _failed("guard", exc)
 
-        stub.__getattr__ = __getattr__
-        _old_mains.append(current)
-        sys.modules["__main__"] = stub
-    except Exception as exc:
-        _failed("preload", exc)
-        fixup(where)  # as prepare() would have
+
+class _Deferring:
+    """Finds nothing itself: lets the other finders find a module named for
+    guard that is not imported yet, and gives it a lazy loader."""
+
+    def __init__(self, names):
+        from importlib.util import LazyLoader  # here: only where the what-if is on
+
+        self._lazy, self._names, self.deferred = LazyLoader, set(names), []
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in self._names or name in sys.modules:
+            return None
+        spec = others_spec(self, name, path, target)
+        if spec is not None:
+            try:
+                spec.loader = self._lazy(spec.loader)  # TypeError for a loader it cannot defer
+                self.deferred.append(name)
+            except Exception:
+                pass  # imported as it would have been
+        return spec
 
 
 def at_bootstrap(process):
@@ -329,5 +295,4 @@ def _take_cpus(name, cpus, **fields):
 
 
 def reset_after_fork():
-    _holding_main.clear()
     _noted.clear()  # a new journal: its outcomes are journaled afresh

@@ -7,12 +7,13 @@ what-if switches:
 WRITERPROF_FORCE_START_METHOD=METHOD starts every writer with METHOD;
 WRITERPROF_MITIGATE=pin,preload applies those mitigations (mitigate.py): pin,
 the writer takes its starting thread's affinity; preload, the forkserver
-daemon imports the target's module and children skip the __main__ re-run."""
+starts with the advised preload list; guard, the children's re-run of
+__main__ defers the advised modules' imports to their first use."""
 
 import sys
 import time
 
-from . import calls, imports, lifecycle, queues, stacks
+from . import calls, imports, lifecycle, queues, stacks, tasks
 
 _now = time.monotonic_ns
 _POPEN_METHODS = {
@@ -41,9 +42,6 @@ def install(journal_, hook_status, forced, mitigations=""):
     if forced:
         imports.when_imported("multiprocessing.context",
                               _guard("multiprocessing.context", lambda m: _force(m, forced)))
-    if mitigate and "preload" in mitigate.active:
-        imports.when_imported("multiprocessing.forkserver",
-                              _guard("multiprocessing.forkserver", _forkserver))
 
 
 def _guard(name, apply):
@@ -91,9 +89,11 @@ def _process(module):
                 method = _POPEN_METHODS.get(type(popen).__module__, type(popen).__module__)
                 seq = calls.writer_seq + 1 if popen is not None else calls.writer_seq
                 calls.writer_seq = seq
+                # The threads a fork would have carried (a fork's own event lists them under fork).
+                threads = tasks.census() if popen is not None and method != "fork" else {}
                 journal.event("process_start", t_ns=t0, start_ns=t0, end_ns=t1, method=method,
                               target=target, child_pid=getattr(popen, "pid", None),
-                              name=self.name, writer_seq=seq, started=popen is not None)
+                              name=self.name, writer_seq=seq, started=popen is not None, **threads)
             except Exception as exc:
                 _hook_status("multiprocessing.process", "failed", repr(exc))
 
@@ -159,12 +159,6 @@ def _at_run():
 
 def _spawn(module):
     missing = []
-    preparation = getattr(module, "get_preparation_data", None)
-    if mitigate and "preload" in mitigate.active and preparation is not None:
-        def preparation_wrapper(*args, **kwargs):
-            return mitigate.preparation_data(preparation(*args, **kwargs))
-        preparation_wrapper.__wrapped__ = preparation
-        module.get_preparation_data = preparation_wrapper
     for name, key in (("_fixup_main_from_path", "path"), ("_fixup_main_from_name", "module")):
         fn = getattr(module, name, None)
         if fn is None:
@@ -177,10 +171,7 @@ def _spawn(module):
     else:
         def prepare_wrapper(*args, **kwargs):
             try:
-                done = prepare(*args, **kwargs)
-                if mitigate:
-                    mitigate.after_prepare(args[0] if args else kwargs.get("data"))
-                return done
+                return prepare(*args, **kwargs)
             finally:
                 _prepare_end[0] = _now()
         prepare_wrapper.__wrapped__ = prepare
@@ -192,6 +183,8 @@ def _main_rerun(fn, key):
     def wrapper(where, *args, **kwargs):
         t0 = _now()
         try:
+            if mitigate and "guard" in mitigate.active:
+                return mitigate.guarded_rerun(fn, where, *args, **kwargs)
             return fn(where, *args, **kwargs)
         finally:
             journal.event("main_rerun", t_ns=t0, start_ns=t0, end_ns=_now(), **{key: where})
@@ -239,14 +232,6 @@ def _force(module, forced):
     if package is not None and hasattr(package, "get_context"):  # imported before us
         package.get_context = module._default_context.get_context
         package.set_start_method = module._default_context.set_start_method
-    return []
-
-
-def _forkserver(module):
-    main = getattr(module, "main", None)
-    if main is None:
-        return ["forkserver.main"]
-    module.main = mitigate.forkserver_main(main)  # the daemon runs it; others never call it
     return []
 
 

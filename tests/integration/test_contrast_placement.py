@@ -1,5 +1,6 @@
 """contrast's placement what-ifs on a machine with one NUMA node (this one):
-they are offered, reported as not applicable with the reason, and not run."""
+they are offered, reported as not applicable with the reason, and not run;
+with nothing left to compare, contrast fails, saying so."""
 
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ def test_placement_what_ifs_are_not_run_on_one_node(tmp_path):
     out = tmp_path / "contrast"
     done = run_writerprof("contrast", "--methods", "forkserver,forkserver+local,forkserver+first-touch",
                           "--repeat", "1", "-o", out, "--",
-                          *writerprof_command(), "repro", "--saves", "1", "--size", "64MiB")
+                          *writerprof_command(), "repro", "--saves", "1", "--size", "64MiB", check=False)
+    assert done.returncode == 1 and done.stderr.splitlines()[-1].startswith(
+        "writerprof contrast: nothing to contrast: no method but the reference applies here"), done.stderr
     result = json.loads((out / "contrast.json").read_text())
     what_ifs = {w["method"]: w for w in result["what_ifs"]}
     for method in ("forkserver+local", "forkserver+first-touch"):

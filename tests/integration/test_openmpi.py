@@ -101,7 +101,12 @@ def _binding_checks(report: str, summary: dict):
     assert sorted(by_rank) == [0, 1] and all(len(masks) == 1 for masks in by_rank.values()), by_rank
     (mask0,), (mask1,) = by_rank[0], by_rank[1]
     assert len(mask0) == len(mask1) == 1 and mask0 != mask1
-    assert not summary["placement"]["consistent"] and summary["placement"]["hosts"]
+    # One CPU each, a different one: alike by shape, nothing shared.
+    (host,) = summary["placement"]["hosts"].values()
+    assert summary["placement"]["consistent"] and not host["shared"], host
+    assert {(r["rank"], tuple(r["cpus"])) for r in host["ranks"]} == {(0, mask0), (1, mask1)}
+    assert {(r["shape"]["bound"], r["shape"]["cpus"]) for r in host["ranks"]} == {(True, 1)}
+    assert "Placement: the same on every rank of each host: bound to 1 CPU (1 core, 1 node)" in report
     for rank, (mask,) in by_rank.items():
         line = re.search(rf"^  rank {rank}: started bound to CPU {mask[0]} .*$", report, re.M)
         assert line and "its writers inherit it" in line.group(0), report

@@ -73,7 +73,7 @@ def test_fork_against_fork_has_no_significant_component_and_says_so(forks):
     assert "of that (" not in verdict
 
 
-def test_a_compare_of_two_single_runs_says_its_intervals_leave_out_run_to_run_variation(forks):
+def test_a_compare_of_two_single_runs_is_judged_by_the_run_to_run_spread_of_their_saves(forks):
     comparison = json.loads(run_writerprof("compare", "--json", forks[0], forks[1]).stdout)
-    assert comparison["noise"]["unit"] == "save" and comparison["noise"]["a"]["count"] == 3
-    assert "run-to-run variation is not in them" in comparison["verdict"]
+    assert comparison["noise"]["unit"] == "run" and comparison["noise"]["a"]["count"] == 3
+    assert comparison["causes"] == [], comparison["verdict"]

@@ -4,8 +4,9 @@ whether its writers started with the same."""
 from writerprof.analysis.binding import launcher_binding
 from writerprof.render.format import binding
 from writerprof.render.html import report_html
+from writerprof.synthetic import make_topology
 
-TOPOLOGY = {"a": {"cpus": 4, "nodes": {"0": [0, 1, 2, 3]}}}
+TOPOLOGY = {"a": make_topology(nodes=1, cpus_per_node=4, smt=False)}  # the run's snapshots, per host
 
 
 def _proc(role, rank, cpus, pid=1, host="a"):

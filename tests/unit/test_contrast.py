@@ -39,6 +39,20 @@ def summaries(tmp_path_factory):
     }
 
 
+def with_advice(summary, **modules) -> dict:
+    """As recorded where the writers' stacks showed costly imports: the re-run's fix with
+    these modules (preload=[...], guard=[...]) on its preload and guard actions."""
+    ids = {"preload": "forkserver-preload", "guard": "guard-imports"}
+    summary = copy.deepcopy(summary)
+    for d in summary["diagnoses"]:
+        if d["code"] == "main-reimport":
+            d["fix"] = [a for a in d["fix"] if a["id"] not in ids.values()] + [
+                {"id": ids[kind], "what": f"{kind} {names}", "where": "main.py", "recovery_s": 0.3,
+                 "recovery": "estimated", "recovery_ci95_s": None, "measured_by": None, "capped_from_s": None,
+                 "modules": list(names)} for kind, names in modules.items()]
+    return summary
+
+
 def without_rerun(summary) -> dict:
     """As it is recorded where the children do not re-run the parent's __main__."""
     summary = copy.deepcopy(summary)
@@ -59,7 +73,19 @@ def mean_save_s(many) -> float:
 
 
 def test_both_what_ifs_apply_to_a_forkserver_that_reruns_main_and_diverges(summaries):
-    assert contrast.cannot_apply(summaries["forkserver"][0], METHODS) == {}
+    advised = with_advice(summaries["forkserver"][0], preload=["numpy"], guard=["numpy"])
+    assert contrast.cannot_apply(advised, METHODS + ["forkserver+guard"]) == {}
+    assert contrast.advice(advised) == {"forkserver+preload": ["numpy"], "forkserver+guard": ["numpy"]}
+
+
+def test_a_what_if_that_runs_the_fix_has_nothing_to_run_where_the_fix_has_no_such_action(summaries):
+    # The synthetic runs have no stacks: no import named, so nothing to preload on their Python 3.11.
+    plain = summaries["forkserver"][0]
+    assert contrast.advice(plain) == {}
+    reasons = contrast.cannot_apply(plain, ["fork", "forkserver", "forkserver+preload", "forkserver+guard"])
+    assert reasons["forkserver+preload"].startswith("the fix of the forkserver recording advises no "
+                                                    "set_forkserver_preload here")
+    assert reasons["forkserver+guard"].startswith("the fix of the forkserver recording names no import to move")
 
 
 def test_a_forkserver_without_rerun_or_divergence_leaves_nothing_to_preload_or_pin(summaries):
@@ -74,13 +100,11 @@ def test_a_forkserver_without_rerun_or_divergence_leaves_nothing_to_preload_or_p
     assert set(contrast.cannot_apply(quiet, ["fork", "forkserver", "forkserver+pin"])) == {"forkserver+pin"}
 
 
-def test_a_target_in_main_cannot_be_preloaded(summaries):
-    in_main = copy.deepcopy(summaries["forkserver"][0])
+def test_a_target_in_main_is_no_reason_not_to_run_the_advice(summaries):
+    in_main = with_advice(summaries["forkserver"][0], preload=["numpy"], guard=["numpy"])
     for save in in_main["saves"]:
         save["target"] = "__mp_main__.write_file"
-    reasons = contrast.cannot_apply(in_main, METHODS)
-    assert list(reasons) == ["forkserver+preload"]
-    assert reasons["forkserver+preload"].startswith("the writer's target __mp_main__.write_file lives in __main__")
+    assert contrast.cannot_apply(in_main, METHODS + ["forkserver+guard"]) == {}
 
 
 def test_the_result_compares_every_method_run_with_the_reference(summaries):
@@ -102,6 +126,7 @@ def test_a_what_if_recovers_what_plain_forkserver_lost(summaries):
     methods = ["fork", "forkserver", "forkserver+preload"]
     result = contrast.result(["cmd"], methods, 2, recordings(summaries, methods), {})
     (preload,) = result["what_ifs"]
+    assert preload["modules"] is None  # none given: it ran no advice of a fix
     lost = mean_save_s(summaries["forkserver"]) - mean_save_s(summaries["fork"])
     recovered = mean_save_s(summaries["forkserver"]) - mean_save_s(summaries["forkserver+preload"])
     assert preload["method"] == "forkserver+preload" and preload["ran"] and preload["reason"] is None
@@ -110,6 +135,28 @@ def test_a_what_if_recovers_what_plain_forkserver_lost(summaries):
     # The re-run was most of the loss (0.5 s per writer, behind a 4-buffer pool).
     assert 0.5 < preload["recovered_share"] <= 1.1
     assert preload["gib_s"] == result["comparisons"]["forkserver+preload"]["throughput"]["b_gib_s"]
+    low, high = preload["recovered_ci95_s"]  # plain forkserver's saves against the what-if's
+    assert low < recovered < high and low > 0
+
+
+def test_the_fix_says_which_recovery_a_what_if_measured_and_with_what(summaries):
+    methods = ["fork", "forkserver", "forkserver+preload"]
+    advised = {m: [with_advice(s, preload=["numpy"]) for s in summaries[m]] for m in methods}
+    result = contrast.result(["cmd"], methods, 2, recordings(advised, methods), {},
+                             {"forkserver+preload": ["numpy"]})
+    (preload,) = result["what_ifs"]
+    assert preload["modules"] == ["numpy"]
+    fix = {a["id"]: a for a in result["fix"]}
+    assert fix["forkserver-preload"]["recovery"] == "measured"
+    assert fix["forkserver-preload"]["measured_by"] == "forkserver+preload"
+    assert fix["forkserver-preload"]["recovery_ci95_s"] == preload["recovered_ci95_s"]
+    assert fix["fork"]["recovery"] == "measured" and fix["fork"]["measured_by"] == "fork"
+    assert fix["python-m"]["recovery"] == "estimated"
+    difference = result["comparisons"]["forkserver"]["difference_s"]
+    assert all(a["recovery_s"] <= difference for a in result["fix"] if a["recovery_s"] is not None)
+    # Run with another list than the fix's: not what the fix says, so not its measure.
+    other = contrast.result(["cmd"], methods, 2, recordings(advised, methods), {}, {"forkserver+preload": ["six"]})
+    assert {a["id"]: a for a in other["fix"]}["forkserver-preload"]["recovery"] == "estimated"
 
 
 def test_a_skipped_what_if_is_reported_with_its_reason_and_not_compared(summaries):
@@ -120,8 +167,9 @@ def test_a_skipped_what_if_is_reported_with_its_reason_and_not_compared(summarie
     assert "forkserver+pin" not in result["comparisons"]
     pin = next(w for w in result["what_ifs"] if w["method"] == "forkserver+pin")
     assert pin == {"method": "forkserver+pin", "ran": False, "reason": "nothing to pin", "gib_s": None,
-                   "recovered_s": None, "recovered_share": None}
+                   "recovered_s": None, "recovered_ci95_s": None, "recovered_share": None, "modules": None}
     assert [w["method"] for w in result["what_ifs"]] == ["forkserver+preload", "forkserver+pin"]
+    assert result["verdict"].endswith(" Not tested: forkserver+pin (nothing to pin).")
 
 
 def test_nothing_is_recovered_without_plain_forkserver_against_another_reference(summaries):
@@ -142,7 +190,8 @@ def test_contrast_text_shows_each_comparison_and_the_what_ifs(summaries, tmp_pat
     text = terminal.contrast_text(result, tmp_path / "contrast.html")
     assert "=== fork vs forkserver ===" in text and "=== fork vs forkserver+preload ===" in text
     preload = result["what_ifs"][0]
-    assert (f"forkserver+preload: recovers {preload['recovered_s']:.3f} s per save, "
-            f"{preload['recovered_share']:.0%} of what forkserver lost against fork") in text
+    low, high = preload["recovered_ci95_s"]
+    assert (f"forkserver+preload: recovers {preload['recovered_s']:.3f} s per save (95% interval {low:.3f} to "
+            f"{high:.3f}), {preload['recovered_share']:.0%} of what forkserver lost against fork") in text
     assert "forkserver+pin: not run: nothing to pin" in text
     assert text.rstrip().endswith(f"Report: {tmp_path / 'contrast.html'}")

@@ -190,9 +190,11 @@ def test_every_sampled_kind_is_documented():
 @pytest.mark.parametrize("file_name, fields, record", [
     (journal.CHUNKS_SUFFIX, journal.CHUNK_FIELDS, journal.CHUNK),
     (layout.SAMPLES_FILE, layout.SAMPLE_FIELDS, layout.SAMPLE),
+    (layout.THREADS_FILE, layout.THREAD_SAMPLE_FIELDS, layout.THREAD_SAMPLE),
+    (layout.CPUS_FILE, layout.CPU_SAMPLE_FIELDS, layout.CPU_SAMPLE),
     (journal.SHM_SUFFIX, journal.SHM_FIELDS, journal.SHM),
     (journal.PLACEMENT_SUFFIX, journal.PLACEMENT_FIELDS, journal.PLACEMENT),
-], ids=["chunk", "sample", "shm", "placement"])
+], ids=["chunk", "sample", "thread", "cpu", "shm", "placement"])
 def test_every_record_field_is_documented_with_its_type(file_name, fields, record):
     section = _section(FORMATS, file_name)
     assert f"`{record.format}`" in section, f"the struct format {record.format} is not in the {file_name} section"

@@ -134,7 +134,9 @@ def test_contrast_component_table_adds_up_to_the_difference(contrast):
     assert f"{comparison['difference_s']:+.3f}" in total
     assert f"{comparison['a']['mean_save_s']:.3f}" in total and f"{comparison['b']['mean_save_s']:.3f}" in total
     rows = re.findall(r"<tr[^>]*><td>[^<]*</td><td>[^<]*</td>(?:<td class=\"n\">[^<]*</td>){4}</tr>", table)
-    assert len(rows) == len(comparison["components"]) + 2  # and the unexplained, and the total
+    # and the unexplained, the total, and the start-up phases together
+    assert len(rows) == len(comparison["components"]) + 3
+    assert html._e(comparison["writer_startup"]["label"]) in total
 
 
 def test_contrast_has_throughput_placement_per_save_and_each_sides_diagnoses(contrast):

@@ -80,3 +80,16 @@ def test_columns_read_together_hold_at_once_and_a_constant_one_keeps_its_value()
     assert sum(intervals.excludes_zero(ci) for ci in alone[1:]) >= 1
     assert not any(intervals.excludes_zero(ci) for ci in together[1:])
     assert all(t[0] <= s[0] and s[1] <= t[1] for s, t in zip(alone[1:], together[1:]))
+
+
+def test_a_median_s_interval_is_two_order_statistics_at_their_binomial_coverage():
+    from writerprof.analysis.intervals import median_interval
+
+    # 10 values: the 2nd smallest and 2nd largest, 1 - 2 (1 + 10) / 2^10 of the time around the median.
+    assert median_interval(range(10)) == (1.0, 8.0, 1 - 2 * 11 / 1024)
+    assert median_interval([1.0] * 9 + [100.0])[:2] == (1.0, 1.0)  # one outlier stays out
+    # Too few values for 95%: their range, at the coverage it has.
+    assert median_interval([0.3, 0.1, 0.2]) == (0.1, 0.3, 0.75)
+    assert median_interval([5]) == (5.0, 5.0, 0.0)
+    low, high, coverage = median_interval(range(200))
+    assert coverage >= 0.95 and 85 <= low < 99.5 < high <= 114

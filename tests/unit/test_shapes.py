@@ -84,12 +84,12 @@ def test_a_missing_or_extra_key_is_named_with_its_path(runs):
     summary = copy.deepcopy(runs["forkserver"])
     del summary["saves"][1]["fsync_s"]
     summary["processes"][0]["numa_hint"] = 1
-    del summary["placement"]["hosts"][next(iter(summary["placement"]["hosts"]))]["writer_cpus"]
+    del summary["placement"]["hosts"][next(iter(summary["placement"]["hosts"]))]["ranks"][0]["shape"]["cores"]
     summary["diagnoses"][0]["evidence"]["anything"] = 1  # evidence is free-form per code
     assert shapes.mismatches(summary, shapes.Summary) == [
         "processes[0]: extra key 'numa_hint' (not in Process)",
         "saves[1]: missing key 'fsync_s' (Save)",
-        "placement.hosts['host0']: missing key 'writer_cpus' (HostPlacement)",
+        "placement.hosts['host0'].ranks[0].shape: missing key 'cores' (PlacementShape)",
     ]
     assert shapes.mismatches(summary["run"], shapes.Summary) == [
         f"Summary: missing key {key!r} (Summary)" for key in sorted(shapes.Summary.__required_keys__)

@@ -21,7 +21,7 @@ from writerprof.record.sampler import Sampler
 from writerprof.record.system import System
 from writerprof.record.topology import snapshot
 from writerprof.run import directory, layout, load
-from writerprof.run.loader import PROCESSES_DTYPE, THREAD_SAMPLE_DTYPE
+from writerprof.run.loader import PROCESSES_DTYPE, thread_samples
 
 PID = 4242
 MAIN, FILL1, FILL2 = PID, 4250, 4251
@@ -116,7 +116,7 @@ IDLE_MAIN_BUSY_POOL = [
 
 
 def thread_records(host_dir) -> np.ndarray:
-    return np.fromfile(host_dir / layout.THREADS_FILE, dtype=THREAD_SAMPLE_DTYPE)
+    return thread_samples(host_dir / layout.THREADS_FILE)
 
 
 @needs_numa2
@@ -218,18 +218,20 @@ def test_each_process_is_counted_inside_its_own_spans_only():
 
 
 def test_spans_taken_a_few_processes_at_a_time_weigh_the_threads_as_all_at_once(tmp_path, monkeypatch):
+    from writerprof.analysis import saves, work_windows
     from writerprof.run import roles
     from writerprof.synthetic import Scenario, write_run
 
     write_run(tmp_path / "run", Scenario(hosts=2, ranks_per_host=2, saves=2, chunks_per_save=6, chunk_size=1 << 20))
     run = load(tmp_path / "run")
-    whole = processes._thread_work(run, roles.roles(run))
+    found = saves.find(run)
+    whole = processes._thread_work(run, roles.roles(run), found)
     assert len(threads._blocks(np.zeros(10, np.int64))) == 1
     monkeypatch.setattr(threads, "SPAN_BLOCK", 5)
-    mine = processes._work_calls(run, roles.roles(run))
-    assert len(threads._blocks(run.chunk_columns["proc"][mine])) > 3  # whole processes' spans, several blocks
-    assert processes._thread_work(run, roles.roles(run)) == whole
-    assert any(work["threads"] for work in whole[1].values())
+    rows, _, _ = work_windows.spans(run, found)
+    assert len(threads._blocks(rows)) > 3  # whole processes' spans, several blocks
+    assert processes._thread_work(run, roles.roles(run), found) == whole
+    assert any(work["threads"] for work in whole.values())
 
 
 def test_spans_of_processes_without_thread_readings_change_nothing(tmp_path):

@@ -37,7 +37,7 @@ def test_zero_plus_noise_is_not_named_and_the_verdict_says_so(runs):
     assert not any(c["significant"] for c in result["components"])
     # The storage varied, and both sides' write and fsync differ by that alone.
     assert any(abs(c["diff_s"]) > 0.005 for c in result["components"] if c["name"] in ("write", "fsync"))
-    assert "not distinguishable from noise" in result["verdict"]
+    assert "within the run-to-run spread" in result["verdict"] and "no cause is named" in result["verdict"]
     assert "of that (" not in result["verdict"]  # no share of a difference that is noise
 
 
@@ -54,13 +54,13 @@ def test_a_cause_five_times_the_noise_is_named_and_the_noise_is_not(runs):
     assert f"+{rerun['diff_s']:.3f} ±" in text and max(map(len, text.splitlines())) <= terminal.WIDTH
 
 
-def test_the_noise_of_two_single_runs_is_that_of_their_saves(runs):
+def test_the_noise_of_two_single_runs_is_that_of_their_saves_in_runs_a_side(runs):
     result = compare([runs["a"]], [runs["same"]])
     noise = result["noise"]
-    assert noise["unit"] == "save" and noise["a"]["count"] == len(runs["a"]["saves"])
+    assert noise["unit"] == "run" and noise["a"]["count"] == len(runs["a"]["saves"])
     assert noise["a"]["cv"] > 0.02 and noise["a"]["min_gib_s"] < noise["a"]["max_gib_s"]
-    if noise["hides"]:
-        assert f"about {noise['needed']} saves of each" in noise["message"]
+    assert noise["a"]["sd_s"] == pytest.approx(runs["sd"])  # the saves are all of one size
+    assert noise["hides"] and f"about {noise['needed']} runs a side would resolve it" in noise["message"]
 
 
 def test_an_offset_whose_own_time_did_not_fall_is_an_overlap_not_faster(runs):
@@ -77,7 +77,7 @@ def test_an_offset_whose_own_time_did_not_fall_is_an_overlap_not_faster(runs):
     generation.update(b_own_s=0.25, own_diff_s=-0.25)  # its own calls did get quicker
     text = module.verdict(result["a"], result["b"], result["difference_s"], result["components"], result["total"],
                           result["noise"], [c for c in result["components"] if c["name"] == "startup:main_rerun"])
-    assert "faster in forkserver" in text
+    assert "faster in B (forkserver)" in text  # both sides forkserver: named A and B
 
 
 def test_a_part_clear_of_the_noise_is_named_when_the_whole_difference_is_not(runs):

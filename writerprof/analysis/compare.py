@@ -6,25 +6,30 @@ kernel's counts, and a verdict naming the causes with their numbers.
 Each side is one or more run summaries (contrast's repeats): their saves are
 pooled, and matched by their order within each producer for the per-save table.
 
-Every component carries a bootstrap 95% interval (analysis.intervals: saves
-resampled, and repeats where a side has several; the components' intervals
-hold at 95% together, not each alone) and its own duration (its
-hooked calls' total) beside its critical-path seconds. The verdict names as
-causes only the significant components (interval clear of zero, and not
-negligible); it words a component whose critical-path seconds fell while its
-own duration did not as overlapping the cause, not as faster; and it says
-when the whole difference is within the noise (analysis.noise).
+Every component carries a 95% interval (the components' hold at 95%
+together, not each alone) and its own duration (its hooked calls' total)
+beside its critical-path seconds. Where both sides have several runs the
+interval is the bootstrap's (analysis.intervals: repeats resampled, and the
+saves within them); where a side has one run, the run-to-run spread's
+(analysis.noise.run_intervals: a run taken to vary as much as one of its
+saves does), since the saves of one run leave out how much runs vary, and
+within it the verdict names no cause but the runs a side that would resolve
+the difference. The start-up phases are also read together, as one part.
+The verdict names as causes only the significant parts (interval clear of
+zero, and not negligible); it words a component whose critical-path seconds
+fell while its own duration did not as overlapping the cause, not as
+faster; and it says when the whole difference is within the noise
+(analysis.noise).
 """
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 
 import numpy as np
 
-from writerprof.analysis import fixes, intervals
-from writerprof.analysis.noise import noise as noise_of
+from writerprof.analysis import fixes, intervals, noise as run_noise
+from writerprof.analysis.ending import complete
 from writerprof.analysis.processes import mean_shares
 from writerprof.analysis.saves import COMPONENTS, STARTUP_PHASES
 from writerprof.analysis.shapes import Comparison, Summary
@@ -39,7 +44,7 @@ LABELS = {
     "startup:unpickle": "start-up: unpickle", "startup:bootstrap": "start-up: bootstrap",
     "startup:target_setup": "start-up: target setup", "generation": "generation",
     "queue": "queue (both sides waiting)", "write": "write", "fadvise": "fadvise", "fsync": "fsync",
-    "close": "close", "teardown": "teardown (writer exit, cleanup)",
+    "close": "close", "teardown": "teardown (writer exit, cleanup)", "startup": "start-up, its phases together",
 }
 # What each component is, for sentences.
 DESCRIPTIONS = {
@@ -57,6 +62,7 @@ DESCRIPTIONS = {
     "fsync": "the final fsync",
     "close": "closing the file",
     "teardown": "the writer's exit and the save's cleanup",
+    "startup": "the writer's start-up, its phases together",
 }
 # A component's own duration: the save's field of its hooked calls (start-up
 # phases: their span); setup, queue and teardown have none of their own.
@@ -71,10 +77,15 @@ NEGLIGIBLE_SHARE = 0.01
 OVERLAP_SHARE = 0.5
 # Shares below this are not named in the verdict (next causes, offsets, noise).
 NAMED_SHARE = 0.05
+# The start-up phases as one part as well: the critical path moves a writer's
+# start-up between its phases (the producer stalls in whichever it waits
+# through), so their sum varies less than each. Named where no phase alone is.
+STARTUP = "startup"
+STARTUP_PARTS = tuple(c for c in COMPONENTS if c.startswith("startup:"))
 
 
 def side(summaries: list[dict]) -> dict:
-    saves = [s for summary in summaries for s in summary["saves"]]
+    saves = [s for summary in summaries for s in complete(summary["saves"])]
     procs = [p for summary in summaries for p in summary["processes"]]
     n = len(saves)
     mean = {c: _mean([s["critical_path"][c] for s in saves]) for c in COMPONENTS}
@@ -135,13 +146,13 @@ def _own(save: dict, component: str) -> float | None:
 
 def _fixes(diagnoses) -> list[dict]:
     """The warnings' fixes, each action once, tagged with its warning's code.
-    One action of several runs or ranks (its numbers differ) is one: the
-    first's text, the mean of their recoveries."""
+    One action (by its id) of several runs or ranks, whose numbers differ, is
+    one: the first's text, the mean of their recoveries."""
     kept: dict[tuple, dict] = {}
     recoveries: dict[tuple, list] = defaultdict(list)
     for d in diagnoses:
         for action in d.get("fix") or []:
-            key = (d["code"], re.split(r"[(:]", action["what"], maxsplit=1)[0], action["where"])
+            key = (d["code"], action["id"])
             kept.setdefault(key, {"code": d["code"], **action})
             if action["recovery_s"] is not None:
                 recoveries[key].append(action["recovery_s"])
@@ -149,14 +160,21 @@ def _fixes(diagnoses) -> list[dict]:
 
 
 # The columns of a save resampled for the intervals: the components, the
-# unexplained rest, the save's time, then the components' own durations.
+# unexplained rest, the save's time, the start-up phases together, then the
+# components' own durations.
 _OWN_COLUMNS = tuple(c for c in COMPONENTS if c in OWN)
+_SAVE_AT, _STARTUP_AT = len(COMPONENTS) + 1, len(COMPONENTS) + 2
 
 
 def _matrix(summary: dict) -> np.ndarray:
-    return np.array([[s["critical_path"][c] for c in COMPONENTS] + [s["unexplained_s"], s["duration_s"]]
-                     + [_own(s, c) for c in _OWN_COLUMNS] for s in summary["saves"]],
-                    dtype=float).reshape(-1, len(COMPONENTS) + 2 + len(_OWN_COLUMNS))
+    return np.array([[s["critical_path"][c] for c in COMPONENTS]
+                     + [s["unexplained_s"], s["duration_s"], sum(s["critical_path"][c] for c in STARTUP_PARTS)]
+                     + [_own(s, c) for c in _OWN_COLUMNS] for s in complete(summary["saves"])],
+                    dtype=float).reshape(-1, len(COMPONENTS) + 3 + len(_OWN_COLUMNS))
+
+
+def _sizes(summary: dict) -> np.ndarray:
+    return np.array([s["bytes"] for s in complete(summary["saves"])])
 
 
 def compare(a: list[Summary], b: list[Summary], names: tuple[str, str] | None = None) -> Comparison:
@@ -164,31 +182,31 @@ def compare(a: list[Summary], b: list[Summary], names: tuple[str, str] | None = 
     A, B = side(a), side(b)
     for one, name in zip((A, B), names or (None, None)):
         one["name"] = name or "/".join(one["start_methods"]) or "these"
+    if A["name"] == B["name"]:  # "fork saves are slower than fork" says nothing of which
+        A["name"], B["name"] = f"A ({A['name']})", f"B ({B['name']})"
     if not A["saves"] or not B["saves"]:
         empty = "A" if not A["saves"] else "B"
         raise ValueError(f"run {empty} has no saves to compare")
     difference = B["mean_save_s"] - A["mean_save_s"]
-    # The components' intervals hold together (each is read as a cause or not); the save's alone.
-    ci = intervals.difference_intervals([_matrix(x) for x in a], [_matrix(x) for x in b],
-                                        together=list(range(len(COMPONENTS))))
+    # The parts' intervals hold together (each is read as a cause or not); the save's alone.
+    together = list(range(len(COMPONENTS))) + [_STARTUP_AT]
+    if len(a) > 1 and len(b) > 1:
+        spread = [None] * (_STARTUP_AT + 1)
+        ci = intervals.difference_intervals([_matrix(x) for x in a], [_matrix(x) for x in b], together=together)
+    else:
+        spread = run_noise.run_intervals([_matrix(x) for x in a], [_sizes(x) for x in a],
+                                         [_matrix(x) for x in b], [_sizes(x) for x in b], _SAVE_AT, together)
+        ci = [r["ci95_s"] if r is not None else None for r in spread]
     floor = max(NEGLIGIBLE_S, NEGLIGIBLE_SHARE * A["mean_save_s"])
-    components = []
-    for i, name in enumerate(COMPONENTS):
-        diff = B["components"][name] - A["components"][name]
-        sig = intervals.excludes_zero(ci[i])
-        own_a, own_b = A["own"][name], B["own"][name]
-        components.append({"name": name, "label": LABELS[name], "description": DESCRIPTIONS[name], "a_s": A["components"][name],
-                           "b_s": B["components"][name], "diff_s": diff,
-                           "share": diff / difference if difference else None,
-                           "ci95_s": list(ci[i]) if ci[i] is not None else None,
-                           "significant": sig and abs(diff) >= floor if sig is not None else None,
-                           "a_own_s": own_a, "b_own_s": own_b,
-                           "own_diff_s": own_b - own_a if own_a is not None and own_b is not None else None})
-    at = len(COMPONENTS) + 1  # the save's time
-    total_sig = intervals.excludes_zero(ci[at])
-    total = {"ci95_s": list(ci[at]) if ci[at] is not None else None,
+    components = [_part(name, A["components"][name], B["components"][name], A["own"][name], B["own"][name],
+                        ci[i], spread[i], floor, difference) for i, name in enumerate(COMPONENTS)]
+    startup = _part(STARTUP, sum(A["components"][c] for c in STARTUP_PARTS),
+                    sum(B["components"][c] for c in STARTUP_PARTS), None, None, ci[_STARTUP_AT],
+                    spread[_STARTUP_AT], floor, difference)
+    total_sig = intervals.excludes_zero(ci[_SAVE_AT])
+    total = {"ci95_s": list(ci[_SAVE_AT]) if ci[_SAVE_AT] is not None else None,
              "significant": total_sig and abs(difference) >= floor if total_sig is not None else None}
-    noise = noise_of(a, b, difference, (A["name"], B["name"]))
+    noise = run_noise.noise(a, b, difference, (A["name"], B["name"]), spread[_SAVE_AT])
     unexplained = B["unexplained_s"] - A["unexplained_s"]
     per_save = []
     for index in sorted(set(A["per_save"]) & set(B["per_save"])):
@@ -212,37 +230,55 @@ def compare(a: list[Summary], b: list[Summary], names: tuple[str, str] | None = 
                        "change": B["gib_s"] / A["gib_s"] - 1 if A["gib_s"] and B["gib_s"] else None},
         "difference_s": difference,
         "components": components,
+        "writer_startup": startup,
         "unexplained_s": unexplained,
         "total": total,
         "per_save": per_save,
         "noise": noise,
-        **_verdict_and_fix(A, B, difference, components, total, noise),
+        **_verdict_and_fix(A, B, difference, components, startup, total, noise),
     }
 
 
-def _verdict_and_fix(A, B, difference, components, total, noise) -> dict:
-    causes = [c for c in components if c["significant"] and c["diff_s"] * difference > 0]
+def _part(name, a_s, b_s, own_a, own_b, ci, spread, floor, difference) -> dict:
+    """A part of the difference (a component, or the start-up phases together) with its interval."""
+    diff = b_s - a_s
+    sig = intervals.excludes_zero(ci)
+    return {"name": name, "label": LABELS[name], "description": DESCRIPTIONS[name], "a_s": a_s, "b_s": b_s,
+            "diff_s": diff, "share": diff / difference if difference else None,
+            "ci95_s": list(ci) if ci is not None else None,
+            "significant": sig and abs(diff) >= floor if sig is not None else None,
+            "a_own_s": own_a, "b_own_s": own_b,
+            "own_diff_s": own_b - own_a if own_a is not None and own_b is not None else None,
+            "runs_needed": _runs_needed(spread, diff)}
+
+
+def _runs_needed(spread: dict | None, diff: float) -> int | None:
+    """Runs a side for a part's run-to-run interval to resolve its difference (None: over repeats)."""
+    if spread is None:
+        return None
+    return run_noise.needed(run_noise.pooled((spread["sd_a_s"], spread["sd_b_s"])), diff, spread["z"])
+
+
+def _verdict_and_fix(A, B, difference, components, startup, total, noise) -> dict:
+    # One run a side and the difference within the run-to-run spread: no cause, whatever a part shows.
+    within = noise["unit"] == "run" and noise["hides"]
+    causes = [c for c in components + [startup] if c["significant"] and c["diff_s"] * difference > 0 and not within]
+    if any(c["name"] in STARTUP_PARTS for c in causes):  # the phases together only where none alone is named
+        causes = [c for c in causes if c is not startup]
     causes.sort(key=lambda c: -abs(c["diff_s"]))
     slower = B if difference > 0 else A
-    named = {c["name"] for c in causes}
+    named = _named(causes)
     # The fixes of the warnings acting on a cause, each action once (the most specific warning's).
     fix, seen = [], set()
     for f in sorted(slower["fix"], key=lambda f: len(fixes.ACTS_ON.get(f["code"], ()))):
-        if named & set(fixes.ACTS_ON.get(f["code"], ())) and f["what"] not in seen:
-            seen.add(f["what"])
+        if named & set(fixes.ACTS_ON.get(f["code"], ())) and f["id"] not in seen:
+            seen.add(f["id"])
             fix.append(f)
     if "fork-with-threads" in A["diagnoses"] + B["diagnoses"]:
         fix = fixes.with_fork_hazard(fix)
+    fix = fixes.for_difference(fix, difference)  # none above the difference, none too small to show in it
     return {"causes": [c["name"] for c in causes], "fix": fix,
-            "verdict": verdict(A, B, difference, components, total, noise, causes) + _one_run_caveat(A, B, noise)}
-
-
-def _one_run_caveat(A, B, noise) -> str:
-    """Saves of one run a side vary less than runs do: say what the intervals leave out."""
-    if noise["unit"] != "save" or len(A["runs"]) > 1 or len(B["runs"]) > 1:
-        return ""
-    return (" (Intervals over the saves of one run a side: run-to-run variation is not in them; "
-            "contrast --repeat N measures it.)")
+            "verdict": verdict(A, B, difference, components, total, noise, causes)}
 
 
 def verdict(A, B, difference, components, total, noise, causes) -> str:
@@ -254,6 +290,9 @@ def verdict(A, B, difference, components, total, noise, causes) -> str:
         return f"{b_name} and {a_name} saves take the same time within 1% ({A['mean_save_s']:.3f} s vs {B['mean_save_s']:.3f} s)."
     slower = difference > 0
     way = "slower" if slower else "faster"
+    if noise["unit"] == "run" and noise["hides"]:  # one run a side: no cause within the run-to-run spread
+        return (f"{b_name} saves are {abs(difference):.2f} s {way} than {a_name}{rate}; no cause is named: "
+                f"{noise['message']}.")
     if total["significant"] is False:
         text = (f"{b_name} saves are {abs(difference):.2f} s {way} than {a_name}{rate}, but that difference is not "
                 f"distinguishable from noise (95% interval {_interval(total['ci95_s'])} s per save).")
@@ -269,7 +308,9 @@ def verdict(A, B, difference, components, total, noise, causes) -> str:
     said = [f"±{_digits(_half(total['ci95_s']))} s"] if total["ci95_s"] is not None else []
     said += [f"{change:+.0%} throughput"] if change is not None else []
     text = f"{b_name} saves are {abs(difference):.2f} s {way} than {a_name}" + (f" ({'; '.join(said)})" if said else "")
-    if not causes:
+    if not causes and noise["unit"] == "run":
+        text += _no_part_clear(components, difference)
+    elif not causes:
         text += "; no single part of the save is distinguishable from noise."
     for i, c in enumerate(causes):
         what = c["description"] + _main_said(c, A, B)
@@ -281,6 +322,16 @@ def verdict(A, B, difference, components, total, noise, causes) -> str:
             text += f" Also {c['description']}, {abs(c['diff_s']):.2f} s{_pm(c)} ({said})."
     text += _offsets(components, difference, causes, a_name, b_name)
     return text + _unresolved(components, difference, causes)
+
+
+def _no_part_clear(components, difference) -> str:
+    """One run a side: no part clear of the run-to-run spread, and the runs a side the largest would need."""
+    text = "; no single part of the save is clear of the run-to-run spread"
+    largest = max((c for c in components if c["diff_s"] * difference > 0 and c["runs_needed"] is not None),
+                  key=lambda c: abs(c["diff_s"]), default=None)
+    if largest is None:
+        return text + "."
+    return text + f": about {largest['runs_needed']} runs a side would resolve the largest, {largest['label']}."
 
 
 def _offsets(components, difference, causes, a_name, b_name) -> str:
@@ -314,12 +365,18 @@ def _overlap_partner(causes) -> str | None:
     if not causes:
         return None
     top = causes[0]["name"]
-    return "the writer's start-up" if top.startswith("startup:") else DESCRIPTIONS[top]
+    return "the writer's start-up" if top.startswith(STARTUP) else DESCRIPTIONS[top]
+
+
+def _named(causes) -> set[str]:
+    """The components the causes name: the start-up phases where they are named together."""
+    named = {c["name"] for c in causes}
+    return named | set(STARTUP_PARTS) if STARTUP in named else named
 
 
 def _unresolved(components, difference, causes) -> str:
     """The components of some size that are not significant."""
-    named = {c["name"] for c in causes}
+    named = _named(causes)
     noisy = [c for c in components if c["name"] not in named and not c["significant"] and c["ci95_s"] is not None
              and abs(c["diff_s"]) >= NAMED_SHARE * abs(difference)]
     if not noisy:

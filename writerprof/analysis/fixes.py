@@ -1,7 +1,13 @@
 """What to do about a warning's cause, in the target's own terms: a list of
 actions, each with what to change, where, and the seconds per save it
-recovers where the run (the cause's critical-path cost) or a contrast what-if
-measured it (None otherwise). The likeliest action comes first.
+recovers: estimated from the run (the cause's critical-path cost, or the
+share of it the action removes), or measured by a contrast what-if that ran
+the action itself (with its interval); None where neither says. The
+likeliest action comes first. Each fix is listed once (by its id); a fix the
+run already applies is not advised; an import worth under MINOR_SHARE of the
+re-run is not named, nor, against a measured difference, an estimate under
+that share of it; and no recovery exceeds a measured difference (capped, the
+estimate kept beside it).
 
 The target is recognised from the run: the benchmark by its modules (the
 writers' target, the __main__ they re-ran, its stacks), writerprof's own
@@ -11,9 +17,10 @@ script.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
+from writerprof.analysis import forkthreads, preload
 from writerprof.analysis.shapes import Fix
 
 # The benchmark's modules, as they appear in a run's targets and stacks.
@@ -22,8 +29,12 @@ BENCHMARK_MODULES = ("mlpstorage_py", "mlpstorage")
 BENCHMARK_START_METHOD_ENV = "MLPS_CHECKPOINT_MP_START_METHOD"
 REPRO_MAIN = "writerprof/repro/main.py"
 STANDS_IN = "the built-in reproducer's main module, standing in for the benchmark's entry script"
-IMPORTS_SHOWN = 3  # the costliest module-level imports named
-IMPORT_FLOOR = 0.05  # an import under this share of the costliest one is not named
+# An import worth under this share of the re-run (an estimate under this share
+# of a measured difference) is not advised: moving it wins nothing that shows.
+MINOR_SHARE = 0.05
+ESTIMATED, MEASURED = "estimated", "measured"  # a recovery's basis (Fix.recovery)
+PRELOAD_ID, GUARD_ID = "forkserver-preload", "guard-imports"
+_MAIN_MODULES = ("__main__", "__mp_main__")
 
 
 @dataclass
@@ -33,7 +44,13 @@ class Target:
     main: str | None = None  # the __main__ the writers re-ran
     benchmark: bool = False
     threads_at_fork: bool = False  # a fork-with-threads warning: a fork child inherits locked locks
-    imports: list[tuple[str, float, int | None]] = field(default_factory=list)  # module, s per writer, line
+    # The native threads live as the writers were started (forkthreads): name -> count; None: not recorded.
+    native_threads: Counter | None = None
+    imports: list[tuple[str, float, int | None]] = field(default_factory=list)  # module, share of re-run, line
+    python: str | None = None  # the Python of the run's processes (their identity lines)
+    start_methods: frozenset = frozenset()  # the writers' start methods
+    forkserver: preload.Forkserver | None = None  # the run's forkserver daemon, as its command line says
+    in_main: str | None = None  # the writers' target, where it is defined in __main__
 
     @property
     def repro(self) -> bool:
@@ -55,14 +72,36 @@ def target_of(summary_saves: list[dict], diagnoses: list[dict], main: str | None
     names = [s.get("target") or "" for s in summary_saves] + [main or ""] + list(modules)
     benchmark = any(part in BENCHMARK_MODULES for n in names for part in n.replace("/", ".").split("."))
     threads = any(d["code"] == "fork-with-threads" and d["severity"] == "warning" for d in diagnoses)
-    return Target(main=main, benchmark=benchmark, threads_at_fork=threads)
+    in_main = sorted({t for t in (s.get("target") or "" for s in summary_saves) if t.split(".")[0] in _MAIN_MODULES})
+    return Target(main=main, benchmark=benchmark, threads_at_fork=threads, in_main=in_main[0] if in_main else None,
+                  start_methods=frozenset(s["start_method"] for s in summary_saves if s.get("start_method")))
 
 
 def for_diagnosis(d: dict, target: Target, saves: int) -> list[Fix] | None:
     """The actions for one warning (None: its code has no fix here).
     saves: the saves its cost_s is summed over."""
     make = _FIXES.get(d["code"])
-    return make(d, target, saves) if make and d["severity"] == "warning" else None
+    if not make or d["severity"] != "warning":
+        return None
+    return [action for action in map(_complete, make(d, target, saves)) if not applied(action, target)]
+
+
+def _complete(action: dict) -> Fix:
+    """An action with every field of a Fix: a figure from the run is an estimate."""
+    return {"modules": [], **action, "recovery": ESTIMATED if action["recovery_s"] is not None else None,
+            "recovery_ci95_s": None, "measured_by": None, "capped_from_s": None}
+
+
+# The start method an action switches the writers to, by its id.
+_SWITCHES_TO = {"fork": "fork", "forkserver": "forkserver"}
+
+
+def applied(action: Fix, target: Target) -> bool:
+    """Whether the run already does what the action says: its writers all
+    start with the method it switches to (a preload list the run already has
+    is not advised by _preload)."""
+    method = _SWITCHES_TO.get(action["id"])
+    return method is not None and target.start_methods == {method}
 
 
 def _per_save(d: dict, saves: int) -> float | None:
@@ -88,67 +127,131 @@ def with_fork_hazard(fix: list[dict]) -> list[dict]:
 
 
 def _fork_action(target: Target, recovery: float | None) -> Fix:
-    hazard = ("; but this recording shows live threads at fork (fork-with-threads): fork carries the "
-              "deadlock hazard of a lock held by another thread" if target.threads_at_fork else
-              " where it is safe (this recording shows no other Python thread live at a fork)")
-    return {"what": f"{FORK_ACTION}: no re-run of __main__, and each writer keeps its rank's "
-                    "CPUs" + hazard,
+    return {"id": "fork",
+            "what": f"{FORK_ACTION}: no re-run of __main__, and each writer keeps its rank's "
+                    "CPUs" + _fork_hazard(target),
             "where": _start_method_where(target, "fork"), "recovery_s": recovery}
 
 
+def _fork_hazard(target: Target) -> str:
+    """What the recording says of fork's deadlock hazard: the threads live as the writers were started,
+    native ones included (a lock one of them holds at the fork stays locked in the child)."""
+    native = target.native_threads
+    if target.threads_at_fork:
+        also = f", and native ones ({forkthreads.describe(native)})" if native else ""
+        return (f"; but this recording shows live threads at fork (fork-with-threads{also}): fork carries the "
+                f"deadlock hazard of a lock held by another thread")
+    if native:
+        return (f"; but native threads, which no Python Thread runs, were live as the writers were started "
+                f"({forkthreads.describe(native)}): a lock one of them holds at the fork stays locked "
+                f"in the child, fork's deadlock hazard (OpenBLAS stops its pool before a fork, a Tokio runtime "
+                f"does not); fork is safe only where none is live at the fork itself")
+    if native is None:
+        return (" where it is safe: only where no other thread, native ones included, is live at the fork "
+                "(this recording does not list them)")
+    return (" where it is safe: no other thread, native ones included, was live as the writers were started "
+            "(the kernel's list of the rank's threads); fork is safe only while none is")
+
+
 def _main_reimport(d: dict, target: Target, saves: int) -> list[Fix]:
-    recovery = _per_save(d, saves)
+    recovery = _per_save(d, saves)  # all of the re-run's critical-path seconds
     script = main_name(target.main or d["evidence"].get("main"))
     per_writer = d["evidence"].get("per_writer_s") or 0.0
-    top = target.imports[0][1] if target.imports else 0.0
-    shown = [i for i in target.imports[:IMPORTS_SHOWN] if i[1] >= IMPORT_FLOOR * top]
-    actions = []
-    if shown:
-        names = ", ".join(f"{m} {s:.2f} s" for m, s, _ in shown)
-        lines = ", ".join(f"line {line}" for line in sorted({line for _, _, line in shown if line}))
-        share = min(1.0, sum(s for _, s, _ in shown) / per_writer) if per_writer else None
-        actions.append({
+    # The imports worth moving, each in seconds per writer: its share of the re-run's time.
+    costly = [(m, share * per_writer, line) for m, share, line in target.imports if share >= MINOR_SHARE]
+    share = min(1.0, sum(share for _, share, _ in target.imports if share >= MINOR_SHARE)) if costly else None
+    of_imports = recovery * share if recovery is not None and share is not None else None  # their part of it
+    python = d["evidence"].get("python") or target.python
+    return ([_guard(script, costly, of_imports), _as_module(target, recovery)]
+            + _preload(d["evidence"].get("start_method"), script, python, costly, recovery, of_imports, target)
+            + [_fork_action(target, None)])
+
+
+def _guard(script: str, costly: list, recovery: float | None) -> dict:
+    if not costly:
+        return {"id": GUARD_ID, "what": "keep the script's heavy module-level imports and work under "
+                                        "`if __name__ == \"__main__\":`: the writers re-run its top level",
+                "where": script, "recovery_s": None}
+    names = ", ".join(f"{m} {s:.2f} s" for m, s, _ in costly)
+    lines = ", ".join(f"line {line}" for line in sorted({line for _, _, line in costly if line}))
+    return {"id": GUARD_ID, "modules": [m for m, _, _ in costly], "recovery_s": recovery,
             "what": f"keep the heavy module-level imports ({names} of the re-run, per writer) under "
-                    f"`if __name__ == \"__main__\":` or inside the functions that use them: the writers re-run "
-                    f"the script's top level",
-            "where": script + (f" ({lines})" if lines else ""),
-            "recovery_s": recovery * share if recovery is not None and share is not None else None})
-    else:
-        actions.append({"what": "keep the script's heavy module-level imports and work under "
-                                "`if __name__ == \"__main__\":`: the writers re-run its top level",
-                        "where": script, "recovery_s": None})
-    preload = ["__main__"] + [m for m, _, _ in shown]
-    actions += [
-        {"what": "start the benchmark as a module (`python -m PACKAGE`, its entry in PACKAGE/__main__.py): "
-                 "multiprocessing does not re-run a package's __main__ in the children",
-         "where": "the benchmark's launch command" if not target.repro else "the command that starts it",
-         "recovery_s": recovery},
-        {"what": f"keep forkserver and preload: multiprocessing.set_forkserver_preload({preload!r}) before the "
-                 f"first writer starts; the forkserver runs them once and its children inherit them",
-         "where": script, "recovery_s": recovery},
-        _fork_action(target, None),
-    ]
-    return actions
+                    f"`if __name__ == \"__main__\":` or inside the functions that use them: the writers re-run the "
+                    f"script's top level",
+            "where": script + (f" ({lines})" if lines else "")}
+
+
+def _as_module(target: Target, recovery: float | None) -> dict:
+    what = ("start the benchmark as a module (`python -m PACKAGE`, its entry in PACKAGE/__main__.py): "
+            "multiprocessing does not re-run a package's __main__ in the children")
+    if target.in_main:
+        what += (f"; the writers' target ({target.in_main}) must then live in a module of its own, as the "
+                 f"children no longer have __main__'s names")
+    return {"id": "python-m", "what": what, "recovery_s": recovery,
+            "where": "the benchmark's launch command" if not target.repro else "the command that starts it"}
+
+
+def _preload(method: str | None, script: str, python: str | None, costly: list, recovery: float | None,
+             of_imports: float | None, target: Target) -> list[dict]:
+    """set_forkserver_preload as this Python treats it: '__main__' where the
+    interpreter honours it (the forkserver runs the script once), else the
+    modules the re-run imports (the writers still re-run the script, finding
+    them imported); the run's own list kept; nothing where the run's list
+    already holds it all."""
+    start = "keep forkserver and preload" if method == "forkserver" else "start the writers with forkserver and preload"
+    own = list(target.forkserver.preload) if target.forkserver is not None else []
+    on = f"Python {python}" if python else "this Python"
+    honoured = preload.honours_main(python, target.forkserver)
+    if honoured:
+        modules = own + ["__main__"] * ("__main__" not in own)
+        return [] if modules == own else [{
+            "id": PRELOAD_ID, "modules": modules, "where": script, "recovery_s": recovery,
+            "what": f"{start} the script: multiprocessing.set_forkserver_preload({modules!r}) before the first "
+                    f"writer starts; the forkserver runs it once and its children inherit it ({on} honours "
+                    f"'__main__' there)"}]
+    wanted = [m for m, _, _ in costly]
+    modules = [m for m in own if m not in _MAIN_MODULES] + [m for m in wanted if m not in own]
+    unloaded = [m for m in wanted if m in own]  # in the list, yet imported by every writer
+    if not wanted or (set(modules) <= set(own) and not unloaded):
+        return []
+    what = (f"{start} the modules the re-run imports: multiprocessing.set_forkserver_preload({modules!r}) before "
+            f"the first writer starts; the forkserver imports them once and each writer, which still re-runs the "
+            f"script, finds them imported. Not '__main__': {on} "
+            f"{'ignores' if honoured is False else 'may ignore'} it there ({preload.ISSUE}; honoured from CPython "
+            f"{preload.FIXED_IN})")
+    if unloaded:
+        what += (f". {', '.join(unloaded)}: in this run's list already, yet the writers imported it: the "
+                 f"forkserver could not (it skips what fails; before CPython 3.12.8 and 3.13.1 it lacks the "
+                 f"parent's sys.path, gh-117378: put the module's directory on PYTHONPATH)")
+    return [{"id": PRELOAD_ID, "modules": modules, "where": script, "recovery_s": of_imports, "what": what}]
 
 
 def _writer_startup(d: dict, target: Target, saves: int) -> list[Fix]:
     method = d["evidence"].get("start_method")
     actions = []
     if method == "spawn":
-        actions.append({"what": "start the writers with forkserver (with set_forkserver_preload of the "
+        actions.append({"id": "forkserver",
+                        "what": "start the writers with forkserver (with set_forkserver_preload of the "
                                 "target's module): a fresh interpreter per writer is what spawn costs",
                         "where": _start_method_where(target, "forkserver"), "recovery_s": None})
-    actions.append(_fork_action(target, None))
+    if method != "fork":  # (a fork run is not told to fork)
+        actions.append(_fork_action(target, None))
+    actions.append({"id": "writer-per-rank",
+                    "what": "start one writer per rank and keep it for every save, each save's buffers named "
+                            "to it through its queue: its start-up is then paid once a run, not once a save",
+                    "where": "the code that starts a writer per save", "recovery_s": None})
     return actions
 
 
 def _binding(node: int | None) -> list[Fix]:
     n = "N" if node is None else str(node)
     return [
-        {"what": f"bind each rank's CPUs and memory to one node, so the writer, its buffers' first touch and "
+        {"id": "bind-node",
+         "what": f"bind each rank's CPUs and memory to one node, so the writer, its buffers' first touch and "
                  f"its copies share it: numactl --cpunodebind={n} --membind={n}",
          "where": "the rank's launch command (numactl --cpunodebind=N --membind=N CMD)", "recovery_s": None},
-        {"what": "let the MPI launcher bind each rank to a node", "where":
+        {"id": "launcher-bind",
+         "what": "let the MPI launcher bind each rank to a node", "where":
             "mpirun --bind-to numa (Open MPI), srun --cpu-bind=ldoms --mem-bind=local (Slurm)", "recovery_s": None},
     ]
 
@@ -161,7 +264,8 @@ def _numa_mismatch(d: dict, target: Target, saves: int) -> list[Fix]:
 
 def _affinity_divergence(d: dict, target: Target, saves: int) -> list[Fix]:
     cpus = d["evidence"].get("producer_cpus") or []
-    return [{"what": "give each writer its producer's CPUs (forkserver children inherit the daemon's, frozen "
+    return [{"id": "pin-writer",
+             "what": "give each writer its producer's CPUs (forkserver children inherit the daemon's, frozen "
                      "when it started): os.sched_setaffinity(0, the producer's CPUs) at the writer's start, or "
                      "start the forkserver after the rank is bound",
              "where": "the writer's target" + (f" (producer CPUs {_cpu_list(cpus)})" if cpus else ""),
@@ -175,10 +279,12 @@ def _writer_migration(d: dict, target: Target, saves: int) -> list[Fix]:
 
 def _fork_with_threads(d: dict, target: Target, saves: int) -> list[Fix]:
     threads = ", ".join(d["evidence"].get("threads") or []) or "the other threads"
-    return [{"what": f"start the writers with forkserver (set_forkserver_preload to keep their start-up short) "
+    return [{"id": "forkserver-or-spawn",
+             "what": f"start the writers with forkserver (set_forkserver_preload to keep their start-up short) "
                      f"or spawn: the child then holds none of the locks {threads} held",
              "where": _start_method_where(target, "forkserver"), "recovery_s": None},
-            {"what": f"start {threads} after the writers are forked, or stop them before",
+            {"id": "threads-after-fork",
+             "what": f"start {threads} after the writers are forked, or stop them before",
              "where": "the code that starts them", "recovery_s": None}]
 
 
@@ -194,67 +300,110 @@ ACTS_ON = {"main-reimport": ("startup:main_rerun",),
            "writer-migration": ("write",)}
 
 
-# The contrast what-if (or reference method) that measures an action, by a
-# phrase of its `what`: its recovery is then the what-if's, not the run's estimate.
-MEASURED_BY = (("set_forkserver_preload", "forkserver+preload"), ("os.sched_setaffinity", "forkserver+pin"),
-               ("numactl --cpunodebind", "+local"), (FORK_ACTION, "fork"))
+# The contrast method that measures an action, by its id: a what-if that runs
+# the action itself, or the reference; "+local" stands for any what-if ending so.
+MEASURED_BY = {PRELOAD_ID: "forkserver+preload", GUARD_ID: "forkserver+guard", "pin-writer": "forkserver+pin",
+               "bind-node": "+local", "fork": "fork"}
 
 
-def measured(fix: list[dict], recovered: dict[str, float]) -> list[dict]:
+def measured(fix: list[dict], recovered: dict[str, dict]) -> list[dict]:
     """The actions with the recovery a contrast measured. recovered: method
-    (a what-if, or the reference) -> seconds per save it won back of plain
-    forkserver's loss; a key starting with "+" matches any what-if ending so."""
+    (a what-if, or the reference) -> {"recovered_s": seconds per save it won
+    back of plain forkserver's loss, "ci95_s": its interval, "modules": the
+    modules a what-if ran with, None where it takes none}. An action whose
+    modules are not the ones the what-if ran keeps its estimate."""
     out = []
     for action in fix:
         action = dict(action)
-        for phrase, method in MEASURED_BY:
-            if phrase in action["what"]:
-                found = [v for m, v in recovered.items() if m == method or (method[0] == "+" and m.endswith(method))]
-                if found and found[0] is not None:
-                    action["recovery_s"] = found[0]
+        method = MEASURED_BY.get(action["id"])
+        found = [(m, r) for m, r in recovered.items()
+                 if method and (m == method or (method[0] == "+" and m.endswith(method)))]
+        if found and found[0][1]["recovered_s"] is not None:
+            by, r = found[0]
+            if r.get("modules") is None or list(r["modules"]) == action["modules"]:
+                action.update(recovery_s=r["recovered_s"], recovery=MEASURED, recovery_ci95_s=r.get("ci95_s"),
+                              measured_by=by, capped_from_s=None)
+        out.append(action)
+    return out
+
+
+def for_difference(fix: list[dict], difference: float) -> list[dict]:
+    """The fix of a measured difference (seconds per save): no estimate under
+    MINOR_SHARE of it, and no recovery above it (capped, the figure before in
+    capped_from_s)."""
+    size = abs(difference)
+    out = []
+    for action in fix:
+        recovery = action["recovery_s"]
+        if recovery is not None and action["recovery"] == ESTIMATED and recovery < MINOR_SHARE * size:
+            continue
+        if recovery is not None and recovery > size:
+            action = {**action, "recovery_s": size, "capped_from_s": recovery}
         out.append(action)
     return out
 
 
 def imports_of(stacks, main: str | None) -> list[tuple[str, float, int | None]]:
     """The module-level imports the writers spent their re-run of __main__ in,
-    from their stacks: (top-level module, seconds per writer, the script's
-    line), costliest first. stacks: writerprof.run.stacks.ProcessStacks of
-    the run."""
+    from their stacks: (module, its share of the re-run's samples, the
+    script's line), costliest first. Shares, not seconds: the writers after a
+    parent's first few are sampled at a lower rate. A module is named as deep
+    as the script's line imported it, its packages' time counted in
+    (scipy.linalg, where the line imported scipy.linalg and so scipy): the
+    name a preload must give. stacks: writerprof.run.stacks.ProcessStacks."""
     from writerprof.run import roles as run_roles
     from writerprof.run.stacks import frame_parts
 
-    seconds: dict[str, float] = defaultdict(float)
-    line_of: dict[str, int | None] = {}
-    writers = 0
+    counts: dict[tuple[int | None, str], int] = defaultdict(int)  # (line, module)
+    rerun = 0
     for proc in stacks:
         if proc.role != run_roles.WRITER:
             continue
-        writers += 1
         for frames, count in proc.samples.items():
             found = _import_in_main(frames, frame_parts)
-            if found:
-                module, line = found
-                seconds[module] += count / proc.rate_hz
-                line_of.setdefault(module, line)
-    if not writers:
+            if found is None:
+                continue
+            rerun += count
+            if found[1]:
+                counts[found] += count
+    if not rerun:
         return []
-    return sorted(((m, s / writers, line_of[m]) for m, s in seconds.items()), key=lambda x: -x[1])
+    total: dict[str, int] = defaultdict(int)
+    line_of: dict[str, int | None] = {}
+    for line in {line for line, _ in counts}:
+        names = {m for at, m in counts if at == line}
+        deepest = sorted(n for n in names if not any(m.startswith(n + ".") for m in names))
+        for module in names:
+            named = next(n for n in deepest if n == module or n.startswith(module + "."))
+            total[named] += counts[(line, module)]
+            line_of.setdefault(named, line)
+    return sorted(((m, n / rerun, line_of[m]) for m, n in total.items()), key=lambda x: (-x[1], x[0]))
 
 
-def _import_in_main(frames, frame_parts) -> tuple[str, int | None] | None:
-    """In a stack under spawn's prepare: the top-level module the script's
-    <module> frame was importing, and the script's line."""
+def _import_in_main(frames, frame_parts) -> tuple[int | None, str | None] | None:
+    """A stack in the re-run of the script (under spawn's prepare, in its
+    <module> frame): the script's line and the module it was importing there
+    (the next <module> frame's; None: not importing); None for any other stack."""
     at = next((i for i, f in enumerate(frames) if f.startswith("prepare (multiprocessing/spawn.py:")), None)
     if at is None:
         return None
     mains = [i for i in range(at + 1, len(frames)) if frame_parts(frames[i])[0] == "<module>"]
-    if len(mains) < 2:
+    if not mains:
         return None
-    line = frame_parts(frames[mains[0]])[2]
-    file = frame_parts(frames[mains[1]])[1] or ""
-    module = file.split("/", 1)[0].removesuffix(".py")
-    return (module, line) if module and not module.startswith("<") else None
+    module = module_of(frame_parts(frames[mains[1]])[1] or "") if len(mains) > 1 else None
+    return frame_parts(frames[mains[0]])[2], module
+
+
+def module_of(file: str) -> str | None:
+    """A frame's file, as the stacks shorten it by its sys.path entry, as a
+    module's dotted name (scipy/linalg/__init__.py: scipy.linalg); None for
+    a file that names none (<frozen ...>, an absolute path)."""
+    if file.startswith(("<", "/")) or not file.endswith(".py"):
+        return None
+    parts = file[:-3].split("/")
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts) if parts and all(p.isidentifier() for p in parts) else None
 
 
 def _cpu_list(cpus) -> str:
@@ -274,6 +423,10 @@ def attach(run, diagnoses: list[dict], saves: list[dict]) -> None:
                       for frame_file in _files(frames)})
     target = target_of(saves, diagnoses, main, modules)
     target.imports = imports_of(stacks, main)
+    pythons = sorted({e["data"].get("python") for e in run.events_of("process")} - {None})
+    target.python = pythons[0] if pythons else None
+    target.forkserver = preload.recorded(run)
+    target.native_threads = forkthreads.at_writer_starts(run)
     for d in wanted:
         d["fix"] = for_diagnosis(d, target, _saves_of(d, saves))
     # A start-up that re-runs __main__: the re-run's fix comes first, with the re-run's recovery.
@@ -281,7 +434,7 @@ def attach(run, diagnoses: list[dict], saves: list[dict]) -> None:
     for d in wanted:
         if d["code"] == "writer-startup" and (d["host"], d["pid"]) in rerun:
             first = rerun[(d["host"], d["pid"])]
-            d["fix"] = first + [f for f in d["fix"] if f["what"] not in {x["what"] for x in first}]
+            d["fix"] = first + [f for f in d["fix"] if f["id"] not in {x["id"] for x in first}]
 
 
 def _saves_of(d: dict, saves: list[dict]) -> int:

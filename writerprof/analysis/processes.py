@@ -8,7 +8,7 @@ from collections import Counter
 
 import numpy as np
 
-from writerprof.analysis import buffers, threads
+from writerprof.analysis import buffers, threads, work_windows
 from writerprof.analysis.samples import cpu_column, node_table, sample_rows
 from writerprof.run import roles as run_roles
 from writerprof.run import topology
@@ -56,9 +56,10 @@ WORKED_FROM_SAMPLES = "sampler"
 
 def _worked(by_threads, by_calls, by_samples) -> tuple[dict[str, float], str | None]:
     """The one answer to "which nodes did it work on", and where it comes from:
-    the CPU time of all its threads inside its work calls (all its life
-    without any), else its hooked calls' CPUs (runs without per-thread
-    readings), else the sampler's readings of it. Every report and diagnosis reads this."""
+    the CPU time of all its threads inside the spans it worked on the saves'
+    buffers (_thread_work), else its hooked calls' CPUs (runs without
+    per-thread readings), else the sampler's readings of it. Every report and
+    diagnosis reads this."""
     for found, source in ((by_threads, WORKED_FROM_THREADS), (by_calls, WORKED_FROM_CALLS),
                           (by_samples, WORKED_FROM_SAMPLES)):
         if found:
@@ -67,8 +68,9 @@ def _worked(by_threads, by_calls, by_samples) -> tuple[dict[str, float], str | N
 
 
 def table(run, idx) -> list[dict]:
-    """One row per process, its start_method None until with_start_methods
-    (the one field the saves give: summarize finds them beside the table)."""
+    """One row per process, its start_method None and where it worked empty
+    until with_start_methods and with_work (the fields the saves give:
+    summarize finds them beside the table)."""
     # Field by field: long because the row is wide, not because it branches;
     # the per-run lookups before the loop serve every row.
     role_of = run_roles.roles(run)
@@ -81,7 +83,7 @@ def table(run, idx) -> list[dict]:
     by_proc = np.argsort(rows_of_samples, kind="stable")
     bounds = np.searchsorted(rows_of_samples[by_proc], np.arange(-1, len(p) + 1)).tolist()
     affinity_log = _affinity_log(run)
-    work_nodes, thread_work = _thread_work(run, role_of)
+    work_nodes = _calls_work(run, role_of)
     found = buffers.readings(run)
     mapped, last_nodes = found.mapped, found.last_nodes
     # The columns as lists, and the samples' threads in process order once: a field
@@ -108,8 +110,6 @@ def table(run, idx) -> list[dict]:
                    if t >= created[row] and (exited[row] < 0 or t <= exited[row])]
         usage = next((d.get("rusage") for k, d in reversed(idx.events[row]) if k == "exit"), None) or {}
         last = run.samples[by_proc[end - 1]] if end > first else None
-        by_threads = thread_work.get(row, {})
-        worked, worked_from = _worked(by_threads.get("nodes"), work_nodes[row], sampled_nodes[row])
         out.append({
             "id": row,
             "host": host,
@@ -129,11 +129,11 @@ def table(run, idx) -> list[dict]:
             "samples": end - first,
             "cpu_nodes": sampled_nodes[row],
             "work_nodes": work_nodes[row],
-            "thread_nodes": by_threads.get("nodes", {}),
-            "thread_cpu_s": by_threads.get("cpu_s"),
-            "threads": by_threads.get("threads", []),
-            "worked_nodes": worked,
-            "worked_nodes_from": worked_from,
+            "thread_nodes": {},  # with_work
+            "thread_cpu_s": None,
+            "threads": [],
+            "worked_nodes": {},
+            "worked_nodes_from": None,
             "buffer_nodes": _buffer_nodes(mapped.get(row, ()), last_nodes.get(row, {})),
             "minflt": _counter(usage, "minflt", last, "minflt"),
             "majflt": _counter(usage, "majflt", last, "majflt"),
@@ -237,20 +237,49 @@ def _node_shares(table: np.ndarray) -> list[dict[str, float]]:
     return [shares({n: w for n, w in enumerate(row) if w > 0}) for row in table.tolist()]  # (not numpy's scalars)
 
 
-def _thread_work(run, role_of) -> tuple[list[dict[str, float]], dict[int, dict]]:
-    """Per process: the share of its work calls' time per node, and its
-    threads' CPU time inside those calls (all its life without any) per node."""
+def with_work(run, rows: list[dict], saves: list[dict]) -> list[dict]:
+    """The table's rows with where each process worked (_worked), its threads'
+    CPU time and its busiest threads, from _thread_work."""
+    found = _thread_work(run, [row["role"] for row in rows], saves)
+    for row in rows:
+        work = found.get(row["id"], {})
+        row["thread_nodes"], row["thread_cpu_s"] = work.get("nodes", {}), work.get("cpu_s")
+        row["threads"] = work.get("threads", [])
+        row["worked_nodes"], row["worked_nodes_from"] = _worked(row["thread_nodes"], row["work_nodes"],
+                                                                row["cpu_nodes"])
+    return rows
+
+
+def _calls_work(run, role_of) -> list[dict[str, float]]:
+    """Per process: the share of its work calls' time per node."""
     if not len(run.processes):
-        return [], {}
+        return []
     mine = _work_calls(run, role_of)
     c = run.chunk_columns
-    proc, start, end = c["proc"][mine], c["start_ns"][mine], c["end_ns"][mine]
-    found = threads.worked(run, proc, start, end)
+    return _work_nodes(run, c["proc"][mine], c["start_ns"][mine], c["end_ns"][mine], c["cpu"][mine])
+
+
+def _thread_work(run, role_of, saves: list[dict]) -> dict[int, dict]:
+    """Per process: its threads' CPU time per node (threads.worked, as shares)
+    inside the spans it worked on a save's buffers (work_windows), so that
+    neither its start-up nor what it did between saves counts; a process that
+    worked on none: inside its work calls (all its life without any)."""
+    if not len(run.processes):
+        return {}
+    windows = work_windows.spans(run, saves)
+    c = run.chunk_columns
+    windowed = np.zeros(len(run.processes), bool)
+    windowed[windows[0]] = True
+    calls = _work_calls(run, role_of) & ~windowed[c["proc"]]
+    row, start, end = (np.concatenate([span, c[name][calls].astype(np.int64)])
+                       for span, name in zip(windows, ("proc", "start_ns", "end_ns")))
+    order = np.argsort(row, kind="stable")  # by process: threads.worked takes a few at a time
+    found = threads.worked(run, row[order], start[order], end[order])
     for work in found.values():
         work["nodes"] = shares(work["nodes"])
         for thread in work["threads"]:
             thread["nodes"] = shares(thread["nodes"])
-    return _work_nodes(run, proc, start, end, c["cpu"][mine]), found
+    return found
 
 
 def _buffer_nodes(mapped, last_nodes: dict) -> dict[str, float]:

@@ -8,6 +8,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from writerprof.analysis import binding
 from writerprof.analysis.processes import dominant
 from writerprof.analysis.saves import COMPONENTS
 from writerprof.run import roles as run_roles
@@ -93,21 +94,48 @@ def stragglers(saves: list[dict]) -> list[dict]:
 
 
 def placement_consistency(procs: list[dict], topology: dict) -> dict:
-    """Whether every rank's writers had the same CPUs and nodes, per host, and
-    whether the hosts are alike."""
-    hosts = defaultdict(lambda: defaultdict(set))
+    """Whether every rank's writers are placed alike, per host, compared by
+    shape (binding.Host.shape: one core per rank is alike whichever core);
+    per host, each rank's writers' CPUs and nodes, the aspects of the shape
+    that differ between its ranks, and the CPUs bound ranks share; and
+    whether the hosts are alike. topology: the run's snapshots, per host."""
+    writers = defaultdict(int)
     for p in procs:
-        if p["role"] != run_roles.WRITER:
-            continue
-        h = hosts[p["host"]]
-        h["writer_cpus"].add(tuple(p["allowed_cpus"]))
-        h["writer_node"].add(dominant(p["worked_nodes"])[0])
-        h["buffer_node"].add(dominant(p["buffer_nodes"])[0])
-    per_host = {host: {key: sorted(values, key=lambda v: (v is None, v)) for key, values in h.items()}
-                for host, h in hosts.items()}
-    shapes = {host: (len(t.get("nodes", {})), t.get("cpus")) for host, t in topology.items()}
+        if p["role"] == run_roles.WRITER:
+            writers[(p["host"], p["rank"], tuple(p["allowed_cpus"]), dominant(p["worked_nodes"])[0],
+                     dominant(p["buffer_nodes"])[0])] += 1
+    hosts = {host: binding.Host(t) for host, t in topology.items()}
+    placed = defaultdict(list)
+    for (host, rank, cpus, writer_node, buffer_node), count in writers.items():
+        place = hosts.get(host) or binding.Host({})
+        placed[host].append({"rank": rank, "writers": count, "cpus": list(cpus),
+                             "nodes": sorted({place.node_of[c] for c in cpus if c in place.node_of}),
+                             "writer_node": writer_node, "buffer_node": buffer_node,
+                             "shape": place.shape(cpus, writer_node, buffer_node)})
+    per_host = {}
+    for host, rows in sorted(placed.items()):
+        rows.sort(key=lambda r: (r["rank"] is None, r["rank"] or 0, r["cpus"]))
+        per_host[host] = {"ranks": rows, "shared": _shared_cpus(rows),
+                          "differs": [name for name in binding.ASPECTS
+                                      if len({binding.aspect(r["shape"], name) for r in rows}) > 1]}
+    shapes = {(len(t.get("nodes", {})), hosts[host].cpus) for host, t in topology.items()}
     return {
         "hosts": per_host,
-        "consistent": all(len(v) <= 1 for h in per_host.values() for v in h.values()),
-        "hosts_alike": len(set(shapes.values())) <= 1,
+        "consistent": not any(h["differs"] or h["shared"] for h in per_host.values()),
+        "hosts_alike": len(shapes) <= 1,
     }
+
+
+def _shared_cpus(rows: list[dict]) -> list[dict]:
+    """The CPUs that two bound ranks or more were given, grouped by those ranks
+    (unbound ranks all have the whole host: nothing of theirs is counted)."""
+    ranks_of = defaultdict(set)
+    for r in rows:
+        if r["rank"] is not None and r["shape"]["bound"]:
+            for cpu in r["cpus"]:
+                ranks_of[cpu].add(r["rank"])
+    cpus_of = defaultdict(list)
+    for cpu, ranks in sorted(ranks_of.items()):
+        if len(ranks) > 1:
+            cpus_of[tuple(sorted(ranks))].append(cpu)
+    return [{"cpus": cpus, "ranks": list(ranks)} for ranks, cpus in sorted(cpus_of.items())]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from writerprof import forked
-from writerprof.analysis import affinity, binding, clocks, diagnoses, groups, hostwise, placement, processes
+from writerprof.analysis import affinity, binding, clocks, diagnoses, ending, groups, hostwise, placement, processes
 from writerprof.analysis import numa_activity, ranks, saves, starts, timeline
 from writerprof.analysis.hooks import unmatched_in
 from writerprof.analysis.unprobed import not_probed
@@ -41,7 +41,9 @@ def summarize(run) -> Summary:
         save["end_s"] = (save["end_ns"] + offsets.get(save["host"], 0) - origin) / 1e9
     for proc in procs:
         _shift(proc, offsets.get(proc["host"], 0) / 1e9)
-    rank_rows = ranks.per_rank(found)
+    ended = ending.ending(run, found, offsets)  # each save's status: the figures take the complete ones
+    kept = ending.complete(found)
+    rank_rows = ranks.per_rank(kept)
     pythons = sorted({p["python"] for p in procs if p["python"]})
     topology_of = {host: {"nodes": {n: info["cpus"] for n, info in t.get("nodes", {}).items()},
                           "cpus": len(topology.cpu_nodes(t)), "cpu_model": t.get("cpu_model")}
@@ -50,14 +52,14 @@ def summarize(run) -> Summary:
     def plotted():
         return (placement.buffer_placement(run, procs, found), affinity.affinity(run, procs, found, offsets),
                 timeline.chunk_timeline(run, idx, procs, found, offsets), numa_activity.numa_activity(run, procs, found),
-                groups.process_groups(procs), groups.save_indices(found))
+                groups.process_groups(procs), groups.save_indices(kept))
 
     # The diagnoses forked on a big run, beside the rest (CPU s of the child
     # and this process, 1M chunks: 0.29 and 0.43, 10M: 1.0-1.2 and 0.7-1.0;
     # with the groups' rows in the child 0.37 and 0.37, 1.6 and 0.9; with the
     # buffers' placement 0.46 and 0.28, 1.25 and 0.7).
     found_diagnoses, (buffers_placed, affinities, chunk_timeline, numa, process_groups, save_indices) = (
-        forked.beside if big else forked.in_turn)(lambda: diagnoses.diagnose(run, procs, found), plotted)
+        forked.beside if big else forked.in_turn)(lambda: diagnoses.diagnose(run, procs, kept), plotted)
     return {
         "schema": SCHEMA,
         "run": {
@@ -75,18 +77,20 @@ def summarize(run) -> Summary:
             "outlived_cmd": list(run.meta.get("outlived_cmd") or []),
             "probes_unmatched": unmatched_in(run),
             "not_probed": not_probed(run),
+            "ending": ended,
+            "slurm": ending.slurm(run.meta),
         },
         "topology": topology_of,
         "clocks": clock,
         "processes": procs,
         "saves": found,
-        "throughput": throughput(found),
+        "throughput": throughput(kept),
         "ranks": rank_rows,
         "ranks_per_host": ranks.per_host(rank_rows),
-        "aggregate": ranks.aggregate(found, offsets),
-        "stragglers": ranks.stragglers(found),
-        "placement": ranks.placement_consistency(procs, topology_of),
-        "binding": binding.launcher_binding(procs, topology_of),
+        "aggregate": ranks.aggregate(kept, offsets),
+        "stragglers": ranks.stragglers(kept),
+        "placement": ranks.placement_consistency(procs, run.topology),
+        "binding": binding.launcher_binding(procs, run.topology),
         "diagnoses": found_diagnoses,
         "process_groups": process_groups,
         "save_indices": save_indices,
@@ -110,7 +114,7 @@ def _saves_and_processes(run, idx, parts) -> tuple[list[dict], list[dict]]:
 
         theirs, (procs, ours) = forked.beside(lambda: saves.in_parts(run, idx, parts[:cut]), here)
         found = hostwise.joined(theirs + ours)
-    return found, processes.with_start_methods(procs, found)
+    return found, processes.with_work(run, processes.with_start_methods(procs, found), found)
 
 
 def throughput(found: list[dict]) -> Throughput:

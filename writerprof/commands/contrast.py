@@ -12,9 +12,17 @@ recordings.
 Every run uses the command's own code; only the start method is switched,
 by the probe (WRITERPROF_FORCE_START_METHOD), whatever the command asks for.
 Methods: fork, forkserver, spawn, and what-ifs on forkserver, each removing
-one cause and nothing else:
-  forkserver+preload  the target's module preloaded in the forkserver, and the
-                      parent's __main__ not re-run in the children
+one cause and nothing else. Two run an action of the plain forkserver
+recording's fix itself, with exactly its modules (so forkserver is recorded
+before them):
+  forkserver+preload  multiprocessing.set_forkserver_preload(ITS LIST), the
+                      program's own list replaced; CPython does the rest
+                      ('__main__' in it is skipped before 3.13.8 and 3.14.1)
+  forkserver+guard    the writers' re-run of __main__ defers the imports the
+                      fix says to move, to their first use: as if they were
+                      under `if __name__ == "__main__":` or inside the
+                      functions that use them (a target in __main__ too)
+and the others:
   forkserver+pin      each child takes the CPU affinity of the process that
                       started it, not the forkserver's
   forkserver+local    each writer runs on the node holding its buffers (and the
@@ -22,9 +30,11 @@ one cause and nothing else:
                       touched, is pinned to the node it is on)
   forkserver+first-touch  each buffer is first touched, at its creation, from
                       the node its writer will run on
-The first method is the reference. A what-if that cannot apply (the target
-lives in __main__; this Python does not re-run __main__; the writers already
-had their producer's CPUs; one NUMA node) is reported and not run. The plain
+The first method is the reference. A what-if that cannot apply (this Python
+does not re-run __main__; the fix has no such action to run; the writers
+already had their producer's CPUs; one NUMA node) is reported, not run, and
+named after the verdict as not tested; where none but the reference is left,
+contrast writes contrast.json and exits 1. The plain
 forkserver recording's numa-mismatch and affinity-divergence warnings are
 listed with the seconds per save the what-if removing their cause won back
 (cost_s; placement_costs in contrast.json).
@@ -52,9 +62,12 @@ from writerprof.analysis import contrast
 from writerprof import interrupts
 from writerprof.commands.common import new_directory, write_text
 from writerprof.errors import Interrupted, UsageError, WriterprofError
-from writerprof.probes.writerprof_probe.format import FORCE_ENV, MITIGATE_ENV, START_METHODS
+from writerprof.probes.writerprof_probe.format import (DEFER_ENV, FORCE_ENV, MITIGATE_ENV, PRELOAD_ENV,
+                                                       START_METHODS)
 
 WHAT_IFS = contrast.WHAT_IFS
+# Where the probe reads the modules of a what-if that runs the fix's advice.
+MODULES_ENV = {"preload": PRELOAD_ENV, "guard": DEFER_ENV}
 _INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
 REPRO_ARGS = ["repro", "--saves", "4", "--size", "512MiB", "--main-imports", "numpy,matplotlib.pyplot"]
 
@@ -78,6 +91,10 @@ def methods_from(text: str) -> list[str]:
             raise UsageError(f"--methods: unknown method {m!r} (known: {', '.join(known)})")
     if len(methods) < 2 or len(set(methods)) != len(methods):
         raise UsageError("--methods: name at least two different methods, the reference first")
+    for m in methods:
+        if m in contrast.ADVISED and contrast.PLAIN not in methods[:methods.index(m)]:
+            raise UsageError(f"--methods: {m} runs the fix of the {contrast.PLAIN} recording: name "
+                             f"{contrast.PLAIN} before it")
     return methods
 
 
@@ -111,24 +128,28 @@ def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     runs: list[dict] = []
     skipped: dict[str, str] = {}
+    advised: dict[str, list[str]] = {}
     count = 0
     for repeat in range(1, args.repeat + 1):
         for method in methods:
             if method in skipped:
                 continue
             count += 1
-            runs.append(_record_one(out / "runs", command, method, repeat, count, total, started))
+            runs.append(_record_one(out / "runs", command, method, repeat, count, total, started,
+                                    advised.get(method)))
             summary = runs[-1]["summary"]
             if repeat == 1 and method == contrast.PLAIN:
+                advised.update((m, found) for m, found in contrast.advice(summary).items() if m in methods)
+                for m, modules in advised.items():
+                    print(f"  {m}: runs the fix with {modules!r}", file=sys.stderr)
                 skipped.update(contrast.cannot_apply(summary, methods))
                 for skip, reason in skipped.items():
                     print(f"  {skip}: not run: {reason}", file=sys.stderr)
                 total -= args.repeat * len(skipped)
-    result = contrast.result(command, methods, args.repeat, runs, skipped)
+    result = contrast.result(command, methods, args.repeat, runs, skipped, advised)
     write_text(out / "contrast.json", json.dumps(result, indent=1), "contrast result")
     if not result["comparisons"]:  # the reasons were printed as the what-ifs were skipped
-        print(f"writerprof contrast: {result['verdict']}; {out / 'contrast.json'}")
-        return 0
+        raise WriterprofError(f"{result['verdict']}; {out / 'contrast.json'}")
     _write_html(out, result, runs)
     sys.stdout.write(terminal.contrast_text(result, out / "contrast.html"))
     for d in result["placement_costs"]:
@@ -138,8 +159,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _record_one(runs_dir: Path, command: list[str], method: str, repeat: int, count: int, total: int,
-                started: float) -> dict:
-    """The count-th of total recordings: command under method, its progress line, and its summary."""
+                started: float, modules: list[str] | None) -> dict:
+    """The count-th of total recordings: command under method (a what-if that
+    runs the fix's advice with its modules), its progress line, and its summary."""
     from writerprof.record import interposer
     from writerprof.record import session as recording
     from writerprof.run import directory
@@ -148,6 +170,8 @@ def _record_one(runs_dir: Path, command: list[str], method: str, repeat: int, co
     env = {FORCE_ENV: base}
     if what_if:
         env[MITIGATE_ENV] = what_if
+    if what_if in MODULES_ENV:
+        env[MODULES_ENV[what_if]] = ",".join(modules or ())
     path = runs_dir / f"{count:02d}-{method.replace('+', '-')}"
     run_dir = directory.create(path, command, interval_ns=recording.INTERVAL_NS,
                                sampler=True, probes=[], env={}, what_if=env, interposer=interposer.available())

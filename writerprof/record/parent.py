@@ -17,6 +17,7 @@ alone: record waits on."""
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import sys
 
@@ -33,6 +34,11 @@ class Forwarding:
     once follow() names it (one that came before, when it does); the
     terminal given to CMD and taken back at the end; wait() follows CMD's
     stops as a job's."""
+
+    def __init__(self, on_ending=None):
+        # Called with each ENDING signal once it is passed on: record's own
+        # part of an end (run.json told, samples flushed), while CMD has its grace period.
+        self._on_ending = on_ending
 
     def __enter__(self) -> Forwarding:
         self._group: int | None = None
@@ -55,13 +61,15 @@ class Forwarding:
             self.received.append(signum)
         if self._group is None:
             self._early.append(signum)
-            return
-        if signum == signal.SIGCONT:  # fg: the terminal is ours again, and CMD's while it runs
-            self._give_terminal()
-        try:
-            os.killpg(self._group, signum)
-        except ProcessLookupError:
-            pass
+        else:
+            if signum == signal.SIGCONT:  # fg: the terminal is ours again, and CMD's while it runs
+                self._give_terminal()
+            try:
+                os.killpg(self._group, signum)
+            except ProcessLookupError:
+                pass
+        if signum in ENDING and self._on_ending is not None:
+            self._on_ending(signum)
 
     def follow(self, group: int) -> None:
         self._group = group
@@ -129,6 +137,23 @@ class Forwarding:
                 os.tcsetpgrp(fd, self._group)
         except OSError:
             pass
+
+
+def end_as(signum: int) -> None:
+    """End record by the signal that ended CMD, as a transparent parent
+    does (timeout, tini): the shell or scheduler that waits for record then
+    sees what it would see of CMD. No core file of record's own. Returns
+    only if that signal does not end a process."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    except (OSError, ValueError):
+        pass
+    if signum not in (signal.SIGKILL, signal.SIGSTOP):  # (no handler can be set for those)
+        signal.signal(signum, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, (signum,))
+    os.kill(os.getpid(), signum)
 
 
 def _terminal() -> int | None:

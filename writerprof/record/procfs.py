@@ -62,6 +62,41 @@ def parse_thread_stat(data: bytes) -> ThreadStat:
                       start_ticks=int(f[19]))
 
 
+def parse_schedstat(data: bytes) -> tuple[int, int]:
+    """/proc/PID/task/TID/schedstat ("RUN_NS DELAY_NS TIMESLICES"): the
+    nanoseconds the thread ran, and waited on a run queue for a CPU."""
+    run, delay, _ = data.split(None, 2)
+    return int(run), int(delay)
+
+
+def parse_involuntary(data: bytes) -> int:
+    """A status file's nonvoluntary_ctxt_switches (-1 if it has none), from
+    its bytes: the one field the sampler reads of a thread's."""
+    at = data.find(b"\nnonvoluntary_ctxt_switches:")
+    if at < 0:
+        return -1
+    end = data.find(b"\n", at + 29)
+    return int(data[at + 29:end if end >= 0 else None])
+
+
+CpuTimes = namedtuple("CpuTimes", ("cpu", "busy_ns", "idle_ns", "steal_ns"))
+
+
+def parse_cpu_times(data: bytes) -> list[CpuTimes]:
+    """/proc/stat's cpuN lines (clock ticks): busy is user, nice, system,
+    irq and softirq (guest time is in user already); idle, idle and iowait."""
+    found = []
+    # Whole lines only (a read cut short ends in part of one); the first sums every CPU.
+    for line in data[:data.rfind(b"\n")].split(b"\n")[1:]:
+        if not line.startswith(b"cpu"):
+            break
+        f = line.split()
+        user, nice, system, idle, iowait, irq, softirq, steal = (int(v) for v in f[1:9])
+        found.append(CpuTimes(int(f[0][3:]), (user + nice + system + irq + softirq) * TICK_NS,
+                              (idle + iowait) * TICK_NS, steal * TICK_NS))
+    return found
+
+
 def _field(text: str, key: str) -> str | None:
     """The value of a "key: value" line ("\\n" before the key: exact names only)."""
     at = text.find("\n" + key + ":")
@@ -177,9 +212,9 @@ class _KeptFiles:
 
 class TaskFiles(_KeptFiles):
     """One file of every thread of a process (/proc/PID/task/TID/NAME), read
-    tick after tick. The sampler reads them for each thread of each sampled
-    process, and a native pool has hundreds: up to keep_open of them stay
-    open (keyed by tid)."""
+    tick after tick, and others of some threads (read_one). The sampler reads
+    them for each thread of each sampled process, and a native pool has
+    hundreds: up to keep_open of them stay open (keyed by tid, and TID/OTHER)."""
 
     def __init__(self, system: System, pid: int | str, name: str, keep_open: int):
         super().__init__()
@@ -205,19 +240,24 @@ class TaskFiles(_KeptFiles):
                 self.close()
                 return []
             self._stood = given is not None and given == self._given
+            if self.fds and tids != self._tids:  # the files of threads that ended
+                alive = set(tids)
+                for key in [k for k in self.fds if k.partition("/")[0] not in alive]:
+                    os.close(self.fds.pop(key))
             self._tids, self._given = tids, given
         found = []
         for tid in tids:
             data = self._read_kept(tid, len(self.fds) < self.keep_open)
             if data is not None:
                 found.append((tid, data))
-        if len(self.fds) > len(tids):  # threads that ended
-            for tid in self.fds.keys() - set(tids):
-                os.close(self.fds.pop(tid))
         return found
 
-    def _path(self, tid: str) -> str:
-        return self.base + tid + self.name
+    def read_one(self, tid: str, name: str) -> bytes | None:
+        """Another file of one of the threads read() listed (None: gone)."""
+        return self._read_kept(tid + "/" + name, len(self.fds) < self.keep_open)
+
+    def _path(self, key: str) -> str:
+        return self.base + key if "/" in key else self.base + key + self.name
 
 
 class ProcessFiles(_KeptFiles):
@@ -292,6 +332,8 @@ def children(system: System, pid: int, files: TaskFiles | None = None) -> list[i
 class HostFiles(_KeptFiles):
     """Host-wide /proc files (keyed by path) read tick after tick, kept open
     on the host's own /proc (a fixture tree's are read through its System)."""
+
+    _READ_BYTES = 65536  # /proc/stat's CPU lines, ~70 bytes each, come first: ~900 CPUs'
 
     def __init__(self, system: System):
         super().__init__()

@@ -1,9 +1,11 @@
 """The out-of-process sampler of `writerprof record`: a thread of the launcher
 that reads /proc for the recorded command's processes every interval and
-appends to HOST_DIR/samples.bin, threads.bin and sampled.jsonl (formats:
-run.layout), every FLUSH_EVERY_NS and at stop(). Each process's threads are
-read only in ticks where its CPU time grew: an idle process costs one stat
-read, however many threads it has.
+appends to HOST_DIR/samples.bin, threads.bin, cpus.bin and sampled.jsonl
+(formats: run.layout), every FLUSH_EVERY_NS and at stop(). Each process's
+threads are read only in ticks where its CPU time grew: an idle process
+costs one stat read, however many threads it has. Of a thread, its
+schedstat first (its CPU time in ns and its run-queue delay): where that
+did not change it has not run, and its stat is not read.
 
 What a tick costs is mostly its code being cold: after 50 ms of the
 recorded processes on the CPU, each builtin and each kind of system call a
@@ -50,9 +52,20 @@ WRITER_ROLES = frozenset({"fork_child", "forkserver_child", "spawn_child"})
 # buffers it touched already does not (a read was ~4 ms of a 0.75 ms tick's
 # average for such a producer here).
 NUMA_MAPS_EVERY_NS = 2_000_000_000
-# Thread stat files the sampler keeps open, in all (procfs.TaskFiles): far below
-# the usual limit of 1024 descriptors, as record has files of its own.
+# Thread files (schedstat, stat, status) the sampler keeps open, in all
+# (procfs.TaskFiles): far below the usual limit of 1024 descriptors, as record
+# has files of its own.
 THREAD_FILES_OPEN = 384
+# A thread's run-queue delay is written once it grew this much since its
+# last record (or with its CPU time, a clock tick's growth): a wake-up waits
+# microseconds on the queue, a contended thread milliseconds a tick, and a
+# record (and a read of its status) for every thread that ran cost 2-4x the
+# tick. Less than this is counted at the thread's next record, late.
+RUN_DELAY_NS = 1_000_000
+# The host's CPU times (/proc/stat) are read every tick and written for the
+# ticks in which a thread's delay was written (and the tick before, to count
+# from): who else held the CPUs then. A record a CPU every tick would be
+# ~250 MB an hour on 192 CPUs.
 SAMPLER_NICE = 10  # added to the sampler thread's niceness: a tenth of the recorded processes' share
 # Processes whose stat, status and io files the sampler keeps open (ProcessFiles):
 # a run's writers and producer; with THREAD_FILES_OPEN and the two trees'
@@ -108,8 +121,9 @@ class _Process:
         self.read_ns = 0  # the previous tick's read of it
         self.cpu_ns = -1  # its utime + stime then
         self.thread_count = 0
-        self.threads: dict[str, tuple] = {}  # tid -> (its stat, start_ticks, utime + stime) last read
-        self.thread_reader: procfs.TaskFiles | None = None  # its threads' stat files
+        # tid -> _Thread as last read
+        self.threads: dict[str, _Thread] = {}
+        self.thread_reader: procfs.TaskFiles | None = None  # its threads' schedstat (or stat) files, and others
         self.files = files
         self.stat_text = ""  # its stat as last read
         self.stat: procfs.Stat | None = None  # stat_text parsed
@@ -117,6 +131,13 @@ class _Process:
         self.io: procfs.Io | None = None  # io_text parsed
         self.status: procfs.Status | None = None  # its status as last read (at status_ns): STATUS_EVERY_NS
         self.status_ns = 0
+
+
+# A thread as last read: the file that tells whether it ran (its schedstat,
+# or its stat where the kernel has none), its stat (procfs.ThreadStat: its
+# CPU time and start, for a tid reused), its schedstat's CPU time (ns), and
+# the run-queue delay and involuntary switches of its last record.
+_Thread = namedtuple("_Thread", ("seen", "stat", "run_ns", "delay_ns", "involuntary"))
 
 
 class Sampler:
@@ -138,7 +159,17 @@ class Sampler:
         ownfile.make_dirs(host_dir)
         self._samples_fd = ownfile.create(Path(host_dir) / layout.SAMPLES_FILE)
         self._sampled_fd = ownfile.create(Path(host_dir) / layout.SAMPLED_FILE)
-        self._threads_fd = ownfile.create(Path(host_dir) / layout.THREADS_FILE)
+        self._threads_fd = _create(Path(host_dir) / layout.THREADS_FILE,
+                                   layout.header(layout.THREADS_MAGIC, layout.THREADS_VERSION, layout.THREAD_SAMPLE))
+        # Where the kernel has no schedstat (no CONFIG_SCHED_INFO), a thread's stat tells
+        # whether it ran, and no delay is read: no CPU times are needed either.
+        self._thread_file = "schedstat" if system.read("/proc/self/schedstat") is not None else "stat"
+        self._cpus_fd = _create(Path(host_dir) / layout.CPUS_FILE,
+                                layout.header(layout.CPUS_MAGIC, layout.CPUS_VERSION, layout.CPU_SAMPLE))
+        self._host = procfs.HostFiles(system)
+        self._waited = False  # whether a thread's delay was written this tick
+        self._cpu_times: list[bytes] = []  # the last tick's CPU_SAMPLE records ...
+        self._cpu_times_written = True  # ... and whether they were
         self._lock = threading.Lock()  # one tick at a time; status() between ticks
         self._stopping = threading.Event()
         # stop() wakes the thread through this pipe: a poll of it costs the thread less than an Event's wait.
@@ -163,6 +194,7 @@ class Sampler:
         self._cpu_ns: int | None = None  # the thread's CPU time, once it has ended
         self._samples: list[bytes] = []  # this tick's records, written at its end
         self._thread_samples: list[bytes] = []
+        self._cpu_samples: list[bytes] = []
         self._thread_files = 0  # thread stat files held open, in all (THREAD_FILES_OPEN)
         self._records: list[dict] = []
         self._numa_counters = vmstat.Readings(system)
@@ -192,12 +224,23 @@ class Sampler:
                 self._close_threads(proc)
             if self._own_tree:
                 self._tree.close()
-            os.close(self._samples_fd)
-            os.close(self._sampled_fd)
-            os.close(self._threads_fd)
+            self._host.close()
+            for fd in (self._samples_fd, self._sampled_fd, self._threads_fd, self._cpus_fd):
+                os.close(fd)
             if self._procs_fd >= 0:
                 os.close(self._procs_fd)
-            self._samples_fd = self._sampled_fd = self._threads_fd = -1
+            self._samples_fd = self._sampled_fd = self._threads_fd = self._cpus_fd = -1
+
+    def flush(self) -> None:
+        """Write what the thread holds now, if it can within 50 ms (this
+        may run in a signal handler, in the middle of the thread's own code)."""
+        if not self._lock.acquire(timeout=0.05):
+            return
+        try:
+            if not self._closed:
+                self._flush()
+        finally:
+            self._lock.release()
 
     def status(self) -> SamplerStatus:
         with self._lock:
@@ -280,9 +323,28 @@ class Sampler:
         self._read_journal_names()
         tree = self._tree.pids(self._tree_fresh_ns)
         in_tree = set(tree)
+        self._waited = False
         for pid in dict.fromkeys([*tree, *self._journal_pids, *self._live]):
             self._sample(pid, pid in in_tree)
+        if self._thread_file == "schedstat":
+            self._read_cpu_times()
         self._records += self._numa_counters.tick(time.monotonic_ns(), self._live)
+
+    def _read_cpu_times(self) -> None:
+        """The host's CPU times, written where the threads waited (RUN_DELAY_NS)."""
+        data = self._host.read("/proc/stat")
+        if data is None:
+            return
+        t_ns = time.monotonic_ns()
+        before, self._cpu_times = self._cpu_times, [layout.CPU_SAMPLE.pack(t_ns, *c)
+                                                    for c in procfs.parse_cpu_times(data)]
+        if not self._waited:
+            self._cpu_times_written = False
+            return
+        if not self._cpu_times_written:
+            self._cpu_samples += before
+        self._cpu_samples += self._cpu_times
+        self._cpu_times_written = True
 
     def _sample(self, pid: int, in_tree: bool) -> None:
         t_ns = time.monotonic_ns()
@@ -343,40 +405,59 @@ class Sampler:
 
     def _sample_threads(self, proc: _Process, stat: procfs.Stat, t_ns: int) -> None:
         """A THREAD_SAMPLE for each thread whose CPU time grew since the last
-        tick. The process's stat sums its threads' times: unchanged, and with
-        as many threads, none of them ran."""
+        tick, or its run-queue delay by RUN_DELAY_NS. The process's stat sums
+        its threads' times: unchanged, and with as many threads, none of them ran."""
         cpu_ns = stat.utime_ns + stat.stime_ns
         since, proc.read_ns = proc.read_ns, t_ns
         if cpu_ns == proc.cpu_ns and stat.threads == proc.thread_count:
             return
         proc.cpu_ns, proc.thread_count = cpu_ns, stat.threads
         if proc.thread_reader is None:
-            proc.thread_reader = procfs.TaskFiles(self.system, proc.pid, "stat", 0)
+            proc.thread_reader = procfs.TaskFiles(self.system, proc.pid, self._thread_file, 0)
         reader = proc.thread_reader
         had = len(reader.fds)
         reader.keep_open = had + max(0, THREAD_FILES_OPEN - self._thread_files)  # what is left of the budget
         read = reader.read(self._tree.last_pid, stat.threads)  # (the tree read its last pid before the stat)
-        self._thread_files += len(reader.fds) - had
+        by_schedstat = self._thread_file == "schedstat"
         known, now = proc.threads, {}
-        for tid, data in read:
+        for tid, seen in read:
             last = known.get(tid)
-            if last is not None and last[0] == data:  # its stat as it was: it has not run (most threads)
+            if last is not None and last.seen == seen:  # as it was: it has not run (most threads)
                 now[tid] = last
                 continue
-            if not data:  # being reaped
+            if not seen:  # being reaped
                 continue
-            thread = procfs.parse_thread_stat(data)
-            used = thread.utime_ns + thread.stime_ns
-            if last is None or last[1] != thread.start_ticks:  # new, or its tid reused
-                last = (b"", thread.start_ticks, 0)
+            run_ns, delay = procfs.parse_schedstat(seen) if by_schedstat else (0, -1)
+            if last is None or not by_schedstat or run_ns < last.run_ns or delay < last.delay_ns or (
+                    run_ns // procfs.TICK_NS != last.run_ns // procfs.TICK_NS):
+                # Its stat's CPU time counts clock ticks: read where it may have moved (or a tid was reused).
+                data = reader.read_one(tid, "stat") if by_schedstat else seen
+                if not data:
+                    continue
+                thread = procfs.parse_thread_stat(data)
+            else:
+                thread = last.stat
+            first = last is None or last.stat.start_ticks != thread.start_ticks  # new, or its tid reused
+            if first:
+                last = _Thread(b"", thread._replace(utime_ns=0, stime_ns=0), 0, 0, 0 if by_schedstat else -1)
                 began = max(since, procfs.start_ns(thread.start_ticks))
             else:
                 began = since
-            if used > last[2]:
+            waited = delay - last.delay_ns >= RUN_DELAY_NS
+            self._waited |= waited
+            involuntary = last.involuntary
+            if waited or (first and delay > 0):  # (a thread's count from its start: read once, whatever it is)
+                status = reader.read_one(tid, "status")
+                if status:
+                    involuntary = procfs.parse_involuntary(status)
+            if waited or thread.utime_ns + thread.stime_ns > last.stat.utime_ns + last.stat.stime_ns:
                 self._thread_samples.append(layout.THREAD_SAMPLE.pack(
                     t_ns, began, proc.pid, thread.tid, thread.cpu, thread.utime_ns, thread.stime_ns,
-                    thread.name.encode()[:15]))
-            now[tid] = (data, thread.start_ticks, used)
+                    thread.name.encode()[:15], delay, involuntary))
+                now[tid] = _Thread(seen, thread, run_ns, delay, involuntary)
+            else:  # its delay and CPU time as last written: what grew since is counted at its next record
+                now[tid] = _Thread(seen, thread, run_ns, last.delay_ns, involuntary)
+        self._thread_files += len(reader.fds) - had
         proc.threads = now
 
     def _close_threads(self, proc: _Process) -> None:
@@ -466,8 +547,8 @@ class Sampler:
             proc.role = _journal_role(found[1])
 
     def _flush(self) -> None:
-        samples, threads, records = self._samples, self._thread_samples, self._records
-        self._samples, self._thread_samples, self._records = [], [], []
+        samples, threads, cpus, records = self._samples, self._thread_samples, self._cpu_samples, self._records
+        self._samples, self._thread_samples, self._cpu_samples, self._records = [], [], [], []
         if self.write_error is not None:
             return
         try:
@@ -475,6 +556,8 @@ class Sampler:
                 _write_whole(self._samples_fd, b"".join(samples))
             if threads:
                 _write_whole(self._threads_fd, b"".join(threads))
+            if cpus:
+                _write_whole(self._cpus_fd, b"".join(cpus))
             if records:
                 _write_whole(self._sampled_fd, "".join(json.dumps(r) + "\n" for r in records).encode())
         except OSError as exc:
@@ -510,6 +593,14 @@ def _journal_role(path: Path) -> str | None:
     except ValueError:
         return ""
     return str(identity.get("role") or "") if isinstance(identity, dict) else ""
+
+
+def _create(path: Path, header: bytes) -> int:
+    """A record file of the run, its header written first (layout.HEADER)."""
+    fd = ownfile.create(path)
+    if os.fstat(fd).st_size == 0:
+        _write_whole(fd, header)
+    return fd
 
 
 def _write_whole(fd: int, data: bytes) -> None:

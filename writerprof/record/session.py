@@ -36,7 +36,7 @@ from writerprof.errors import UsageError, WriterprofError
 from writerprof.probes.writerprof_probe import format as journal_format
 from writerprof.probes.writerprof_probe import identity
 from writerprof.probes.writerprof_probe.format import host_name
-from writerprof.record import interposer, launchers, parent, probestacks, procfs, topology
+from writerprof.record import interposer, launchers, parent, probestacks, procfs, slurm, topology
 from writerprof.record.pythons import PROBE_DIR
 from writerprof.record.stackoptions import BY_PROBE, StackOptions
 from writerprof.record.sampler import Sampler, journaled_by
@@ -111,13 +111,16 @@ def run(output: Path | None, command: list[str], *, interval_ns: int, probes: li
     exit status."""
     run_dir = directory.create(output, command, interval_ns=interval_ns, sampler=sampler, probes=probes,
                                env=identity.allowed_env(os.environ), stacks=stacks.settings(),
-                               save_files=save_files, interposer=interposer.available())
+                               save_files=save_files, interposer=interposer.available(),
+                               slurm=slurm.context(os.environ))
     print(f"writerprof record: recording into {run_dir}", file=sys.stderr)
     started = time.monotonic()
     recorded = record(run_dir, command, interval_ns, probes, sampler=sampler, stacks=stacks)
     for note in recorded.notes:
         print(f"writerprof record: {note}", file=sys.stderr)
     print(_summary(run_dir, time.monotonic() - started, recorded), file=sys.stderr)
+    if recorded.killed_by is not None:  # as CMD ended: its shell, and Slurm, see the signal, not 128+N
+        parent.end_as(recorded.killed_by)
     return recorded.exit_status
 
 
@@ -129,6 +132,7 @@ class Recorded:
     def __init__(self, exit_status: int):
         self.exit_status = exit_status  # CMD's, 128+N if signal N killed it
         self.signals: list[int] = []  # the signals asking CMD to end that record passed on (parent.ENDING)
+        self.signals_at: list[dict] = []  # each as run.json's "signals" has it (name, wall and monotonic ns)
         self.killed_by: int | None = None  # the signal that ended CMD, if one did
         self.notes: list[str] = []  # py-spy's one-liners, held while CMD ran
         self.incomplete: list[str] = []  # what the run directory lacks, and why
@@ -169,10 +173,12 @@ def record(run_dir: Path, command: list[str], interval_ns: int, probes: list[str
         recorded.incomplete.append(f"no topology: {exc}")
     env = probe_environment(run_dir, probes, extra={**(extra_env or {}), **(
         probestacks.environment(stacks) if stacks.by_probe else {})}, interval_ns=interval_ns, command=command)
-    with parent.Forwarding() as signals:
+    ending = _Ending(run_dir, recorded)
+    with parent.Forwarding(on_ending=ending.received) as signals:
         child = _start(run_dir, command, env, output, stacks, recorded)
         signals.follow(child.pid)
-        status, stacks_taken = _follow(child, run_dir, host, interval_ns, sampler, stacks, recorded, signals)
+        status, stacks_taken = _follow(child, run_dir, host, interval_ns, sampler, stacks, recorded, signals,
+                                       ending)
     recorded.signals = list(signals.received)
     recorded.exit_status = 128 - status if status < 0 else status
     recorded.killed_by = -status if status < 0 else None
@@ -180,11 +186,40 @@ def record(run_dir: Path, command: list[str], interval_ns: int, probes: list[str
         directory.finish(run_dir, exit_status=recorded.exit_status,
                          ended_by="signal" if status < 0 else "exit",
                          signal=signal.Signals(-status).name if status < 0 else None,
-                         stacks=stacks_taken, incomplete=recorded.incomplete, outlived_cmd=recorded.outlived,
+                         signals=recorded.signals_at, stacks=stacks_taken, incomplete=recorded.incomplete, outlived_cmd=recorded.outlived,
                          sampler_ticks=recorded.sampler_ticks, record_cpu=_record_cpu(*before, recorded))
     except RunDirectoryError as exc:
         recorded.incomplete.append(f"run.json not finished: {exc}")
     return recorded
+
+
+class _Ending:
+    """record's own part of an end that a signal asks for, done at once
+    (within ms) while CMD has its grace period: under Slurm, the batch step
+    may SIGKILL record a second after the SIGTERM, and then what record
+    holds in memory is lost. So the signal goes into run.json as it comes,
+    and the sampler writes what it holds; the rest of the run is already
+    on disk in the journals."""
+
+    def __init__(self, run_dir: Path, recorded: Recorded):
+        self.run_dir = run_dir
+        self.recorded = recorded
+        self.sampler: Sampler | None = None
+
+    def received(self, signum: int) -> None:
+        self.recorded.signals_at.append({"signal": signal.Signals(signum).name, "wall_ns": time.time_ns(),
+                                         "at_ns": time.monotonic_ns()})
+        try:
+            # (If this handler came in the middle of another run.json write, that one may
+            # replace it; finish() writes them all again.)
+            directory.update_meta(self.run_dir, signals=self.recorded.signals_at)
+        except RunDirectoryError:
+            pass  # said at finish, if that fails too
+        self._flush()
+
+    def _flush(self) -> None:
+        if self.sampler is not None:
+            self.sampler.flush()
 
 
 def _start(run_dir: Path, command: list[str], env: dict, output, stacks: StackOptions,
@@ -227,7 +262,8 @@ def _start(run_dir: Path, command: list[str], env: dict, output, stacks: StackOp
 
 
 def _follow(child: subprocess.Popen, run_dir: Path, host: str, interval_ns: int, sampler: bool,
-            stacks: StackOptions, recorded: Recorded, signals: parent.Forwarding) -> tuple[int, dict]:
+            stacks: StackOptions, recorded: Recorded, signals: parent.Forwarding,
+            ending: _Ending) -> tuple[int, dict]:
     """Follow CMD with py-spy and the sampler until it ends; its wait status,
     and what py-spy took (what record has to say, and what could not be
     written, into `recorded`). If record itself fails meanwhile, CMD is
@@ -251,11 +287,13 @@ def _follow(child: subprocess.Popen, run_dir: Path, host: str, interval_ns: int,
                 recorded.incomplete.append(f"no samples: cannot open the sampler's files: {exc.strerror or exc}")
             else:
                 running.start()
+                ending.sampler = running
         status = _wait(child, recorded, signals)
     finally:
         if child.returncode is None:
             _end(child)
         recorded.outlived = _outliving(procs, child.pid, running)
+        ending.sampler = None
         if running is not None:
             running.stop()
             recorded.sampler_ticks = running.timing()
@@ -376,6 +414,18 @@ def _end(child: subprocess.Popen) -> None:
         pass
 
 
+def _cut_by(done: Recorded) -> str | None:
+    """The signal that cut CMD short, if one did: one record passed on, one
+    that killed CMD, or one that killed a process of CMD (exit status 128+N)."""
+    for signum in (*done.signals, done.killed_by, done.exit_status - 128):
+        if signum is not None and 0 < signum < signal.NSIG:
+            try:
+                return signal.Signals(signum).name
+            except ValueError:  # (a real-time one)
+                return f"signal {signum}"
+    return None
+
+
 def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
     """One screen: what was recorded, and what could not be."""
     load = _loader()
@@ -419,7 +469,8 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
         f"  writers started  {writers} (of {len(starts)} processes started; {len(starts) - writers} wrote no "
         f"checkpoint file)"
         if writers != len(starts) else f"  writers started  {writers}",
-        f"  saves            {saves}",
+        f"  saves            {saves}" + (f" (CMD cut short by {cut}: the report tells complete saves from "
+                                             f"interrupted ones)" if (cut := _cut_by(done)) and saves else ""),
         f"  file writes      {len(written)}, {format_size(int(written.clip(0).sum()))}",
     ]
     if recorded.meta.get("probes"):

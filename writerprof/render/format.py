@@ -4,8 +4,10 @@ plots)."""
 from __future__ import annotations
 
 import shlex
+from collections import defaultdict
 
-from writerprof.units import format_cpu_list
+from writerprof.analysis.binding import ASPECTS
+from writerprof.units import format_cpu_list, format_size
 
 
 def has_rank(rank) -> bool:
@@ -30,6 +32,25 @@ def ranks(values) -> str:
 
 def seconds(value, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
+
+
+def recovery(action: dict) -> str:
+    """What a fix's action recovers, and how that is known: "" where nothing says."""
+    value = action.get("recovery_s")
+    if value is None:
+        return ""
+    measured = action.get("recovery") == "measured"
+    how = f"measured by {action.get('measured_by')}" if measured else "estimated"
+    if action.get("capped_from_s") is not None:
+        how += f" at {_short_s(action['capped_from_s'])} s, capped at the measured difference"
+    ci = action.get("recovery_ci95_s")
+    if measured and ci:
+        how += f"; 95% interval {_short_s(ci[0])} to {_short_s(ci[1])} s"
+    return f"recovers {_short_s(value)} s per save ({how})"
+
+
+def _short_s(value: float) -> str:
+    return f"{value:.2f}" if abs(value) >= 0.01 else f"{value:.3f}"
 
 
 def rate(value) -> str:
@@ -84,6 +105,14 @@ def _argument(arg: str) -> str:
     return "$'" + "".join(out) + "'"
 
 
+def interval_kind(comparison: dict) -> str:
+    """What a comparison's 95% intervals are: over repeats the bootstrap's;
+    with one run a side, the run-to-run spread's (analysis.noise)."""
+    if (comparison.get("noise") or {}).get("unit") == "run":
+        return "interval from the run-to-run spread (a side of one run: its saves')"
+    return "bootstrap interval"
+
+
 def recording_notes(run: dict) -> list[str]:
     """What the recording itself says it missed, one line each: its own
     incomplete parts, processes that outlived CMD, --probe specs that matched
@@ -94,6 +123,98 @@ def recording_notes(run: dict) -> list[str]:
     notes += [f"--probe {spec} matched nothing: {why}" for spec, why in (run.get("probes_unmatched") or {}).items()]
     notes += [not_probed(entry) for entry in run.get("not_probed") or []]
     return notes
+
+
+def ending(run: dict) -> str:
+    """How the run ended (a summary's "run": its "ending", analysis.ending, and "slurm"), for the report's
+    first lines."""
+    e = run["ending"]
+    status = e["exit_status"]
+    said = ("exit status unknown" if status is None else f"exit status {status}"
+            + (f" (128+{e['exit_signal']})" if e.get("exit_signal") else ""))
+    cut = e.get("recording_cut")
+    parts = []
+    if e["cut_short"] and e["by"] == "recording_cut":
+        parts.append("CUT SHORT")  # when and how: the recording's cut, below
+    elif e["cut_short"]:
+        parts.append(f"CUT SHORT{' by ' + e['signal'] if e['signal'] else ''}{_at(e['at_s'])}: "
+                     f"{_cut_by(e['by'], run.get('slurm') or {})}")
+    elif e["failed"]:
+        parts.append("CMD did not start" if e["ended_by"] == "not_started" else "complete: CMD failed")
+    elif cut is None:
+        parts.append("complete")
+    if cut is not None:
+        exits = (f"all {cut['processes']} processes" if cut["exited"] == cut["processes"]
+                 else f"{cut['exited']} of {cut['processes']} processes")
+        killed = ("writerprof record killed: in a batch script Slurm kills the step's processes once the "
+                  "script's shell ends, so `exec writerprof record`" if run.get("slurm") else "writerprof record killed?")
+        parts.append(f"RECORDING CUT{_at(cut['at_s'])}: run.json never finished ({killed}), "
+                     f"the report ends where the journals do; {exits} left an exit record")
+    return ", ".join(parts + [said]) if parts == ["complete"] else "; ".join(parts + [said])
+
+
+def _at(seconds: float | None) -> str:
+    return f" at {seconds:.2f} s" if seconds is not None else ""
+
+
+def _cut_by(by: str, job: dict) -> str:
+    """What cut a run short (analysis.ending's "by"; job: the Slurm job's run.json entry), in words."""
+    name = f"Slurm job {job.get('job_id')}"
+    if by == "slurm_time_limit":
+        return f"{name} reached its time limit ({_slurm_duration(job.get('time_limit_s'))})"
+    before = ", before its time limit" if job.get("end_wall_ns") is not None else ""
+    return {"slurm": f"{name} cancelled or signalled (scancel){before}",
+            "record_signal": "a signal writerprof record received and passed on to CMD",
+            "cmd_signal": "CMD was killed by it",
+            "exit_status": "a process of CMD was killed by it"}[by]
+
+
+def slurm_job(run: dict) -> str | None:
+    """The Slurm job the run was recorded in (a summary's run["slurm"]), in a line; None outside one."""
+    job = run.get("slurm")
+    if not job:
+        return None
+    array = f" (array {job['array_job_id']}_{job['array_task_id']})" if job.get("array_job_id") else ""
+    parts = [f"job {job.get('job_id')}{array}" + (f", step {job['step_id']}" if job.get("step_id") else "")]
+    if job.get("nodelist"):
+        parts.append(f"nodes {job['nodelist']}" + (f" ({job['nnodes']})" if job.get("nnodes") else ""))
+    if job.get("ntasks") or job.get("tasks_per_node"):
+        parts.append(", ".join(filter(None, [f"{job['ntasks']} tasks" if job.get("ntasks") else None,
+                                             f"tasks per node {job['tasks_per_node']}"
+                                             if job.get("tasks_per_node") else None])))
+    parts.append(f"time limit {_slurm_duration(job['time_limit_s'])}" if job.get("time_limit_s")
+                 else "no time limit")
+    return "; ".join(parts)
+
+
+def _slurm_duration(seconds) -> str:
+    """A time limit as Slurm writes it: [DAYS-]HH:MM:SS."""
+    if not isinstance(seconds, int):
+        return "unknown"
+    days, rest = divmod(seconds, 86400)
+    text = f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
+    return f"{days}-{text}" if days else text
+
+
+def left_out(counts: dict) -> str:
+    """The saves the figures leave out (a summary's run["ending"]["saves"]), "" for none."""
+    out = [f"{counts[s]} {s}" for s in ("interrupted", "unconfirmed") if counts.get(s)]
+    return ", ".join(out) + " (marked in the saves; not in these figures)" if out else ""
+
+
+def save_status(save: dict) -> str | None:
+    """A save that is not complete (analysis.ending) as its table row marks it; None for a complete one."""
+    status = save.get("status", "complete")
+    return None if status == "complete" else status.upper()
+
+
+def save_cut(save: dict) -> str:
+    """A save that is not complete: which, and what became of it."""
+    rank = f" ({rank_label(save['rank'])})" if has_rank(save["rank"]) else ""
+    who = f"save {save['save']}{rank} on {save['host']}, writer {save.get('writer_pid') or '-'}"
+    if save.get("status") == "interrupted":
+        return f"{who}: interrupted, {format_size(save['bytes'])} written before the cut"
+    return f"{who}: unconfirmed, file closed, its owner did nothing more before the cut"
 
 
 def not_probed(entry: dict) -> str:
@@ -124,3 +245,52 @@ def binding(b: dict) -> str:
                if b["writer_cpus"] else "no writer of its was seen")
     return (f"rank {b['rank']}: started bound to CPU {format_cpu_list(b['cpus'])} ({len(b['cpus'])} of "
             f"{b['host']}'s {b['host_cpus']} CPUs: the launcher's binding); {writers}")
+
+
+def placement(p: dict) -> str:
+    """A summary's "placement" in a sentence: the shape of every rank's
+    writers where it is alike, else each aspect that differs with the ranks
+    of each kind; and the CPUs bound ranks share."""
+    differs, shared, alike = [], [], defaultdict(list)
+    for host, h in p["hosts"].items():
+        for name in h["differs"]:
+            kinds = defaultdict(list)
+            for r in h["ranks"]:
+                kinds[_shape_text(r["shape"], name)].append(r["rank"])
+            differs.append(f"{host}: " + " vs ".join(f"{text} on {_ranks_text(rs)}" for text, rs in kinds.items()))
+        shared += [f"{_ranks_text(s['ranks'])} on {host} share CPU {format_cpu_list(s['cpus'])}" for s in h["shared"]]
+        if not h["differs"]:
+            alike[", ".join(_shape_text(h["ranks"][0]["shape"], name) for name in ASPECTS)].append(host)
+    parts = ["DIFFERS between ranks: " + "; ".join(differs)] if differs else []
+    if shared:
+        parts.append("CPUs SHARED: " + "; ".join(shared))
+    if not differs and alike:
+        shapes = [text if len(alike) == 1 else f"{host_names(hosts)}: {text}" for text, hosts in alike.items()]
+        parts.append(f"{'otherwise ' * bool(shared)}the same on every rank of each host: " + "; ".join(shapes))
+    if not p["hosts_alike"]:
+        parts.append("the hosts' topologies differ")
+    return "; ".join(parts) or "no writer seen"
+
+
+def _shape_text(shape: dict, aspect: str) -> str:
+    """One of analysis.binding.ASPECTS of a rank's shape, as words."""
+    if aspect == "binding":
+        if not shape["bound"]:
+            return f"unbound (all {shape['cpus']} CPUs)"
+        return (f"bound to {_count(shape['cpus'], 'CPU')} ({_count(shape['cores'], 'core')}, "
+                f"{_count(shape['nodes'], 'node')})")
+    return f"{aspect} {shape[aspect]}" if shape[aspect] else f"{aspect}' node not measured"
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'s' * (n != 1)}"
+
+
+def _ranks_text(values) -> str:
+    known = {v for v in values if has_rank(v)}
+    return f"rank{'s' * (len(known) != 1)} {ranks(known)}" if known else "the processes without a rank"
+
+
+def host_names(hosts: list[str]) -> str:
+    """Hosts of one kind: the one, or how many and the first and last."""
+    return hosts[0] if len(hosts) == 1 else f"{len(hosts)} hosts ({hosts[0]} ... {hosts[-1]})"

@@ -15,10 +15,13 @@ from collections import defaultdict
 
 from writerprof.analysis.groups import stats
 from writerprof.analysis.handoffs import BETWEEN
+from writerprof.analysis.ending import complete
 from writerprof.analysis.saves import COMPONENTS, STARTUP_PHASES
 from writerprof.render.format import has_rank as _has_rank, placement_value as _placement_value
 from writerprof.render.format import command as _command, rank as _rank, ranks as _ranks, rate as _rate
-from writerprof.render.format import binding, recording_notes, seconds as _s, shares
+from writerprof.render.format import binding, placement, recording_notes, seconds as _s, shares
+from writerprof.render.format import ending, left_out, recovery, save_cut, save_status, slurm_job
+from writerprof.render.format import interval_kind as _interval_kind
 from writerprof.units import format_cpu_list, format_size
 
 MAX_ROWS = 40  # beyond this many processes or saves, one row per group
@@ -94,12 +97,12 @@ def _instance(d: dict, run: str | None = None) -> str:
 
 
 def _fix(fix: list[dict] | None, head: str = "fix") -> str:
-    """A fix's actions: what to change, where, and the recovery where measured."""
+    """A fix's actions: what to change, where, and the recovery, estimated or measured."""
     if not fix:
         return ""
     items = "".join(
         f"<li>{_e(a['what'])}; <b>where</b>: <code>{_e(a['where'])}</code>"
-        + (f" · recovers {a['recovery_s']:.3f} s per save" if a.get("recovery_s") is not None else "") + "</li>"
+        + (f" · {_e(recovery(a))}" if recovery(a) else "") + "</li>"
         for a in fix)
     return f'<div class="fix"><b>{_e(head)}</b><ul>{items}</ul></div>'
 
@@ -162,20 +165,24 @@ def diagnoses_html(diagnoses: list[dict], runs: list[str | None] | None = None) 
 def _header(summary: dict) -> str:
     run, t = summary["run"], summary["throughput"]
     rows = [("command", _Html(f'<code>{_e(_command(run.get("command")))}</code>')),
-            ("ended", ("complete" if run.get("complete") else "INCOMPLETE (the recording did not finish)")
-             + f", exit status {run.get('exit_status')}"),
+            ("ended", ending(run)),
             ("start methods", ", ".join(run.get("start_methods") or []) or "-"),
             ("Python", ", ".join(run.get("python") or []) or "-")]
+    left = left_out(run["ending"]["saves"])
     if t.get("saves"):
-        rows += [("saves", f"{t['saves']} of {format_size(t['bytes'] // t['saves'])}"),
+        rows += [("saves", f"{t['saves']}{' complete' * bool(left)} of {format_size(t['bytes'] // t['saves'])}"
+                  + (f"; {left}" if left else "")),
                  ("mean save", f"{_s(t['mean_save_s'])} s"),
                  ("throughput", f"{_rate(t['gib_s'])} GiB/s (bytes saved over time saving)")]
     else:
-        rows.append(("saves", "none found (no writer started by a probed process)"))
+        rows.append(("saves", f"none complete; {left}" if left
+                     else "none found (no writer started by a probed process)"))
     for host, topo in summary.get("topology", {}).items():
         nodes = "; ".join(f"node {n}: CPUs {format_cpu_list(c)}" for n, c in topo.get("nodes", {}).items())
         rows.append((f"host {host}", f"{topo.get('cpus')} CPUs, {len(topo.get('nodes', {}))} NUMA node(s) "
                                      f"({nodes}){', ' + topo['cpu_model'] if topo.get('cpu_model') else ''}"))
+    if (job := slurm_job(run)) is not None:
+        rows.append(("Slurm", job))
     out = [_kv(rows)]
     if run.get("synthetic"):
         out.append('<p class="notice">SYNTHETIC run: generated, not measured.</p>')
@@ -231,7 +238,7 @@ def _saves(summary: dict) -> str:
                  _s(s["startup_s"]), _s((s["startup"] or {}).get("main_rerun")),
                  ("~" if s.get("gen_from") == BETWEEN else "") + _s(s["gen_s"]),
                  *[_s(s[k]) for k, _ in _SAVE_COLUMNS[2:]], _rate(s.get("gib_s")),
-                 f"{s['bottleneck']} {_s(s['bottleneck_s'])}"]
+                 save_status(s) or f"{s['bottleneck']} {_s(s['bottleneck_s'])}"]
                 for s in saves]
         table = _table(["save", "host", "rank", "writer pid", "method", "start-up", "re-run",
                         *[h for _, h in _SAVE_COLUMNS[1:]], "GiB/s", "bound by"], rows,
@@ -247,6 +254,14 @@ def _saves(summary: dict) -> str:
                        numeric={0, 1})
         title = (f"<h2>Saves ({len(saves)} over {producers} producers, one row per save index)</h2>"
                  '<p class="note">Mean (min–max) over the ranks.</p>')
+    cut = [s for s in saves if save_status(s)]
+    if cut:
+        table += ('<div class="notice"><b>Cut short</b>, not in the figures:<ul>' + "".join(
+            f"<li>{_e(save_cut(s))}</li>" for s in cut[:MAX_ROWS]) + "</ul>"
+            + (f'<p class="note">… and {len(cut) - MAX_ROWS} more.</p>' if len(cut) > MAX_ROWS else "") + "</div>")
+    saves = complete(saves)
+    if not saves:
+        return title + note + table
     mean = {c: sum(s["critical_path"][c] for s in saves) / len(saves) for c in COMPONENTS}
     mean["unexplained"] = sum(s["unexplained_s"] for s in saves) / len(saves)
     duration = sum(s["duration_s"] for s in saves) / len(saves)
@@ -262,15 +277,23 @@ def _saves(summary: dict) -> str:
 def report_html(summary: dict, figures: dict | None = None, image_format: str = "png",
                 flames: dict[str, str] | None = None) -> str:
     """One run's report: the run and its throughput, the diagnoses (most
-    costly first, with evidence), the process and save tables, the plots,
-    and the flamegraphs (name -> SVG) when there are stacks."""
+    costly first, with evidence), the process table, placement across ranks
+    and the launcher's binding, the save table, the plots, and the
+    flamegraphs (name -> SVG) when there are stacks."""
     run = summary["run"]
     body = [f"<h1>writerprof report</h1><p class=\"mono\">{_e(run.get('path'))}</p>", _header(summary),
             f"<h2>Diagnoses ({sum(d['severity'] == 'warning' for d in summary['diagnoses'])} warnings, "
             f"{len(summary['diagnoses'])} in all; most costly first)</h2>",
-            diagnoses_html(summary["diagnoses"]), _processes(summary), _bindings(summary), _saves(summary),
+            diagnoses_html(summary["diagnoses"]), _processes(summary), _ranks_placement(summary),
+            _bindings(summary), _saves(summary),
             _figures(figures or {}, image_format), _flames(flames or {})]
     return _page(f"writerprof report {run.get('path')}", body)
+
+
+def _ranks_placement(summary: dict) -> str:
+    if len(summary["ranks"]) <= 1:
+        return ""
+    return f"<h2>Placement across ranks</h2><p>{_e(placement(summary['placement']))}</p>"
 
 
 def _bindings(summary: dict) -> str:
@@ -287,6 +310,14 @@ def _side_label(side: dict, default: str) -> str:
     return side.get("name") or "/".join(side.get("start_methods") or []) or default
 
 
+def _part_row(c: dict) -> list:
+    own = (f"; its own calls {c['a_own_s']:.3f} → {c['b_own_s']:.3f} s"
+           if c.get("a_own_s") is not None and c.get("b_own_s") is not None else "")
+    share = "noise" if c.get("significant") is False else _pct(c.get("share"))
+    return [c.get("label") or c["name"], c.get("description", "") + own, _s(c["a_s"]), _s(c["b_s"]),
+            _signed(c["diff_s"]) + _pm(c), share]
+
+
 def _components(comparison: dict, name_a: str, name_b: str) -> str:
     a, b = comparison["a"], comparison["b"]
     rows, classes = [], {}
@@ -294,11 +325,7 @@ def _components(comparison: dict, name_a: str, name_b: str) -> str:
     for c in comparison["components"]:
         if max(abs(c["a_s"]), abs(c["b_s"])) < MIN_S:
             classes[len(rows)] = "dim"
-        own = (f"; its own calls {c['a_own_s']:.3f} → {c['b_own_s']:.3f} s"
-               if c.get("a_own_s") is not None and c.get("b_own_s") is not None else "")
-        share = "noise" if c.get("significant") is False else _pct(c.get("share"))
-        rows.append([c.get("label") or c["name"], c.get("description", "") + own, _s(c["a_s"]), _s(c["b_s"]),
-                     _signed(c["diff_s"]) + _pm(c), share])
+        rows.append(_part_row(c))
     unexplained = comparison["unexplained_s"]
     rows.append(["unexplained", "no recorded activity on the critical path", _s(a["unexplained_s"]),
                  _s(b["unexplained_s"]), _signed(unexplained), _pct(unexplained / difference if difference else None)])
@@ -306,9 +333,12 @@ def _components(comparison: dict, name_a: str, name_b: str) -> str:
     classes[len(rows)] = "total"
     rows.append(["total", "= the difference in mean save time", _s(a["mean_save_s"]), _s(b["mean_save_s"]),
                  _signed(total) + _pm(comparison.get("total") or {}), _pct(1.0 if difference else None)])
+    startup = comparison.get("writer_startup")
+    if startup and max(abs(startup["a_s"]), abs(startup["b_s"])) >= MIN_S:
+        rows.append(_part_row(startup))
     return ("<h2>Where the difference goes (critical path, mean per save)</h2>"
-            '<p class="note">B − A with ± half its bootstrap 95% interval; share "noise" where the interval '
-            "includes zero; own calls: the component's own duration, on the critical path or not.</p>"
+            f'<p class="note">B − A with ± half its 95% {_interval_kind(comparison)}; share "noise" where the '
+            "interval includes zero; own calls: the component's own duration, on the critical path or not.</p>"
             + _table(["component", "what it is", f"A {name_a} s", f"B {name_b} s", "B − A s", "share"], rows,
                      numeric={2, 3, 4, 5}, row_classes=classes))
 
@@ -372,8 +402,11 @@ def _what_ifs(contrast: dict | None) -> str:
         if not w.get("ran"):
             rows.append([w["method"], "not run: " + str(w.get("reason") or ""), "-", "-"])
         else:
-            rows.append([w["method"], "ran", _rate(w.get("gib_s")),
+            ci = w.get("recovered_ci95_s")
+            rows.append([w["method"], "ran" + (f" with {w['modules']!r}" if w.get("modules") else ""),
+                         _rate(w.get("gib_s")),
                          f"{_s(w.get('recovered_s'))} s ({_pct(w.get('recovered_share'))})"
+                         + (f", 95% interval {_s(ci[0])} to {_s(ci[1])} s" if ci else "")
                          if w.get("recovered_s") is not None else "-"])
     return ("<h2>What-ifs</h2>" + _table(["method", "", "GiB/s", "recovers of what forkserver lost"], rows,
                                          numeric={2}))

@@ -11,7 +11,8 @@ from collections import defaultdict
 from writerprof.analysis.handoffs import BETWEEN
 from writerprof.analysis.saves import COMPONENTS
 from writerprof.render.format import command as _command, placement_value, rank as _rank, rate as _rate
-from writerprof.render.format import binding, recording_notes, seconds as _sec, shares
+from writerprof.render.format import binding, host_names, placement, recording_notes, seconds as _sec, shares
+from writerprof.render.format import ending, interval_kind, left_out, recovery, save_cut, save_status, slurm_job
 from writerprof.units import format_cpu_list, format_size
 
 WIDTH = 100
@@ -34,15 +35,18 @@ def report_text(summary: dict) -> str:
 def _header(summary: dict) -> str:
     run, t = summary["run"], summary["throughput"]
     command = _command(run["command"])
-    ended = "complete" if run["complete"] else "INCOMPLETE"
-    lines = [_clip(f"writerprof report {run['path']}"), _clip(f"  command   {command}"),
-             f"  ended     {ended}, exit status {run['exit_status']}"
-             + ("   (SYNTHETIC run: generated, not measured)" if run["synthetic"] else "")]
+    lines = [_clip(f"writerprof report {run['path']}"), _clip(f"  command   {command}")]
+    lines += _field("ended", ending(run)
+                    + ("   (SYNTHETIC run: generated, not measured)" if run["synthetic"] else ""))
+    left = left_out(run["ending"]["saves"])
     if t["saves"]:
-        lines.append(f"  saves     {t['saves']} of {format_size(t['bytes'] // t['saves'])}, mean "
-                     f"{t['mean_save_s']:.3f} s, {t['gib_s']:.2f} GiB/s"
-                     f" ({', '.join(run['start_methods']) or 'no writer process started'}; "
-                     f"Python {', '.join(run['python'])})")
+        methods = ", ".join(run["start_methods"]) or "no writer process started"
+        lines += _field("saves", f"{t['saves']}{' complete' * bool(left)} of "
+                                 f"{format_size(t['bytes'] // t['saves'])}, mean {t['mean_save_s']:.3f} s, "
+                                 f"{t['gib_s']:.2f} GiB/s ({methods}; Python {', '.join(run['python'])})"
+                        + (f"; {left}" if left else ""))
+    elif left:
+        lines += _field("saves", f"none complete; {left}")
     else:
         lines.append("  saves     none found (no checkpoint file written: see `record --save-files`)")
     alike = defaultdict(list)  # hosts of one shape on one line
@@ -50,17 +54,23 @@ def _header(summary: dict) -> str:
         nodes = ", ".join(f"node {n}: CPUs {format_cpu_list(c)}" for n, c in topo["nodes"].items())
         alike[f"{topo['cpus']} CPUs, {len(topo['nodes'])} node(s) ({nodes})"].append(host)
     for shape, hosts in alike.items():
-        names = hosts[0] if len(hosts) == 1 else f"{len(hosts)} hosts ({hosts[0]} ... {hosts[-1]})"
-        lines.append(_clip(f"  host      {names}: {shape}"))
+        lines.append(_clip(f"  host      {host_names(hosts)}: {shape}"))
+    if (job := slurm_job(run)) is not None:
+        lines += _field("slurm", job)
     for note in recording_notes(run):  # wrapped, not clipped: a note ends with what to do
-        lines += textwrap.wrap(note, WIDTH, initial_indent="  note      ", subsequent_indent=" " * 12,
-                               break_long_words=False, break_on_hyphens=False)
+        lines += _field("note", note)
     off = [(h, c) for h, c in summary.get("clocks", {}).items() if c["offset_ns"]]
     if off:
         worst = max((c["spread_ns"] or 0) for _, c in off) / 1e6
         lines.append(_clip(f"  clocks    {len(off)} other host(s) put on this host's time line by their wall-clock "
                            f"anchors; their anchors agree within {worst:.1f} ms"))
     return "\n".join(lines)
+
+
+def _field(name: str, text: str) -> list[str]:
+    """A header field's lines: wrapped, not clipped (its end says the most)."""
+    return textwrap.wrap(text, WIDTH, initial_indent=f"  {name:<10}", subsequent_indent=" " * 12,
+                         break_long_words=False, break_on_hyphens=False)
 
 
 def _shares(share: dict, limit: int = 2) -> str:
@@ -111,8 +121,9 @@ def _saves(summary: dict) -> str:
                 f"{s['save']:>4} {_rank(s['rank']):>4} {s['writer_pid'] or '-':>7} {_sec(s['startup_s']):>8} "
                 f"{_sec(s['startup'].get('main_rerun') or None):>6} {gen:>6} {_sec(s['put_wait_s']):>5} "
                 f"{_sec(s['get_wait_s']):>5} {_sec(s['write_s']):>6} {_sec(s['fsync_s']):>6} "
-                f"{_sec(s['duration_s']):>6} {_rate(s['gib_s']):>5} {s['bottleneck']} {_sec(s['bottleneck_s'])}")
-        return "\n".join(rows)
+                f"{_sec(s['duration_s']):>6} {_rate(s['gib_s']):>5} "
+                f"{save_status(s) or s['bottleneck'] + ' ' + _sec(s['bottleneck_s'])}")
+        return "\n".join(rows + _cut_saves(saves))
     rows[0] = (f"Saves ({len(saves)} over {len(summary['ranks'])} producers; seconds, "
                f"mean over ranks; slowest: the rank whose save took longest)")
     rows[1] = "put-w: producer waiting on the queue; bound by: most ranks' label, its critical-path mean"
@@ -128,7 +139,19 @@ def _saves(summary: dict) -> str:
             f"{_sec(_mean(row['duration_s'])):>6} {_sec(slowest['duration_s']):>6} "
             f"{_cut('rank ' + _rank(slowest['rank']) + ' ' + slowest['host'], 14):<14} "
             f"{row['bottleneck']} {_sec(_mean(row['bottleneck_s']))}")
-    return "\n".join(rows)
+    return "\n".join(rows + _cut_saves(saves))
+
+
+def _cut_saves(saves: list[dict]) -> list[str]:
+    """The saves of a run cut short that are not complete, each with what became of it."""
+    cut = [s for s in saves if save_status(s)]
+    if not cut:
+        return []
+    rows = [f"Cut short, not in the figures ({len(cut)}):"]
+    rows += [_clip(f"  {save_cut(s)}") for s in cut[:MAX_ROWS]]
+    if len(cut) > MAX_ROWS:
+        rows.append(f"  ... {len(cut) - MAX_ROWS} more (all in --json)")
+    return rows
 
 
 def _ranks(summary: dict) -> str:
@@ -158,15 +181,9 @@ def _ranks(summary: dict) -> str:
             rows.append(_clip(f"  save {st['save']:<3} rank {_rank(st['rank'])} on {st['host']}: "
                               f"{st['duration_s']:.3f} s, +{st['excess_s']:.3f} s over the median; most of it "
                               f"{st['component']} (+{st['component_excess_s']:.3f} s)"))
-    placement = summary["placement"]
-    rows.append("")
-    rows.append("Placement: " + ("the same on every rank of each host" if placement["consistent"] else
-                                 "DIFFERS between ranks: " + "; ".join(
-                                     f"{host}: " + ", ".join(f"{k} {len(v)} kinds" for k, v in h.items() if len(v) > 1)
-                                     for host, h in placement["hosts"].items()
-                                     if any(len(v) > 1 for v in h.values())))
-                + ("" if placement["hosts_alike"] else "; the hosts' topologies differ"))
-    rows += [f"  {binding(b)}" for b in summary.get("binding") or []]
+    rows += ["", *_wrap("Placement: " + placement(summary["placement"]), "")]
+    for b in summary.get("binding") or []:  # wrapped, not clipped: its end says whether the writers inherit it
+        rows += _wrap(binding(b), "  ")
     return "\n".join(_clip(r) for r in rows)
 
 
@@ -209,13 +226,14 @@ def _diagnoses(diagnoses: list[dict]) -> str:
 
 
 def _fix_lines(fix: list[dict] | None, indent: str) -> list[str]:
-    """A fix's actions, one bullet each: what, where, and the recovery where measured."""
+    """A fix's actions, one bullet each: what, where, and the recovery, estimated or measured."""
     if not fix:
         return []
     rows = _wrap("fix:", indent)
     for action in fix:
-        recovery = f" (recovers {action['recovery_s']:.2f} s per save)" if action.get("recovery_s") is not None else ""
-        rows += _wrap(f"- {action['what']}; where: {action['where']}{recovery}", indent + "  ")
+        recovers = recovery(action)
+        rows += _wrap(f"- {action['what']}; where: {action['where']}" + (f"; {recovers}" if recovers else ""),
+                      indent + "  ")
     return rows
 
 
@@ -226,6 +244,13 @@ def _pm(c: dict) -> str:
         return ""
     half = (ci[1] - ci[0]) / 2
     return f"±{half:.2f}" if half >= 0.01 else f"±{half:.3f}"
+
+
+def _part_row(c: dict) -> str:
+    share = f"{c['share']:.0%}" if c["share"] is not None and c["significant"] is not False else "noise"
+    own = f"{c['own_diff_s']:+.3f}" if c["own_diff_s"] is not None else "-"
+    return (f"  {c['label']:<32} {c['a_s']:>9.3f} {c['b_s']:>9.3f} {c['diff_s']:>+9.3f} {_pm(c):<7} "
+            f"{share:>5}  {own:>9}")
 
 
 def compare_text(comparison: dict, fix: list[dict] | None = None) -> str:
@@ -246,13 +271,7 @@ def compare_text(comparison: dict, fix: list[dict] | None = None) -> str:
         "",
         f"Where the time of a save goes (critical path, mean per save; seconds) {'95%':>6} {'share':>5}  own B - A",
     ]
-    for c in comparison["components"]:
-        if max(abs(c["a_s"]), abs(c["b_s"])) < 0.0005:
-            continue
-        share = f"{c['share']:.0%}" if c["share"] is not None and c["significant"] is not False else "noise"
-        own = f"{c['own_diff_s']:+.3f}" if c["own_diff_s"] is not None else "-"
-        rows.append(f"  {c['label']:<32} {c['a_s']:>9.3f} {c['b_s']:>9.3f} {c['diff_s']:>+9.3f} {_pm(c):<7} "
-                    f"{share:>5}  {own:>9}")
+    rows += [_part_row(c) for c in comparison["components"] if max(abs(c["a_s"]), abs(c["b_s"])) >= 0.0005]
     unexplained = comparison["unexplained_s"]
     share = f"{unexplained / comparison['difference_s']:.0%}" if comparison["difference_s"] else "-"
     rows.append(f"  {'unexplained (no recorded activity)':<32} {a['unexplained_s']:>9.3f} "
@@ -261,10 +280,12 @@ def compare_text(comparison: dict, fix: list[dict] | None = None) -> str:
     # Its interval before the sum, which ends the line.
     rows.append(f"  {'total (= the difference in mean save)':<32} {'':>9} {_pm(comparison['total']):>9} "
                 f"{total:>+9.3f}")
-    rows.append("  95%: bootstrap interval of B - A, ± half its width; share: of the difference, 'noise' where "
-                "the")
-    rows.append("  interval includes zero; own: the component's own calls' duration (B - A), critical path "
-                "or not")
+    startup = comparison["writer_startup"]
+    if max(abs(startup["a_s"]), abs(startup["b_s"])) >= 0.0005:
+        rows.append(_part_row(startup))
+    rows += _wrap(f"95%: {interval_kind(comparison)} of B - A, ± half its width; share: of the difference, "
+                  "'noise' where the interval includes zero; own: the component's own calls' duration (B - A), "
+                  "critical path or not", "  ")
     rows += ["", "Start-up phases (mean per writer, seconds)"]
     for phase in a["startup"]:
         if max(a["startup"][phase], b["startup"][phase]) >= 0.0005:
@@ -354,8 +375,11 @@ def contrast_text(result: dict, report) -> str:
         if not entry["ran"]:
             parts.append(f"{entry['method']}: not run: {entry['reason']}\n")
         elif entry.get("recovered_share") is not None:
-            parts.append(f"{entry['method']}: recovers {entry['recovered_s']:.3f} s per save, "
-                         f"{entry['recovered_share']:.0%} of what forkserver lost against {reference}\n")
+            ci = entry.get("recovered_ci95_s")
+            parts.append(f"{entry['method']}: recovers {entry['recovered_s']:.3f} s per save"
+                         + (f" (95% interval {ci[0]:.3f} to {ci[1]:.3f})" if ci else "")
+                         + f", {entry['recovered_share']:.0%} of what forkserver lost against {reference}"
+                         + (f"; ran with {entry['modules']!r}" if entry.get("modules") else "") + "\n")
     for warning in result["noise"]["warnings"]:
         parts.append("\n".join(_wrap(f"Noise, {warning}", "")) + "\n")
     parts.append(f"\nReport: {report}\n")

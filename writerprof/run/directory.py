@@ -28,13 +28,14 @@ from writerprof.run.meta import RunDirectoryError, read_meta
 
 def create(path: Path | None, command: list[str], *, interval_ns: int, sampler: bool,
            probes: list[str], env: dict, what_if: dict | None = None, stacks: dict | None = None,
-           save_files: list[str] = (), interposer: bool = False) -> Path:
+           save_files: list[str] = (), interposer: bool = False, slurm: dict | None = None) -> Path:
     """A new run directory with run.json (still recording) and this host's procs/.
     what_if: the probe's what-if switches this run was recorded with (contrast);
     stacks: the stack sampler's settings (writerprof.record.stackoptions.StackOptions.settings(),
     completed by record with what was taken); save_files: the globs that name
     the checkpoint files (writerprof.run.files), none for its default rule;
-    interposer: whether CMD runs with the I/O interposer preloaded."""
+    interposer: whether CMD runs with the I/O interposer preloaded; slurm:
+    the job it runs in (writerprof.record.slurm.context), None outside one."""
     path = _new_default() if path is None else claim(Path(path))
     host = host_name()
     start(path, {
@@ -51,6 +52,7 @@ def create(path: Path | None, command: list[str], *, interval_ns: int, sampler: 
         "exit_status": None,
         "ended_by": None,
         "signal": None,
+        "signals": [],
         "interval_ns": interval_ns,
         "sampler": sampler,
         "probes": list(probes),
@@ -59,6 +61,7 @@ def create(path: Path | None, command: list[str], *, interval_ns: int, sampler: 
         "stacks": dict(stacks) if stacks is not None else None,
         "save_files": list(save_files),
         "interposer": interposer,
+        "slurm": slurm,
     })
     try:
         make_dirs(layout.procs_dir(path, host))

@@ -92,7 +92,8 @@ EVENT_FIELDS: dict[str, Check] = {
     "reason": optional(is_str), "name": is_str, "method": is_str, "target": is_str, "started": is_bool,
     "writer_seq": is_count, "path": optional(is_str), "module": optional(is_str),
     "native_threads": is_count, "python_threads": is_count, "threads": list_of(is_str),
-    "forking_thread": optional(is_str), "op": is_str, "size": is_count, "index": is_int,
+    "forking_thread": optional(is_str), "native_only": list_of(is_str), "comm": is_str,
+    "op": is_str, "size": is_count, "index": is_int,
     "start": is_count, "end": is_count, "when": is_str, "pages": is_count, "sampled": is_count,
     "stride": is_count, "unfaulted": is_count, "unreadable": is_count, "nodes": dict_of(is_count), "via": is_str,
     "code": optional(is_int), "rusage": dict_of(is_number), "signal": optional(lambda v: is_str(v) or is_int(v)),
@@ -134,7 +135,8 @@ META_FIELDS: dict[str, Check] = {
     "interval_ns": optional(is_count), "sampler": is_bool, "probes": list_of(is_str), "env": dict_of(is_str),
     "what_if": dict_of(is_str), "synthetic": is_bool, "merged_from": list_of(is_str), "stacks": optional(is_dict),
     "incomplete": list_of(is_str), "outlived_cmd": list_of(is_dict), "sampler_ticks": optional(is_dict),
-    "save_files": list_of(is_str), "interposer": is_bool, "run_id": is_str,
+    "save_files": list_of(is_str), "interposer": is_bool, "run_id": is_str, "signals": list_of(is_dict),
+    "slurm": optional(is_dict),
 }
 STACKS_META_FIELDS: dict[str, Check] = {
     "enabled": is_bool, "rate_hz": lambda v: is_number(v) and v > 0, "native": is_bool, "idle": is_bool,
@@ -301,8 +303,9 @@ def topology_problem(snapshot) -> str | None:
         return "its nodes are not node -> {cpus: [CPU, ...]}"
     if not (isinstance(cpus, dict) and all(is_node_key(c) and isinstance(info, dict)
                                            and "node" in info and optional(is_count)(info["node"])
+                                           and optional(list_of(is_count))(info.get("siblings"))
                                            for c, info in cpus.items())):
-        return "its cpus are not CPU -> {node: N}"
+        return "its cpus are not CPU -> {node: N, siblings: [CPU, ...]}"
     if not optional(is_str)(snapshot.get("cpu_model")):
         return "its cpu_model is not a string"
     return None

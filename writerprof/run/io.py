@@ -99,7 +99,9 @@ def _read(root: Path, file: Path, losses: list[str]) -> IoJournal | None:
                 losses.append(f"{rel}: records of {head['record_bytes']} bytes, not {iofile.RECORD_BYTES}: skipped")
                 return None
             through = head["flags"] & iofile.WRITTEN_THROUGH
-            body = f.read() if through else f.read(int(head["next"]) * iofile.RECORD_BYTES)
+            # (A damaged count is held to the file's size: read() allocates what it is asked for.)
+            room = os.fstat(f.fileno()).st_size - iofile.HEADER_BYTES
+            body = f.read() if through else f.read(max(0, min(int(head["next"]) * iofile.RECORD_BYTES, room)))
     except OSError as exc:
         losses.append(f"{rel}: unreadable ({exc.strerror}): its file I/O is lost")
         return None

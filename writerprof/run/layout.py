@@ -7,7 +7,11 @@ RUN/
   hosts/HOST/
     topology.json              writerprof.record.topology.snapshot() of that host
     samples.bin                the sampler's fixed-size records (SAMPLE)
-    threads.bin                its per-thread CPU readings (THREAD_SAMPLE); absent in older runs
+    threads.bin                its per-thread CPU and run-queue readings (THREADS_HEADER, then
+                               THREAD_SAMPLE); absent in older runs, headless (version 1) in runs
+                               from before the run-queue readings
+    cpus.bin                   the host's CPU times while recorded threads waited (CPUS_HEADER,
+                               then CPU_SAMPLE); absent in runs from before it
     sampled.jsonl              the sampler's rare records (kinds below)
     procs/PID-CREATED.events.jsonl, .chunks.bin   per probed process
     procs/PID-CREATED.shm.bin, .placement.bin     ... and its buffers' records, if it mapped any
@@ -68,6 +72,7 @@ PROCS_DIR = journal.PROCS_DIR
 TOPOLOGY_FILE = "topology.json"
 SAMPLES_FILE = "samples.bin"
 THREADS_FILE = "threads.bin"
+CPUS_FILE = "cpus.bin"
 SAMPLED_FILE = "sampled.jsonl"
 AGENT_ERROR_FILE = "agent.error"  # a host's sampler agent failed: its traceback
 STACKS_DIR = journal.STACKS_DIR
@@ -79,7 +84,12 @@ STACKS_SUFFIX = ".raw"  # py-spy's own file; STACKS_SUFFIX + ".gz" once record h
 # cwd, host, started_wall_ns, started_ns (CLOCK_MONOTONIC), ended_ns (null
 # while recording), exit_status (null while recording; 128+N if killed by
 # signal N), ended_by ("exit" | "signal" | "not_started"), signal (name or
-# null), interval_ns, sampler (bool), probes (added specs), env (allow-listed),
+# null), signals (each signal asking CMD to end that record received and
+# passed on: {signal (name), wall_ns, at_ns (CLOCK_MONOTONIC)}, written as it
+# came, so that it outlives a SIGKILL of record), slurm (null outside a Slurm
+# job; else writerprof.record.slurm.context's: job_id, step_id, array_job_id,
+# array_task_id, nodelist, nnodes, ntasks, tasks_per_node, time_limit_s,
+# end_wall_ns), interval_ns, sampler (bool), probes (added specs), env (allow-listed),
 # what_if (the probe's what-if variables set for CMD by contrast: name -> value),
 # stacks (null in runs that predate it; else writerprof.record.stackoptions.StackOptions's
 # settings: enabled, rate_hz, native, idle, nonblocking, sparse_rate_hz; and
@@ -100,18 +110,49 @@ SAMPLE_FIELDS = (
 )
 SAMPLE = struct.Struct("<qiiiqqqqqqqqq")
 
+# threads.bin and cpus.bin begin with a header (HEADER: magic, version, the
+# record's size in bytes), so that a reader never takes one version's records
+# for another's. A threads.bin without one is version 1 (60-byte records,
+# THREAD_SAMPLE_V1_FIELDS): its first 8 bytes are a t_ns, which no magic can
+# be (read as an i8, THREADS_MAGIC is ~155 years of CLOCK_MONOTONIC).
+HEADER = struct.Struct("<8sII")
+THREADS_MAGIC = b"WPTHREAD"
+THREADS_VERSION = 2
+CPUS_MAGIC = b"WPCPUTIM"
+CPUS_VERSION = 1
+
 # One record per thread of a sampled process whose CPU time (utime + stime)
-# grew since the sampler last read it: that CPU time was used in (since_ns,
-# t_ns] (the previous tick's read of the process, or the thread's start for a
-# thread first seen), and cpu is the CPU it last ran on at t_ns. A thread
-# whose time did not grow is not written (an idle thread weighs nothing); the
-# first record of a tid counts from zero. The main thread's tid is the pid.
+# or run-queue delay grew since the sampler last read it: that CPU time was
+# used, and that delay waited, in (since_ns, t_ns] (the previous tick's read
+# of the process, or the thread's start for a thread first seen), and cpu is
+# the CPU it last ran on at t_ns. A thread whose time and delay did not grow
+# is not written (an idle thread weighs nothing); the first record of a tid
+# counts from zero. The main thread's tid is the pid.
 # name: the thread's comm as the kernel has it (UTF-8, at most 15 bytes, NUL-padded).
-THREAD_SAMPLE_FIELDS = (
+# run_delay_ns: /proc/PID/task/TID/schedstat's second field, the time the
+# thread spent runnable on a run queue waiting for a CPU (counted as it gets
+# one); nonvoluntary_ctxt: its status's nonvoluntary_ctxt_switches, read
+# where the delay grew (a preemption puts it back on the queue: none without
+# delay). Both -1 where the kernel has no schedstat (no CONFIG_SCHED_INFO).
+THREAD_SAMPLE_V1_FIELDS = (
     ("t_ns", "i8"), ("since_ns", "i8"), ("pid", "i4"), ("tid", "i4"), ("cpu", "i4"),
     ("utime_ns", "i8"), ("stime_ns", "i8"), ("name", "S16"),
 )
-THREAD_SAMPLE = struct.Struct("<qqiiiqq16s")
+THREAD_SAMPLE_FIELDS = THREAD_SAMPLE_V1_FIELDS + (("run_delay_ns", "i8"), ("nonvoluntary_ctxt", "i8"))
+THREAD_SAMPLE = struct.Struct("<qqiiiqq16sqq")
+
+# One record per CPU of the host (/proc/stat's cpuN lines, clock-tick
+# precision) per tick in which a sampled thread's run-queue delay grew, and
+# the tick before it: who else held the CPUs while they waited. busy_ns:
+# user, nice, system, irq and softirq time; idle_ns: idle and iowait; steal_ns:
+# the hypervisor's. All cumulative since boot.
+CPU_SAMPLE_FIELDS = (("t_ns", "i8"), ("cpu", "i4"), ("busy_ns", "i8"), ("idle_ns", "i8"), ("steal_ns", "i8"))
+CPU_SAMPLE = struct.Struct("<qiqqq")
+
+
+def header(magic: bytes, version: int, record: struct.Struct) -> bytes:
+    return HEADER.pack(magic, version, record.size)
+
 
 # sampled.jsonl kinds, each with t_ns and pid (0 for vmstat: the host):
 #   seen       first sight of a descendant: ppid, created_ns (its start on

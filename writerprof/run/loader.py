@@ -37,12 +37,21 @@ from writerprof.run.meta import read_meta
 CHUNK_DTYPE = shm.file_dtype(journal.CHUNK_FIELDS)
 SAMPLE_DTYPE = shm.file_dtype(layout.SAMPLE_FIELDS)
 THREAD_SAMPLE_DTYPE = shm.file_dtype(layout.THREAD_SAMPLE_FIELDS)
+CPU_SAMPLE_DTYPE = shm.file_dtype(layout.CPU_SAMPLE_FIELDS)
+# Each version of a headed record file: version -> its records' dtype on disk;
+# threads.bin's version 1 has no header (layout.HEADER).
+THREAD_VERSIONS = {layout.THREADS_VERSION: THREAD_SAMPLE_DTYPE}
+THREAD_HEADLESS = shm.file_dtype(layout.THREAD_SAMPLE_V1_FIELDS)
+CPU_VERSIONS = {layout.CPUS_VERSION: CPU_SAMPLE_DTYPE}
+# A field a version lacks, as the run's array holds it: not measured.
+NOT_READ = {"run_delay_ns": -1, "nonvoluntary_ctxt": -1}
 
 # host_index is a row of Run.hosts, proc a row of Run.processes (a pid alone
 # is not a process: pids are reused within a long run).
 CHUNKS_DTYPE = np.dtype(CHUNK_DTYPE.descr + [("host_index", "<i4"), ("pid", "<i4"), ("proc", "<i4")])
 SAMPLES_DTYPE = np.dtype(SAMPLE_DTYPE.descr + [("host_index", "<i4")])
 THREAD_SAMPLES_DTYPE = np.dtype(THREAD_SAMPLE_DTYPE.descr + [("host_index", "<i4")])
+CPU_SAMPLES_DTYPE = np.dtype(CPU_SAMPLE_DTYPE.descr + [("host_index", "<i4")])
 PROCESSES_DTYPE = np.dtype([
     ("host", "O"), ("pid", "<i4"), ("ppid", "<i4"), ("created_ns", "<i8"),
     ("exited_ns", "<i8"), ("role", "O"), ("rank", "<i4"),
@@ -75,8 +84,11 @@ class Run:
     samples: np.ndarray
     sampled: list[dict]
     losses: list[str]
-    # The sampler's per-thread readings (layout.THREAD_SAMPLE); empty in runs from before them.
+    # The sampler's per-thread readings (layout.THREAD_SAMPLE); empty in runs from before them,
+    # run_delay_ns and nonvoluntary_ctxt -1 in runs from before the run-queue readings.
     threads: np.ndarray = field(default_factory=lambda: np.zeros(0, THREAD_SAMPLES_DTYPE))
+    # The host's CPU times while sampled threads waited (layout.CPU_SAMPLE); empty in runs from before them.
+    cpus: np.ndarray = field(default_factory=lambda: np.zeros(0, CPU_SAMPLES_DTYPE))
     # The shared-memory buffers mapped (shm.SHM_ROWS) and their placement readings
     # (shm.PLACEMENT_ROWS), names codes into buffer_names: writerprof.run.shm.
     shm: np.ndarray = field(default_factory=lambda: np.zeros(0, shm.SHM_ROWS))
@@ -162,7 +174,8 @@ def _load(path: Path) -> Run:
     hosts_root = path / layout.HOSTS_DIR
     hosts = sorted(p.name for p in hosts_root.iterdir() if p.is_dir()) if hosts_root.is_dir() else []
     topology, sampled, journals = {}, [], []
-    sample_files, thread_files = [], []  # (host_index, path, complete records, window)
+    # (host_index, path, complete records, (their dtype on disk, the bytes before them), window)
+    sample_files, thread_files, cpu_files = [], [], []
     listings = [_journal_names(hosts_root / host / layout.PROCS_DIR) for host in hosts]
     read_hosts = _by_host(path, [str(hosts_root / host / layout.SAMPLED_FILE) for host in hosts], listings)
     for host_index, (host, listing, (events_read, host_sampled, sampled_losses)) in enumerate(
@@ -204,10 +217,13 @@ def _load(path: Path) -> Run:
         sampled += inside
         times.outside(len(host_sampled) - len(inside), f"{times.rel(path, host_dir / layout.SAMPLED_FILE)}: {{}} "
                                                   f"record{{}} with times outside the recording dropped", losses)
-        sample_files.append((host_index, samples, _count(path, samples, SAMPLE_DTYPE, "sampler", losses), window))
-        threads = host_dir / layout.THREADS_FILE
-        thread_files.append((host_index, threads, _count(path, threads, THREAD_SAMPLE_DTYPE, "sampler", losses),
-                             window))
+        sample_files.append((host_index, samples, _count(path, samples, SAMPLE_DTYPE, "sampler", losses),
+                             (SAMPLE_DTYPE, 0), window))
+        for files, name, magic, versions, headless in (
+                (thread_files, layout.THREADS_FILE, layout.THREADS_MAGIC, THREAD_VERSIONS, THREAD_HEADLESS),
+                (cpu_files, layout.CPUS_FILE, layout.CPUS_MAGIC, CPU_VERSIONS, None)):
+            dtype, offset, count = _record_file(path, host_dir / name, magic, versions, losses, headless)
+            files.append((host_index, host_dir / name, count, (dtype, offset), window))
     journals.sort(key=lambda j: (j.host_index, _int(j.identity.get("created_ns")),
                                  _int(j.identity.get("pid")), j.identity["t_ns"]))
     times.execs(journals, losses)
@@ -226,17 +242,17 @@ def _load(path: Path) -> Run:
             lambda records, procs, counts: times.implausible(records, procs, counts, windows),
             renumber) as chunks_read:
         # Made while a worker may be reading chunk records.
-        samples = _fill(SAMPLE_DTYPE, SAMPLES_DTYPE, [(f, n, {"host_index": h}) for h, f, n, _ in sample_files])
-        threads = _fill(THREAD_SAMPLE_DTYPE, THREAD_SAMPLES_DTYPE,
-                        [(f, n, {"host_index": h}) for h, f, n, _ in thread_files])
+        samples, threads, cpus = (_fill(dtype, files) for dtype, files in (
+            (SAMPLES_DTYPE, sample_files), (THREAD_SAMPLES_DTYPE, thread_files), (CPU_SAMPLES_DTYPE, cpu_files)))
         chunk_columns, dropped = chunks_read()
     times.impossible_losses(dropped, journals, losses)
     _unnamed_losses(journals, chunk_columns, unnamed, phase_names, losses)
     samples = times.plausible_samples(path, samples, hosts, sample_files, losses)
     threads = times.plausible_samples(path, threads, hosts, thread_files, losses)
+    cpus = times.plausible_samples(path, cpus, hosts, cpu_files, losses)
     return Run(path=path, meta=meta, hosts=hosts, topology=topology, processes=processes,
                chunk_columns=chunk_columns, phase_names=phase_names, events=events, samples=samples,
-               sampled=sampled, losses=losses, threads=threads, shm=buffers, placements=placements,
+               sampled=sampled, losses=losses, threads=threads, cpus=cpus, shm=buffers, placements=placements,
                buffer_names=buffer_names, io=io_rows, io_paths=io_paths)
 
 
@@ -341,8 +357,8 @@ def _parse(line: bytes):
     except (ValueError, RecursionError):
         return None
 
-def _count(root: Path, file: str | Path, dtype: np.dtype, writer: str, losses: list[str]) -> int:
-    """Complete records in a binary file (0 if it is missing)."""
+def _count(root: Path, file: str | Path, dtype: np.dtype, writer: str, losses: list[str], offset: int = 0) -> int:
+    """Complete records in a binary file after its first offset bytes (0 if it is missing)."""
     try:
         info = os.lstat(file)  # a link is no file of the run's: refused, not followed
     except FileNotFoundError:
@@ -350,11 +366,55 @@ def _count(root: Path, file: str | Path, dtype: np.dtype, writer: str, losses: l
     if not stat.S_ISREG(info.st_mode):
         losses.append(f"{times.rel(root, file)}: not a file: its records are lost")
         return 0
-    count, partial = divmod(info.st_size, dtype.itemsize)
+    count, partial = divmod(max(info.st_size - offset, 0), dtype.itemsize)
     if partial:
         losses.append(f"{times.rel(root, file)}: {partial} bytes of a partial record dropped "
                       f"({writer} killed mid-write?)")
     return count
+
+
+def thread_samples(file: str | Path) -> np.ndarray:
+    """One threads.bin's records, whatever its version, as Run.threads holds them (host_index 0)."""
+    file = Path(file)
+    dtype, offset, count = _record_file(file.parent, file, layout.THREADS_MAGIC, THREAD_VERSIONS, [],
+                                        THREAD_HEADLESS)
+    return _fill(THREAD_SAMPLES_DTYPE, [(0, file, count, (dtype, offset), None)])
+
+
+def _record_file(root: Path, file: Path, magic: bytes, versions: dict[int, np.dtype], losses: list[str],
+                 headless: np.dtype | None = None) -> tuple[np.dtype, int, int]:
+    """A headed record file's (records' dtype on disk, header bytes, complete
+    records) by its header (layout.HEADER); no records where that is not a
+    version this writerprof reads (said in losses). A file without the magic
+    has records of the headless dtype, where its first version had no header
+    (threads.bin's), else none."""
+    newest = versions[max(versions)]
+    try:
+        with ownfile.open_file(file) as f:
+            head = f.read(layout.HEADER.size)
+    except FileNotFoundError:
+        return newest, 0, 0
+    except OSError:
+        return newest, 0, _count(root, file, newest, "sampler", losses)  # (_count says what it is)
+    rel = times.rel(root, file)
+    if not head.startswith(magic):
+        if head and headless is not None:
+            return headless, 0, _count(root, file, headless, "sampler", losses)
+        if head:
+            losses.append(f"{rel}: no {magic.decode()} header: its records are lost")
+        return newest, 0, 0
+    if len(head) < layout.HEADER.size:
+        losses.append(f"{rel}: its header is cut short (sampler killed as it began?): no records")
+        return newest, 0, 0
+    _, version, size = layout.HEADER.unpack(head)
+    if version not in versions or versions[version].itemsize != size:
+        newer = version > max(versions)
+        losses.append(f"{rel}: version {version} of {size}-byte records "
+                      + ("is newer than this writerprof reads: upgrade writerprof; " if newer else
+                         "is not one writerprof writes: ") + "its records are lost")
+        return newest, 0, 0
+    dtype = versions[version]
+    return dtype, layout.HEADER.size, _count(root, file, dtype, "sampler", losses, layout.HEADER.size)
 
 
 def _journal_names(procs: Path) -> tuple[str, set[str], list[str]]:
@@ -512,18 +572,20 @@ def _events(hosts: list[str], journals: list[_Journal], every: list[dict], kinds
     return out
 
 
-def _fill(file_dtype: np.dtype, dtype: np.dtype, parts: list[tuple[Path, int, dict]]) -> np.ndarray:
-    """One array of every file's records plus per-file columns, each file read
-    straight into place so that the records are held once."""
-    out = np.empty(sum(count for _, count, _ in parts), dtype)
-    from_file = out[list(file_dtype.names)]  # a view of those columns
+def _fill(dtype: np.dtype, files: list[tuple]) -> np.ndarray:
+    """One array of every file's records (files: (host_index, path, count,
+    (their dtype on disk, the bytes before them), window)) and its host's
+    index, each file read straight into place so that the records are held
+    once; a field its version lacks, NOT_READ."""
+    out = np.empty(sum(count for _, _, count, _, _ in files), dtype)
     start = 0
-    for file, count, columns in parts:
+    for host_index, file, count, (file_dtype, offset), _ in files:
         if count:
             end = start + count
-            from_file[start:end] = np.fromfile(file, dtype=file_dtype, count=count)
-            for name, value in columns.items():
-                out[name][start:end] = value
+            out[list(file_dtype.names)][start:end] = np.fromfile(file, dtype=file_dtype, count=count, offset=offset)
+            for name in dtype.names:
+                if name not in file_dtype.names:
+                    out[name][start:end] = host_index if name == "host_index" else NOT_READ[name]
             start = end
     return out
 

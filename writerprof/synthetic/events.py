@@ -20,6 +20,8 @@ PYTHON = "/opt/venv/bin/python3"
 SITE = "/opt/venv/lib/python3.11/site-packages"
 MAIN_PATH = f"{SITE}/writerprof/repro/main.py"
 TARGET = "writerprof.repro.writer.run_writer"
+COMM = "python3"  # the producer's name as the kernel has it (its threads' too, unless named)
+POOL_THREAD = "tokio-runtime-w"  # a native pool's thread (Scenario.fork_threads), as the kernel truncates its name
 FORKSERVER_ARGV = [PYTHON, "-B", "-c", "from multiprocessing.forkserver import main; main(18, 19, "
                    f"['__main__'], **{{'sys_path': ['/opt/venv/bin', '{SITE}']}})"]
 TRACKER_ARGV = [PYTHON, "-B", "-c", "from multiprocessing.resource_tracker import main;main(7)"]

@@ -91,7 +91,7 @@ class Host:
         self.dir = layout.host_dir(run, self.name)
         self.procs = layout.procs_dir(run, self.name)
         self.procs.mkdir(parents=True)
-        self.sampler = Sampler(self.dir, self.base, index, timeline.ns(sc.interval_s))
+        self.sampler = Sampler(self.dir, self.base, index, timeline.ns(sc.interval_s), sc.run_queue_share)
         self.next_pid = 1200 + 40 * index
         self.buffers = Buffers(self.name, sc.chunk_size, sc.buffers)
         self.ranks = [Rank(self, local) for local in range(sc.ranks_per_host)]

@@ -105,20 +105,25 @@ def save(host, rank, v: dict, i: int):
         index = save * B + b
         lines.append(buffers.shm("create", names[b], index, addresses[b], int(v["shm_t"][i, b])))
         lines.append(buffers.placement(names[b], index, "create", int(v["place_t"][i, b])))
+    # The threads live at the fork (or at a start that does not fork): the generator's
+    # Python threads after the first fill, or fork_threads of which all but the main thread are native.
+    native = rank.sc.fork_threads if rank.sc.fork_threads is not None else \
+        1 + (rank.sc.gen_threads if save > 0 else 0)
+    python = ["MainThread"] + ([f"writerprof-gen_{k}" for k in range(rank.sc.gen_threads)]
+                               if save > 0 and rank.sc.fork_threads is None else [])
+    threads = {"native_threads": native, "python_threads": len(python), "threads": python[:32],
+               "forking_thread": "MainThread", "native_only": [events.POOL_THREAD] * (native - len(python)),
+               "comm": events.COMM}
     if sc.start_method == "fork":
-        native = rank.sc.fork_threads if rank.sc.fork_threads is not None else \
-            1 + (rank.sc.gen_threads if save > 0 else 0)
-        python = ["MainThread"] + ([f"writerprof-gen_{k}" for k in range(rank.sc.gen_threads)]
-                                   if save > 0 and rank.sc.fork_threads is None else [])
-        lines.append({"native_threads": native, "python_threads": len(python), "threads": python[:32],
-                      "forking_thread": "MainThread", "kind": "fork", "t_ns": int(v["fork_at"][i])})
+        lines.append({**threads, "kind": "fork", "t_ns": int(v["fork_at"][i])})
+        threads = {}
     elif sc.start_method == "forkserver":
         rank.daemon_forks.append(int(v["fork_at"][i]))
         rank.reaped.append((int(v["w_exit"][i]) + 100 * US, v["written"]))
     t_ps = int(v["t_ps"][i])
     lines.append({"t_ns": t_ps, "start_ns": t_ps, "end_ns": int(v["ps_end"][i]), "method": sc.start_method,
                   "target": events.TARGET, "child_pid": int(v["writer_pid"][i]), "name": f"writer-{save + 1}",
-                  "writer_seq": save, "started": True, "kind": "process_start"})
+                  "writer_seq": save, "started": True, "kind": "process_start", **threads})
     for b in range(B):
         lines.append(buffers.placement(names[b], save * B + b, "end", int(v["cleanup"][i, b]),
                                        node if b < n else None))

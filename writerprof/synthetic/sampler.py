@@ -82,8 +82,8 @@ class Spool:
     MAX_PENDING = 1 << 18  # samples held before they are spooled (24 MiB)
 
     def __init__(self, directory: Path, tick0: int, interval: int, dtype: np.dtype = SAMPLE_DTYPE,
-                 name: str = "samples"):
-        self.directory, self.tick0, self.dtype, self.name = directory, tick0, dtype, name
+                 name: str = "samples", header: bytes = b""):
+        self.directory, self.tick0, self.dtype, self.name, self.header = directory, tick0, dtype, name, header
         self.window_ns = interval * self.WINDOW_TICKS
         self.files: dict[int, object] = {}
         self.pending: list[np.ndarray] = []
@@ -117,6 +117,7 @@ class Spool:
     def finish(self, path: Path):
         self.flush()
         with open(path, "wb") as out:
+            out.write(self.header)
             for window in sorted(self.files):
                 f = self.files.pop(window)
                 f.close()
@@ -132,13 +133,15 @@ class Sampler:
     its first tick, a process `offset` into the tick by its place in the
     process list), and the records it makes of what it read."""
 
-    def __init__(self, directory: Path, base: int, index: int, interval: int):
-        self.interval = interval
+    def __init__(self, directory: Path, base: int, index: int, interval: int, run_queue_share: float = 0.0):
+        self.interval, self.run_queue_share = interval, run_queue_share
         self.tick0 = base + FIRST_SAMPLE_NS
         self.boot_offset = 1_137 + 211 * index  # sub-tick part of /proc start times on this clock
         self.samples = Spool(directory, self.tick0, interval)
-        self.threads = Spool(directory, self.tick0, interval, THREAD_SAMPLE_DTYPE, "threads")
+        self.threads = Spool(directory, self.tick0, interval, THREAD_SAMPLE_DTYPE, "threads", layout.header(
+            layout.THREADS_MAGIC, layout.THREADS_VERSION, layout.THREAD_SAMPLE))
         self.last_read: dict[int, tuple[int, int]] = {}  # pid -> (its last tick, utime + stime then)
+        self.first_read: dict[int, int] = {}  # pid -> when its main thread started, as its first record counts
         self.records = Records()
 
     def tick_round(self, t: int) -> int:
@@ -223,9 +226,11 @@ class Sampler:
         grew = used > np.concatenate(([first_used], used[:-1]))
         self.last_read[pid] = (int(samples["t_ns"][-1]), int(used[-1]))
         out = np.zeros(int(grew.sum()), THREAD_SAMPLE_DTYPE)
-        for name in ("t_ns", "pid", "cpu", "utime_ns", "stime_ns"):
+        for name in ("t_ns", "pid", "cpu", "utime_ns", "stime_ns", "nonvoluntary_ctxt"):
             out[name] = samples[name][grew]
         out["since_ns"], out["tid"], out["name"] = since[grew], pid, b"python3"
+        began = self.first_read.setdefault(pid, first_t)
+        out["run_delay_ns"] = (self.run_queue_share * (out["t_ns"] - began)).astype(np.int64)
         self.threads.add(out)
 
     def finish(self, directory: Path):

@@ -81,6 +81,7 @@ class Scenario:
     gen_threads: int = 0  # the producer's generator threads (started at its first fill)
     fork_threads: int | None = None
     involuntary_per_s: float = 20.0  # involuntary context switches a second, per producer and writer
+    run_queue_share: float = 0.0  # the share of its time each process's main thread waits on a run queue for a CPU
     # What the probe saw: phases whose calls had no hook ("gen,put,get": a
     # producer whose fill no spec names, a queue that is not multiprocessing's);
     # their records are left out and the save reads them as not measured.
@@ -108,7 +109,8 @@ class Scenario:
         if self.smt and self.cpus_per_node % 2:
             raise ValueError("smt needs an even cpus_per_node (two threads per core)")
         for name in ("gen_s", "write_s", "fsync_s", "jitter", "save_jitter", "main_rerun_s", "unpickle_s",
-                     "target_setup_s", "fault_s", "involuntary_per_s", "faults_per_chunk", "gen_threads"):
+                     "target_setup_s", "fault_s", "involuntary_per_s", "run_queue_share", "faults_per_chunk",
+                     "gen_threads"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must not be negative")
         wrong = set(self.unhooked_phases()) - {"gen", "put", "get", "write", "fadvise", "fsync", "close"}

@@ -11,18 +11,18 @@ one place that says what each code means (the notebooks show it from there).
 Severity: "warning" costs throughput or is a hazard; "info" says what bounds
 a run that is otherwise healthy (a checkpoint is meant to be I/O-bound).
 
-The checks live by the kind of cause they find: placement, start-up and the
-pipeline (base has what they share). CHECKS lists them in report order.
+The checks live by the kind of cause they find: placement, start-up, the
+pipeline and CPU contention (base has what they share). CHECKS lists them
+in report order.
 """
 
 from __future__ import annotations
 
 from writerprof.analysis import fixes
 from writerprof.analysis.diagnoses.base import INFO, SEVERITIES, WARNING, Code
-from writerprof.analysis.diagnoses.pipeline import (DEMAND_SHARE, FAULTS_FLOOR, FAULTS_PER_PAGE, FSYNC_SHARE,
-                                                    IO_SHARE, PREEMPTIONS_PER_CPU_S, QUEUE_SHARE, WAIT_SHARE,
-                                                    cpu_oversubscription, fsync_bound, page_fault_storm,
-                                                    pipeline_balance)
+from writerprof.analysis.diagnoses.contention import CONTENTION_FLOOR_S, CONTENTION_SHARE, cpu_contention
+from writerprof.analysis.diagnoses.pipeline import (FAULTS_FLOOR, FAULTS_PER_PAGE, FSYNC_SHARE, IO_SHARE, QUEUE_SHARE,
+                                                    WAIT_SHARE, fsync_bound, page_fault_storm, pipeline_balance)
 from writerprof.analysis.diagnoses.migration import pages_migrated
 from writerprof.analysis.diagnoses.placement import (MIGRATION_SHARE, NUMA_MAJORITY, affinity_divergence,
                                                      numa_mismatch, writer_migration)
@@ -31,7 +31,7 @@ from writerprof.analysis.diagnoses.startup import (REIMPORT_SHARE, STARTUP_SHARE
 from writerprof.analysis.shapes import Diagnosis
 
 CHECKS = (numa_mismatch, affinity_divergence, writer_migration, pages_migrated, writer_startup, main_reimport,
-          fork_with_threads, pipeline_balance, cpu_oversubscription, page_fault_storm, fsync_bound)
+          fork_with_threads, pipeline_balance, cpu_contention, page_fault_storm, fsync_bound)
 # Every code, in the order of its check: code -> its Code (severities, meaning).
 CODES: dict[str, Code] = {c.code: c for check in CHECKS for c in check.codes}
 
@@ -47,5 +47,5 @@ def diagnose(run, procs: list[dict], saves: list[dict]) -> list[Diagnosis]:
 
 __all__ = ["CHECKS", "CODES", "Code", "SEVERITIES", "WARNING", "INFO", "diagnose",
            "NUMA_MAJORITY", "MIGRATION_SHARE", "STARTUP_SHARE", "REIMPORT_SHARE", "WAIT_SHARE", "IO_SHARE",
-           "QUEUE_SHARE", "DEMAND_SHARE", "PREEMPTIONS_PER_CPU_S", "FAULTS_PER_PAGE", "FAULTS_FLOOR",
+           "QUEUE_SHARE", "CONTENTION_SHARE", "CONTENTION_FLOOR_S", "FAULTS_PER_PAGE", "FAULTS_FLOOR",
            "FSYNC_SHARE", *(check.__name__ for check in CHECKS)]

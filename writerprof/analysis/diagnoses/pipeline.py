@@ -1,15 +1,12 @@
-"""The pipeline: which side sets the pace, the queue, CPU contention, page
-faults and the final flush."""
+"""The pipeline: which side sets the pace, the queue, page faults and the
+final flush (CPU contention: contention)."""
 
 from __future__ import annotations
-
-from collections import defaultdict
 
 import numpy as np
 
 from writerprof.analysis import buffers
 from writerprof.analysis.diagnoses.base import INFO, WARNING, Code, diagnosis, emits, per_producer, producer_of
-from writerprof.analysis.samples import sample_rows
 from writerprof.run import roles as run_roles
 
 # generation-bound: the writer waited for chunks this share of its loop;
@@ -19,10 +16,6 @@ WAIT_SHARE = 0.5
 IO_SHARE = 0.5
 # queue-stall: both sides waited at once (the queue itself) this share of the save.
 QUEUE_SHARE = 0.10
-# cpu-oversubscription: the recorded processes wanted this share of their
-# allowed CPUs during the saves, and were preempted this often per CPU-second.
-DEMAND_SHARE = 0.95
-PREEMPTIONS_PER_CPU_S = 200
 # page-fault-storm: faults in hooked calls per page of the process's own
 # buffers; mapping a page costs at most one fault (fault-around makes it less).
 # FAULTS_FLOOR more than that at least: a few faults on tiny buffers are no storm.
@@ -94,40 +87,6 @@ def pipeline_balance(run, procs, saves):
     return out
 
 
-@emits(Code("cpu-oversubscription", (WARNING,),
-            f"a host's producers and writers wanted ≥ {DEMAND_SHARE:.0%} of their allowed CPUs during the saves "
-            f"and were preempted ≥ {PREEMPTIONS_PER_CPU_S} times per CPU-second: they queue for CPUs"))
-def cpu_oversubscription(run, procs, saves):
-    out = []
-    working, spans_of = defaultdict(list), defaultdict(list)
-    for p in procs:
-        if p["role"] in (run_roles.WRITER, run_roles.PRODUCER):
-            working[p["host"]].append(p)
-    for s in saves:
-        spans_of[s["host"]].append((s["start_ns"], s["end_ns"]))
-    steps = _cpu_steps(run, [p["id"] for mine in working.values() for p in mine])
-    for host in run.hosts:
-        mine, spans = working[host], spans_of[host]
-        if not mine or not spans:
-            continue
-        demand = _cpu_demand(steps.get(host), spans)
-        cpus = sorted({c for p in mine for c in p["allowed_cpus"]})
-        cpu_s = sum(p["cpu_s"] or 0 for p in mine)
-        switches = sum(p["nonvoluntary_switches"] or 0 for p in mine)
-        if demand is None or not cpu_s or not cpus:
-            continue
-        rate = switches / cpu_s
-        threads = max((p["threads_max"] or 0) for p in mine)
-        if demand >= DEMAND_SHARE * len(cpus) and rate >= PREEMPTIONS_PER_CPU_S:
-            out.append(diagnosis(
-                "cpu-oversubscription", None,
-                f"on {host} the producers and writers wanted {demand:.2f} of their {len(cpus)} allowed CPUs "
-                f"during the saves and were preempted {rate:.0f} times per CPU-second: they queue for CPUs",
-                {"host": host, "cpu_demand": demand, "allowed_cpus": cpus, "preemptions_per_cpu_s": rate,
-                 "nonvoluntary_switches": switches, "threads_max": threads}))
-    return out
-
-
 @emits(Code("page-fault-storm", (WARNING,),
             f"a producer's or writer's hooked calls took more than {FAULTS_PER_PAGE:g} page faults per page of "
             f"its buffers (+{FAULTS_FLOOR}; mapping a page costs at most 1): pages are being re-faulted"))
@@ -164,46 +123,6 @@ def fsync_bound(run, procs, saves):
                 f"save): the device's flush dominates",
                 {"fsync_s": fsync, "save_s": total, "saves": len(group)}, cost_s=fsync))
     return out
-
-
-def _cpu_steps(run, procs: list[int]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per host: the CPU time these processes used between two of the
-    sampler's readings, and the middle of each such step."""
-    rows = sample_rows(run)
-    keep = np.isin(rows, procs)
-    s, rows = run.samples[keep], rows[keep]
-    order = np.lexsort((s["t_ns"], rows))
-    s, rows = s[order], rows[order]
-    same = rows[1:] == rows[:-1]  # steps between two samples of one process
-    step = np.diff(s["utime_ns"] + s["stime_ns"])[same]
-    mid = ((s["t_ns"][1:] + s["t_ns"][:-1]) // 2)[same]
-    host = s["host_index"][1:][same]
-    by_host = np.argsort(host, kind="stable")
-    bounds = np.searchsorted(host[by_host], np.arange(len(run.hosts) + 1))
-    return {name: (step[by_host[bounds[i]:bounds[i + 1]]], mid[by_host[bounds[i]:bounds[i + 1]]])
-            for i, name in enumerate(run.hosts)}
-
-
-def _cpu_demand(steps, spans) -> float | None:
-    """CPUs' worth of time used while saves ran."""
-    if steps is None:
-        return None
-    step, mid = steps
-    merged = np.array(_merge(spans), dtype=np.int64).reshape(-1, 2)
-    at = np.searchsorted(merged[:, 0], mid, side="right") - 1
-    inside = (at >= 0) & (mid <= merged[np.maximum(at, 0), 1])
-    wall = int((merged[:, 1] - merged[:, 0]).sum())
-    return float(step[inside].sum()) / wall if wall else None
-
-
-def _merge(spans):
-    merged = []
-    for a, b in sorted(spans):
-        if merged and a <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
-        else:
-            merged.append((a, b))
-    return merged
 
 
 def _call_faults(run) -> dict[int, int]:

@@ -27,9 +27,9 @@ def unmeasured(d: dict) -> dict:
 
 
 @emits(Code("numa-mismatch", (WARNING,),
-            f"a writer (or producer) did ≥ {NUMA_MAJORITY:.0%} of its work (its threads' CPU time in its "
-            f"work calls, else those calls' CPUs) on one NUMA node while ≥ {NUMA_MAJORITY:.0%} of its buffers' pages are on another: "
-            f"every copy crosses the interconnect"))
+            f"a writer (or producer) did ≥ {NUMA_MAJORITY:.0%} of its work (its threads' CPU time in its saves' "
+            f"writes, or fill, not its start-up) on one NUMA node while ≥ {NUMA_MAJORITY:.0%} of its buffers' pages "
+            f"are on another: every copy crosses the interconnect"))
 def numa_mismatch(run, procs, saves):
     out = []
     for proc in by_role(procs, run_roles.WRITER) + by_role(procs, run_roles.PRODUCER):

@@ -1,42 +1,60 @@
-"""Start-up: the writer's way from Process.start() to its first write, the
-re-run of the parent's __main__, and forking with live threads."""
+"""Start-up: the writer's own way from Process.start() to its target's first
+wait for a chunk, the re-run of the parent's __main__, and forking with live
+threads."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from writerprof.analysis import forkthreads
+from writerprof.analysis.components import STARTUP_PHASES
 from writerprof.analysis.diagnoses.base import INFO, WARNING, Code, diagnosis, emits, per_producer, producer_of
+from writerprof.analysis.intervals import median_interval
 from writerprof.analysis.saves import index
 
-# writer-startup: Process.start() to first write, as a share of the save.
+# writer-startup: the writer's own start-up on the save's critical path, as a share of the save, in the median save.
 STARTUP_SHARE = 0.20
 # main-reimport: the re-run of __main__ on the critical path, share of the save time.
 REIMPORT_SHARE = 0.02
+# The writer's own start-up: Process.start() until its target first waits for
+# a chunk. That wait (first_chunk) is the producer generating, not the writer
+# starting; and of the phases, only what held the save up (the critical path)
+# costs it: a writer that starts while the producer fills its first buffers costs nothing.
+OWN_PHASES = tuple(p for p in STARTUP_PHASES if p != "first_chunk")
+_ON_PATH = tuple(f"startup:{p}" for p in OWN_PHASES)
 
 
 @emits(Code("writer-startup", (WARNING,),
-            f"Process.start() to the writer's first write is ≥ {STARTUP_SHARE:.0%} of the save; broken into "
-            f"phases, its cost is its time on the critical path"))
+            f"the writer's own start-up (Process.start() to its target's first wait for a chunk) held the median "
+            f"save up for ≥ {STARTUP_SHARE:.0%} of it, on its critical path (one slow save of three does not "
+            f"fire it)"))
 def writer_startup(run, procs, saves):
     out = []
     for group in per_producer(saves):
-        timed = [s for s in group if s["startup_s"] is not None and s["duration_s"] > 0]
+        timed = [s for s in group if s["startup"] and s["duration_s"] > 0]
         if not timed:
             continue
-        startup = float(np.mean([s["startup_s"] for s in timed]))
-        duration = float(np.mean([s["duration_s"] for s in timed]))
-        if startup / duration < STARTUP_SHARE:
+        held = [sum(s["critical_path"].get(c, 0.0) for c in _ON_PATH) for s in timed]
+        shares = [h / s["duration_s"] for h, s in zip(held, timed)]
+        share = float(np.median(shares))
+        if share < STARTUP_SHARE:
             continue
-        phases = {p: float(np.mean([s["startup"][p] for s in timed])) for p in timed[0]["startup"]}
-        cost = sum(s["critical_path"][c] for s in timed for c in s["critical_path"] if c.startswith("startup:"))
+        low, high, coverage = median_interval(shares)
+        duration = float(np.median([s["duration_s"] for s in timed]))
+        own = float(np.median([sum(s["startup"][p] for p in OWN_PHASES) for s in timed]))
+        phases = {p: float(np.median([s["startup"][p] for s in timed])) for p in OWN_PHASES}
         top = max(phases, key=phases.get)
+        spread = (f"{len(timed)} saves, the median's {coverage:.0%} interval {low:.0%}–{high:.0%}" if len(timed) > 1
+                  else "one save")
         out.append(diagnosis(
             "writer-startup", producer_of(procs, group),
-            f"writer start-up (Process.start() to first write) takes {startup:.3f} s of a {duration:.3f} s "
-            f"save ({startup / duration:.0%}), most of it in {top} ({phases[top]:.3f} s); "
-            f"{cost / len(timed):.3f} s per save on the critical path",
-            {"startup_s": startup, "save_s": duration, "phases_s": phases, "saves": len(timed),
-             "start_method": timed[0]["start_method"]}, cost_s=cost))
+            f"the writer's own start-up (Process.start() to its target's first wait for a chunk) held the median "
+            f"save up for {float(np.median(held)):.3f} s of {duration:.3f} s, {share:.0%} of it ({spread}); its "
+            f"phases took {own:.3f} s, most of it in {top} ({phases[top]:.3f} s)",
+            {"critical_s": float(np.median(held)), "startup_s": own, "save_s": duration, "share": share,
+             "share_low": low, "share_high": high, "interval_coverage": coverage, "phases_s": phases,
+             "first_chunk_s": float(np.median([s["startup"]["first_chunk"] for s in timed])),
+             "saves": len(timed), "start_method": timed[0]["start_method"]}, cost_s=sum(held)))
     return out
 
 
@@ -82,14 +100,18 @@ def fork_with_threads(run, procs, saves):
                 # nothing resets in the child; a native pool (BLAS) usually has
                 # its own at-fork handlers: a hazard worth knowing, not a warning.
                 severity = WARNING if (data.get("python_threads") or 0) > 1 else INFO
+                native = forkthreads.native_names(data)
+                named = f", and native ones run by no Python Thread ({forkthreads.describe(native)})" if native else ""
                 out.append(diagnosis(
                     "fork-with-threads", proc,
-                    f"producer pid {proc['pid']} forked a writer with {data['native_threads']} live native "
-                    f"threads, {data.get('python_threads')} of them Python's ({', '.join(data.get('threads') or [])}): "
-                    f"a lock another thread held at the fork stays locked in the child (a deadlock hazard "
-                    f"for writers that use thread-based storage libraries)",
+                    f"producer pid {proc['pid']} forked a writer with {data['native_threads']} live threads "
+                    f"(the kernel's count), {data.get('python_threads')} of them Python's "
+                    f"({', '.join(data.get('threads') or [])}){named}: a lock another thread held at the fork "
+                    f"stays locked in the child (a deadlock hazard for writers that use thread-based storage "
+                    f"libraries)",
                     {"native_threads": data["native_threads"], "python_threads": data.get("python_threads"),
-                     "threads": data.get("threads"), "forking_thread": data.get("forking_thread")},
+                     "threads": data.get("threads"), "forking_thread": data.get("forking_thread"),
+                     "native_only": data.get("native_only")},
                     severity=severity))
                 break
     return out

@@ -19,11 +19,11 @@ import typing
 from typing import Union
 
 from writerprof.analysis.shapes.compare import CodedFix, Comparison, ContrastResult, Noise, Spread, WhatIf
-from writerprof.analysis.shapes.summary import Diagnosis, Fix, NumaActivity, NumaSave, Summary, Throughput
+from writerprof.analysis.shapes.summary import Diagnosis, Ending, Fix, NumaActivity, NumaSave, Summary, Throughput
 from writerprof.analysis.shapes.views import AffinityBins, AffinityProcesses
 
-__all__ = ["AffinityBins", "AffinityProcesses", "CodedFix", "Comparison", "ContrastResult", "Diagnosis", "Fix",
-           "Noise", "NumaActivity", "NumaSave", "Spread", "Summary", "Throughput", "WhatIf", "mismatches"]
+__all__ = ["AffinityBins", "AffinityProcesses", "CodedFix", "Comparison", "ContrastResult", "Diagnosis", "Ending",
+           "Fix", "Noise", "NumaActivity", "NumaSave", "Spread", "Summary", "Throughput", "WhatIf", "mismatches"]
 
 
 def mismatches(value, shape, where: str = "") -> list[str]:

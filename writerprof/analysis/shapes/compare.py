@@ -72,11 +72,12 @@ class ComponentDiff(TypedDict):
     b_s: float
     diff_s: float
     share: float | None  # of difference_s
-    ci95_s: list[float] | None  # [lo, hi]: bootstrap 95% interval of diff_s (None: a side has one save)
+    ci95_s: list[float] | None  # [lo, hi]: 95% interval of diff_s (None: no spread to tell it by)
     significant: bool | None  # the interval excludes zero and diff_s is not negligible
     a_own_s: float | None  # the component's own duration (its hooked calls), mean per save
     b_own_s: float | None
     own_diff_s: float | None
+    runs_needed: int | None  # a side of one run: runs a side to resolve diff_s (None: over repeats, or unknown)
 
 
 class SaveDiff(TypedDict):
@@ -100,18 +101,18 @@ class Spread(TypedDict):
     cv: float | None  # coefficient of variation of gib_s
     min_gib_s: float | None
     max_gib_s: float | None
-    sd_s: float | None  # standard deviation of the units' mean save time
+    sd_s: float | None  # standard deviation of the units' mean save time (a run's: from its saves)
 
 
 class Noise(TypedDict):
-    unit: str  # "repeat" (both sides have several) or "save"
+    unit: str  # "repeat" (both sides have several runs) or "run" (a side has one)
     a: Spread
     b: Spread
     sd_s: float | None  # the two sides' sd_s pooled
     effect_s: float  # the difference in mean save time
     have: int  # units on the smaller side
     needed: int | None  # units per side to resolve effect_s at sd_s (analysis.noise.needed)
-    hides: bool  # needed > have
+    hides: bool  # repeats: needed > have; runs: the interval of effect_s includes zero
     message: str | None  # the warning, when hides
 
 
@@ -128,6 +129,7 @@ class Comparison(TypedDict):
     throughput: ThroughputChange
     difference_s: float  # B's mean save time minus A's: the components and unexplained_s sum to it
     components: list[ComponentDiff]  # in saves.COMPONENTS order
+    writer_startup: ComponentDiff  # the start-up phases together (name "startup"; no own duration)
     unexplained_s: float
     total: Total  # the interval of difference_s
     per_save: list[SaveDiff]  # saves matched by their order
@@ -146,12 +148,14 @@ class ContrastRun(TypedDict):
 
 
 class WhatIf(TypedDict):
-    method: str  # forkserver+preload, forkserver+pin, forkserver+local, forkserver+first-touch
+    method: str  # forkserver+preload, forkserver+guard, forkserver+pin, forkserver+local, forkserver+first-touch
     ran: bool
     reason: str | None  # why it was not run
     gib_s: float | None  # its throughput, when it ran and is not the reference
     recovered_s: float | None  # seconds per save it won back of what plain forkserver lost
+    recovered_ci95_s: list[float] | None  # its 95% interval (plain forkserver's saves against the what-if's)
     recovered_share: float | None  # recovered_s over that loss
+    modules: list[str] | None  # the modules it ran the advice with (preload, guard), else None
 
 
 class ContrastNoise(TypedDict):

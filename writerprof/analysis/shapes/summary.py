@@ -8,6 +8,32 @@ from writerprof.analysis.shapes.views import (AffinityBins, AffinityProcesses, C
                                               PlacementPerSave, ProcessGroup, RankPerHost, SaveIndex)
 
 
+class SignalReceived(TypedDict):
+    signal: str  # its name
+    at_s: float  # when record received it
+
+
+class RecordingCut(TypedDict):
+    """Of a recording whose run.json was never finished: the end its journals show."""
+    at_s: float | None  # the latest time any record shows (None: none)
+    processes: int  # probed processes
+    exited: int  # of them, those that left an exit record
+
+
+class Ending(TypedDict):
+    cut_short: bool  # by a signal, a time limit, or with its recording (analysis.ending)
+    failed: bool  # not cut short, and CMD exited non-zero
+    by: str | None  # what cut it short (ending.SLURM_TIME_LIMIT ... RECORDING_CUT); None if not cut short
+    signal: str | None  # the signal that cut it short, where one is known
+    at_s: float | None  # when it was cut short
+    exit_status: int | None  # CMD's
+    exit_signal: str | None  # the N of an exit status 128+N (129-192), by name
+    ended_by: str | None  # run.json's: "exit", "signal", "not_started"
+    signals: list[SignalReceived]  # every signal asking CMD to end that record passed on
+    recording_cut: RecordingCut | None  # None where run.json was finished
+    saves: dict[str, int]  # status (ending.STATUSES) -> saves
+
+
 class RunInfo(TypedDict):
     path: str
     command: list[str] | None
@@ -23,6 +49,8 @@ class RunInfo(TypedDict):
     outlived_cmd: list[dict[str, Any]]  # processes still running after CMD ended: pid, cmdline
     probes_unmatched: dict[str, str]  # --probe spec applied in no process -> why
     not_probed: list[dict[str, Any]]  # Python processes the probe was not in, per reason (analysis.unprobed)
+    ending: Ending  # how the run ended (analysis.ending)
+    slurm: dict[str, Any] | None  # the Slurm job it ran in (run.json's "slurm"), None outside one
 
 
 class HostTopology(TypedDict):
@@ -70,7 +98,8 @@ class Process(TypedDict):
     samples: int  # the sampler's readings of it
     cpu_nodes: dict[str, float]  # node -> share of the sampler's readings
     work_nodes: dict[str, float]  # node -> share of its work calls' time (write, gen)
-    # node -> share of its threads' CPU time inside its work calls (all its life without any)
+    # node -> share of its threads' CPU time inside its work in each save (analysis.work_windows),
+    # never its start-up; a process in no save: inside its work calls (all its life without any)
     thread_nodes: dict[str, float]
     thread_cpu_s: float | None  # that CPU time; None without per-thread readings
     threads: list[ThreadWork]  # the busiest of those threads (analysis.threads.MAX_THREADS)
@@ -119,6 +148,9 @@ class Save(TypedDict):
     unexplained_s: float
     bottleneck: str  # the group (saves.BOTTLENECK_GROUPS) of the most critical-path time
     bottleneck_s: float  # that group's critical-path seconds (saves.bound_by)
+    # "complete"; in a run cut short "interrupted" (bytes: those written before the cut; gib_s None)
+    # or "unconfirmed" (its owner left no record after it): listed, not in the figures (ending.complete)
+    status: str
 
 
 class Throughput(TypedDict):
@@ -167,15 +199,41 @@ class Straggler(TypedDict):
     component_excess_s: float
 
 
+class PlacementShape(TypedDict):
+    """What of a rank's placement compares across ranks (analysis.binding.Host.shape)."""
+    bound: bool  # fewer CPUs than its host's
+    cpus: int
+    cores: int
+    nodes: int
+    writers: str | None  # binding.WRITERS_*: their dominant worked node against their CPUs' nodes; None: not measured
+    buffers: str | None  # binding.BUFFERS_*: their buffers' dominant node against the writers'; None: not measured
+
+
+class RankPlacement(TypedDict):
+    """A rank's writers with the same CPUs and nodes."""
+    rank: int | None
+    writers: int  # how many
+    cpus: list[int]  # their allowed CPUs
+    nodes: list[int]  # the nodes of those CPUs
+    writer_node: int | None  # their dominant worked node
+    buffer_node: int | None  # their buffers' dominant node
+    shape: PlacementShape
+
+
+class SharedCpus(TypedDict):
+    cpus: list[int]
+    ranks: list[int]  # the bound ranks whose writers were all given them
+
+
 class HostPlacement(TypedDict):
-    writer_cpus: list[list[int]]  # the distinct allowed CPUs of the host's writers
-    writer_node: list[int | None]  # their distinct dominant worked nodes
-    buffer_node: list[int | None]  # their buffers' distinct dominant nodes
+    ranks: list[RankPlacement]  # by rank
+    differs: list[str]  # the binding.ASPECTS in which the shapes of its ranks are not all alike
+    shared: list[SharedCpus]
 
 
 class Placement(TypedDict):
     hosts: dict[str, HostPlacement]  # hosts with writers
-    consistent: bool  # every host's writers alike
+    consistent: bool  # on every host one shape for every rank's writers, and no CPU shared by bound ranks
     hosts_alike: bool  # the hosts have the same topology
 
 
@@ -191,9 +249,15 @@ class _Diagnosis(TypedDict):
 
 class Fix(TypedDict):
     """One action that removes (part of) a warning's cause (analysis.fixes)."""
+    id: str  # the fix's identity: a list of fixes holds each once
     what: str  # what to change, in the target's terms
     where: str  # the file, command line or setting it is changed in
-    recovery_s: float | None  # seconds per save it won back where the run or a what-if measured it
+    recovery_s: float | None  # seconds per save it wins back (None: neither the run nor a what-if says)
+    recovery: str | None  # "estimated" (from the run) | "measured" (by a contrast what-if or the reference)
+    recovery_ci95_s: list[float] | None  # measured: its 95% interval
+    measured_by: str | None  # measured: the contrast method that measured it
+    capped_from_s: float | None  # the recovery before it was capped at a measured difference (None: not capped)
+    modules: list[str]  # the modules it preloads or moves (set_forkserver_preload's list exactly), else []
 
 
 class Diagnosis(_Diagnosis, total=False):

@@ -9,6 +9,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from writerprof.analysis.ending import complete
 from writerprof.analysis.saves import COMPONENTS
 from writerprof.render.plots.style import COLOURS, SIDE_COLOUR, empty, figure, name, title
 
@@ -21,7 +22,7 @@ WATERFALL_MIN_S = 0.0005
 
 def _bars_of(summaries: list[dict], max_bars: int) -> tuple[list[str], list[dict], str]:
     """The bars of one side: labels, {component: seconds} with 'unexplained', and how they were made."""
-    saves = [(i, s) for i, summary in enumerate(summaries) for s in summary["saves"]]
+    saves = [(i, s) for i, summary in enumerate(summaries) for s in complete(summary["saves"])]
     producers = {(i, s["producer"]) for i, s in saves}
 
     def parts(group):
@@ -82,7 +83,7 @@ def save_decomposition(sides: dict[str, list[dict]], max_bars: int = MAX_SAVE_BA
         for xi, total in zip(x, bottom):
             ax.text(xi, total, f"{total:.2f}", ha="center", va="bottom", fontsize=7)
         ax.set_xticks(x, labels, fontsize=8)
-        mean = float(np.mean([s["duration_s"] for summary in sides[label] for s in summary["saves"]]))
+        mean = float(np.mean([s["duration_s"] for summary in sides[label] for s in complete(summary["saves"])]))
         ax.set_title(f"{label}\nmean save {mean:.3f} s", fontsize=9)
         hows.add(how)
         ax.set_xlabel("save")

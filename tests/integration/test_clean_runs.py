@@ -1,0 +1,41 @@
+"""No false alarms: clean, well-placed runs of the shapes real checkpoint
+code has, each recorded twice: no warning in either report, and a compare of
+the two names no cause. Fork (the built-in reproducer), a forkserver writer
+with its module preloaded and a light entry script, a process pool's
+workers, and a rank that writes its own files."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from helpers import TARGETS, run_writerprof, writerprof_command
+
+CLEAN = {
+    "fork": ["writerprof", "repro", "--saves", "3", "--size", "64MiB", "--start-method", "fork", "--mpi", "off"],
+    "forkserver-preloaded": [sys.executable, "-m", "preloaded", "{out}", "3"],
+    "pool": [sys.executable, f"{TARGETS}/any_writer.py", "pool", "{out}", "--files", "4", "--method", "forkserver"],
+    "in-rank": [sys.executable, f"{TARGETS}/any_writer.py", "self", "{out}", "--files", "3"],
+}
+
+
+@pytest.mark.parametrize("shape", CLEAN)
+def test_a_clean_run_warns_of_nothing(tmp_path, shape):
+    runs = []
+    for n in (1, 2):
+        out = tmp_path / f"out{n}"
+        out.mkdir()
+        command = [part.format(out=out) for part in CLEAN[shape]]
+        if command[0] == "writerprof":
+            command = writerprof_command() + command[1:]
+        run = tmp_path / f"run{n}"
+        run_writerprof("record", "-o", run, "--", *command, cwd=TARGETS)
+        report = json.loads(run_writerprof("report", "--json", run).stdout)
+        assert report["throughput"]["saves"] >= 3, report["throughput"]
+        warnings = [f"{d['code']}: {d['message']}" for d in report["diagnoses"] if d["severity"] == "warning"]
+        assert warnings == [], warnings
+        runs.append(run)
+    comparison = json.loads(run_writerprof("compare", "--json", *runs).stdout)
+    assert comparison["causes"] == [] and comparison["fix"] == [], comparison["verdict"]
