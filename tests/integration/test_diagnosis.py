@@ -14,6 +14,9 @@ import pytest
 from helpers import run_writerprof, writerprof_command
 
 SMALL = ["--saves", "3", "--size", "256MiB", "--chunk-size", "32MiB"]
+# The contrast's: small saves, several: one run a side is judged by its saves'
+# spread, which the __main__ re-run must clear.
+CONTRAST_SAVES, CONTRAST_MIB = 8, 32
 
 
 def _record(tmp_path, name, *repro_args):
@@ -29,9 +32,8 @@ def _summary(run_dir) -> dict:
 @pytest.fixture(scope="module")
 def contrast(tmp_path_factory):
     out = tmp_path_factory.mktemp("contrast") / "c"
-    # Small saves, several: one run a side is judged by its saves' spread, which the re-run must clear.
     done = run_writerprof("contrast", "--repeat", "1", "-o", out, "--", *writerprof_command(), "repro",
-                          "--saves", "8", "--size", "32MiB", "--chunk-size", "8MiB",
+                          "--saves", str(CONTRAST_SAVES), "--size", f"{CONTRAST_MIB}MiB", "--chunk-size", "8MiB",
                           "--main-imports", "numpy,matplotlib.pyplot", timeout=400)
     return out, done
 
@@ -70,16 +72,16 @@ def test_report_of_the_forkserver_run_breaks_start_up_into_phases(contrast):
     run_dir = sorted((out / "runs").iterdir())[1]
     summary = _summary(run_dir)
     assert summary["schema"] == "writerprof.summary/1"
-    assert len(summary["saves"]) == 3
+    assert len(summary["saves"]) == CONTRAST_SAVES
     for save in summary["saves"]:
         assert save["start_method"] == "forkserver"
-        assert save["startup"]["main_rerun"] > 0 and save["bytes"] == 256 << 20
+        assert save["startup"]["main_rerun"] > 0 and save["bytes"] == CONTRAST_MIB << 20
         total = sum(save["critical_path"].values()) + save["unexplained_s"]
         assert total == pytest.approx(save["duration_s"], rel=1e-6)
     (reimport,) = [d for d in summary["diagnoses"] if d["code"] == "main-reimport"]
     assert reimport["evidence"]["main"].endswith("repro/main.py") and reimport["cost_s"] > 0
     text = run_writerprof("report", run_dir).stdout
-    assert "main-reimport" in text and "Saves (3" in text and "Processes (" in text
+    assert "main-reimport" in text and f"Saves ({CONTRAST_SAVES}" in text and "Processes (" in text
     assert max(len(line) for line in text.splitlines()) <= 100
 
 
