@@ -15,9 +15,13 @@ from helpers import TARGETS, run_writerprof, writerprof_command
 
 CLEAN = {
     "fork": ["writerprof", "repro", "--saves", "3", "--size", "64MiB", "--start-method", "fork", "--mpi", "off"],
-    "forkserver-preloaded": [sys.executable, "-m", "preloaded", "{out}", "3"],
-    "pool": [sys.executable, f"{TARGETS}/any_writer.py", "pool", "{out}", "--files", "4", "--method", "forkserver"],
-    "in-rank": [sys.executable, f"{TARGETS}/any_writer.py", "self", "{out}", "--files", "3"],
+    # (Saves of 256 MiB: its writers start in ~0.01 s, a share of a save only a tiny one would notice.)
+    "forkserver-preloaded": [sys.executable, "-m", "preloaded", "{out}", "3", "64"],
+    # (Files of 64 MiB, 6 a run: the spread of a run's saves, which a compare of one run a side takes as
+    # the run-to-run spread, is then read off enough saves that are not all page-cache noise.)
+    "pool": [sys.executable, f"{TARGETS}/any_writer.py", "pool", "{out}", "--files", "6", "--size", str(64 << 20),
+             "--method", "forkserver"],
+    "in-rank": [sys.executable, f"{TARGETS}/any_writer.py", "self", "{out}", "--files", "6", "--size", str(64 << 20)],
 }
 
 
@@ -38,4 +42,4 @@ def test_a_clean_run_warns_of_nothing(tmp_path, shape):
         assert warnings == [], warnings
         runs.append(run)
     comparison = json.loads(run_writerprof("compare", "--json", *runs).stdout)
-    assert comparison["causes"] == [] and comparison["fix"] == [], comparison["verdict"]
+    assert comparison["causes"] == [] and comparison["fix"] == [], f"{shape}: {comparison['verdict']}"
