@@ -1,8 +1,9 @@
-"""Byte sizes and CPU lists, as people and the kernel write them."""
+"""Byte sizes, CPU lists and signal names, as people and the kernel write them."""
 
 from __future__ import annotations
 
 import re
+import signal
 
 GIB = 1 << 30
 
@@ -84,3 +85,11 @@ def parse_duration(text: str) -> int:
     if not value > 0 or value != value or value == float("inf"):
         raise ValueError(f"{text!r}: a duration must be positive")
     return int(value * _DURATION_UNITS[unit])
+
+
+def signal_name(number: int) -> str:
+    """SIGTERM for 15; "signal 40" for one Python has no name for (a real-time one)."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"

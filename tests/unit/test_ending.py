@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from writerprof.analysis import compare, shapes
+from writerprof.analysis.ending import cut_signal
 from writerprof.analysis.summary import summarize
 from writerprof.probes.writerprof_probe import format as journal
 from writerprof.render import format as text, html, terminal
@@ -236,3 +237,16 @@ def test_compare_takes_the_complete_saves_only(clean, tmp_path):
     for save in old["saves"]:
         del save["status"]
     assert compare.side([old])["saves"] == 3
+
+
+@pytest.mark.parametrize("meta, said", [
+    ({"signals": [{"signal": "SIGUSR2", "at_ns": 5}, {"signal": "SIGTERM", "at_ns": 1}], "ended_by": "exit",
+      "exit_status": 0}, "SIGTERM"),  # the first record passed on
+    ({"signals": [], "ended_by": "signal", "signal": "SIGKILL", "exit_status": 137}, "SIGKILL"),
+    ({"ended_by": "exit", "exit_status": 143}, "SIGTERM"),  # srun's, once its tasks were killed
+    ({"ended_by": "exit", "exit_status": 128 + 40}, "signal 40"),  # a real-time one, without a name
+    ({"ended_by": "exit", "exit_status": 1}, None),
+    ({"ended_by": None, "exit_status": None}, None),  # record killed: run.json alone cannot tell
+])
+def test_the_signal_that_cut_a_run_by_its_run_json(meta, said):
+    assert cut_signal(meta) == said

@@ -17,14 +17,13 @@ the complete saves only (complete)."""
 
 from __future__ import annotations
 
-import signal
-
 import numpy as np
 
 from writerprof.analysis import filesaves, saves as run_saves
 from writerprof.analysis.shapes import Ending
 from writerprof.run import fields
 from writerprof.run.io import CLOSE_CODES
+from writerprof.units import signal_name
 
 COMPLETE, INTERRUPTED, UNCONFIRMED = "complete", "interrupted", "unconfirmed"
 STATUSES = (COMPLETE, INTERRUPTED, UNCONFIRMED)
@@ -55,8 +54,7 @@ def ending(run, found: list[dict], offsets: dict[str, int]) -> Ending:
     received = _signals(meta.get("signals"), origin)
     recording = _recording_end(run, offsets, origin) if meta.get("ended_ns") is None else None
     ended_s = (meta["ended_ns"] - origin) / 1e9 if meta.get("ended_ns") is not None else None
-    killed = meta.get("signal") if meta.get("ended_by") == "signal" else None
-    exit_signal = signal_name(exit_status - 128) if exit_status in SIGNALLED_STATUS else None
+    killed, exit_signal = _killed(meta), _exit_signal(exit_status)
     cut = bool(received or killed or exit_signal or (recording and recording["exited"] < recording["processes"]))
     by = cut_by = at_s = None
     if cut:
@@ -99,12 +97,20 @@ def _cut_by(job: dict | None, wall: int | None, received: list, killed: str | No
     return RECORD_SIGNAL if received else CMD_SIGNAL if killed else EXIT_STATUS if exit_signal else RECORDING_CUT
 
 
-def signal_name(number: int) -> str:
-    """SIGTERM for 15; "signal 40" for one Python has no name for (a real-time one)."""
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
+def cut_signal(meta: dict) -> str | None:
+    """By run.json alone, the signal that cut CMD short, if one did: the
+    first that record received and passed on, the one that killed CMD, or
+    the one of CMD's exit status 128+N (record's closing summary says it)."""
+    received = _signals(meta.get("signals"), 0)
+    return received[0]["signal"] if received else _killed(meta) or _exit_signal(meta.get("exit_status"))
+
+
+def _killed(meta: dict) -> str | None:
+    return meta.get("signal") if meta.get("ended_by") == "signal" else None
+
+
+def _exit_signal(exit_status) -> str | None:
+    return signal_name(exit_status - 128) if exit_status in SIGNALLED_STATUS else None
 
 
 def _signals(entries, origin: int) -> list[dict]:

@@ -42,7 +42,7 @@ from writerprof.record.stackoptions import BY_PROBE, StackOptions
 from writerprof.record.sampler import Sampler, journaled_by
 from writerprof.record.system import HOST
 from writerprof.run import RunDirectoryError, directory, layout, meta
-from writerprof.units import format_size, parse_duration
+from writerprof.units import format_size, parse_duration, signal_name
 
 # The default sampling interval. A tick costs ~0.5-0.7 ms of CPU on this
 # project's 2-CPU VM whatever it reads (sampler.py: mostly its code and the
@@ -185,7 +185,7 @@ def record(run_dir: Path, command: list[str], interval_ns: int, probes: list[str
     try:
         directory.finish(run_dir, exit_status=recorded.exit_status,
                          ended_by="signal" if status < 0 else "exit",
-                         signal=signal.Signals(-status).name if status < 0 else None,
+                         signal=signal_name(-status) if status < 0 else None,
                          signals=recorded.signals_at, stacks=stacks_taken, incomplete=recorded.incomplete, outlived_cmd=recorded.outlived,
                          sampler_ticks=recorded.sampler_ticks, record_cpu=_record_cpu(*before, recorded))
     except RunDirectoryError as exc:
@@ -207,7 +207,7 @@ class _Ending:
         self.sampler: Sampler | None = None
 
     def received(self, signum: int) -> None:
-        self.recorded.signals_at.append({"signal": signal.Signals(signum).name, "wall_ns": time.time_ns(),
+        self.recorded.signals_at.append({"signal": signal_name(signum), "wall_ns": time.time_ns(),
                                          "at_ns": time.monotonic_ns()})
         try:
             # (If this handler came in the middle of another run.json write, that one may
@@ -414,18 +414,6 @@ def _end(child: subprocess.Popen) -> None:
         pass
 
 
-def _cut_by(done: Recorded) -> str | None:
-    """The signal that cut CMD short, if one did: one record passed on, one
-    that killed CMD, or one that killed a process of CMD (exit status 128+N)."""
-    for signum in (*done.signals, done.killed_by, done.exit_status - 128):
-        if signum is not None and 0 < signum < signal.NSIG:
-            try:
-                return signal.Signals(signum).name
-            except ValueError:  # (a real-time one)
-                return f"signal {signum}"
-    return None
-
-
 def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
     """One screen: what was recorded, and what could not be."""
     load = _loader()
@@ -441,6 +429,7 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
     written = recorded.chunk_columns["bytes"][phase == codes["write"]]
     starts = [e["data"] for e in recorded.events_of("process_start") if e["data"].get("started")]
     # Where the interposer saw the files: one save per checkpoint file (run.files), whoever wrote it.
+    from writerprof.analysis.ending import cut_signal  # the report's own word on a cut
     from writerprof.run import files, roles  # numpy's, as load's: after CMD
 
     writers = len(roles.writer_starts(recorded))
@@ -470,7 +459,8 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
         f"checkpoint file)"
         if writers != len(starts) else f"  writers started  {writers}",
         f"  saves            {saves}" + (f" (CMD cut short by {cut}: the report tells complete saves from "
-                                             f"interrupted ones)" if (cut := _cut_by(done)) and saves else ""),
+                                             f"interrupted ones)" if saves and (cut := cut_signal(recorded.meta))
+                                             else ""),
         f"  file writes      {len(written)}, {format_size(int(written.clip(0).sum()))}",
     ]
     if recorded.meta.get("probes"):
