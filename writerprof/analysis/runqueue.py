@@ -57,7 +57,10 @@ def lifetime_waits(run) -> dict[tuple[str, int], float]:
     that waited, not of all of them). Empty for runs from before the
     readings, or from kernels without schedstat (-1: not read)."""
     t = run.threads
-    waited = np.flatnonzero(t["run_delay_ns"] > 0)
+    # (Ids as the kernel gives them, below 2**22 (pid_max's ceiling), so that they pack into one key;
+    # a damaged file's others are no thread's.)
+    waited = np.flatnonzero((t["run_delay_ns"] > 0) & (t["pid"] > 0) & (t["pid"] < 1 << 22) & (t["tid"] > 0)
+                            & (t["tid"] < 1 << 22))
     if not len(waited):
         return {}
     t = t[waited]
