@@ -32,10 +32,13 @@ a host); spans also have "start_ns" and "end_ns". The kinds:
   phase         an added phase's code in this process: code, name
   error         a hook failed inside a call and turned itself off: where, error
   process_start a Process.start() (span): method, target, child_pid, name,
-                writer_seq (this process's count of writers started), started;
+                writer_seq (this process's count of writers started), started,
+                pickle_ns and pickle_bytes (its reduction.dump calls: the
+                child's preparation data and Process; 0 under fork);
                 a method other than fork adds the fork event's thread fields
                 (the threads a fork would have carried)
-  main_rerun    the child re-ran the parent's __main__ (span): path or module
+  main_rerun    the child re-ran the parent's __main__ (span): path or module;
+                in a forkserver daemon that preloads __main__, that preload
   unpickle      the child unpickled its Process, importing the target's module (span)
   bootstrap     the child's Process._bootstrap began: target, name
   target_start, target_end   the target's run() called; _bootstrap returned
@@ -69,6 +72,9 @@ a host); spans also have "start_ns" and "end_ns". The kinds:
                 stride, nodes ({node: pages of the sample}), unfaulted (pages
                 of the sample not mapped in this process yet), unreadable
                 (pages of the sample move_pages could not read; absent: none)
+  pickling      (before exit, where multiprocessing was imported) what
+                ForkingPickler.dumps pickled here (queues, pipes, pools):
+                pickled_calls, pickled_ns, pickled_bytes
   stacks        (before exit, if the probe sampled stacks) samples taken in
                 this process, cpu_ns (its sampling thread's CPU time),
                 first_start (one of its parent's first FULL_RATE_STARTS writers)

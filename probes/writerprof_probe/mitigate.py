@@ -145,9 +145,8 @@ def _local(process):
 def _writer_cpus():
     """The CPUs a writer started now from this thread would inherit."""
     method = os.environ.get(FORCE_ENV, "").strip()
-    context = sys.modules.get("multiprocessing.context")
-    if not method and context is not None:
-        method = context._default_context.get_start_method(allow_none=True) or ""
+    if not method and "multiprocessing.context" in sys.modules:
+        method = _default_method()
     server = sys.modules.get("multiprocessing.forkserver")
     pid = getattr(getattr(server, "_forkserver", None), "_forkserver_pid", None)
     if method == "forkserver" and pid:
@@ -198,10 +197,20 @@ def first_touch(shm):
         _failed("first-touch", exc)
 
 
+def _default_method():
+    """The method a multiprocessing.Process started now would use, read
+    without choosing it for the program (get_start_method() would, and
+    allow_none=True says None until one is chosen, where CPython 3.14 uses
+    forkserver on Linux and earlier ones fork): the chosen one, else the
+    platform's default."""
+    default = sys.modules["multiprocessing.context"]._default_context
+    return (default._actual_context or default._default_context)._name
+
+
 def _start_method(process):
     method = getattr(process, "_start_method", None)  # ForkServerProcess etc.
     if method is None:  # multiprocessing.Process: the default context decides
-        method = sys.modules["multiprocessing.context"]._default_context.get_start_method()
+        method = _default_method()
     return method
 
 

@@ -1,8 +1,11 @@
 """multiprocessing, from both sides. In the parent: each Process.start()
-(method, target, child pid, call start and end). In the child: the re-run of
-the parent's __main__ (spawn and forkserver), the unpickling that imports the
-target's module, the target's first and last line. In both, the put and get
-of its queues and pipes, whatever the target's names (queues.py). And the
+(method, target, child pid, call start and end, the seconds and bytes it
+pickled: pickling.py). In the child: the re-run of the parent's __main__
+(spawn and forkserver), the unpickling that imports the target's module, the
+target's first and last line. In a forkserver daemon that preloads __main__
+(CPython 3.13.8 and 3.14.1 on), that preload, as its re-run. In both, the put
+and get of its queues and pipes, whatever the target's names (queues.py), and
+the count of what they pickled (pickling.py). And the
 what-if switches:
 WRITERPROF_FORCE_START_METHOD=METHOD starts every writer with METHOD;
 WRITERPROF_MITIGATE=pin,preload applies those mitigations (mitigate.py): pin,
@@ -13,7 +16,7 @@ __main__ defers the advised modules' imports to their first use."""
 import sys
 import time
 
-from . import calls, imports, lifecycle, queues, stacks, tasks
+from . import calls, imports, lifecycle, pickling, queues, stacks, tasks
 
 _now = time.monotonic_ns
 _POPEN_METHODS = {
@@ -39,6 +42,8 @@ def install(journal_, hook_status, forced, mitigations=""):
     imports.when_imported("multiprocessing.process", _guard("multiprocessing.process", _process))
     imports.when_imported("multiprocessing.spawn", _guard("multiprocessing.spawn", _spawn))
     queues.install(hook_status)  # put and get on any queue or pipe, without a spec
+    imports.when_imported("multiprocessing.reduction",
+                          lambda module: pickling.install(journal_, hook_status, module))
     if forced:
         imports.when_imported("multiprocessing.context",
                               _guard("multiprocessing.context", lambda m: _force(m, forced)))
@@ -78,10 +83,12 @@ def _process(module):
         target = _target_name(self)  # start() drops _target once the child has it
         if mitigate:
             mitigate.before_start(self)  # turns itself off on failure, never raises
+        outer = pickling.start_began()
         try:
             return start(self, *args, **kwargs)
         finally:
             t1 = _now()
+            pickled = pickling.start_ended(outer)  # (never raises)
             if mitigate:
                 mitigate.after_start(self)
             try:
@@ -93,7 +100,7 @@ def _process(module):
                 threads = tasks.census() if popen is not None and method != "fork" else {}
                 journal.event("process_start", t_ns=t0, start_ns=t0, end_ns=t1, method=method,
                               target=target, child_pid=getattr(popen, "pid", None),
-                              name=self.name, writer_seq=seq, started=popen is not None, **threads)
+                              name=self.name, writer_seq=seq, started=popen is not None, **threads, **pickled)
             except Exception as exc:
                 _hook_status("multiprocessing.process", "failed", repr(exc))
 

@@ -64,6 +64,21 @@ def from_target(args):
     return not _within(module, _PLUMBING_IN) or (module, frame.f_code.co_name) in _WORKER_LOOPS
 
 
+def waiting_from_target(args):
+    """A get's `accept`: from_target's test, and a get the target makes
+    starts with the journal's queued records written, since a process may be
+    killed while it waits (a pool's worker, terminated once the map is done,
+    would lose the tasks it took: a write per get, not per record)."""
+    if not from_target(args):
+        return False
+    try:
+        if calls.journal is not None and calls.journal.records:
+            calls.journal.flush()
+    except Exception:
+        pass
+    return True
+
+
 def _describe_none(args, result):
     return -1, -1
 
@@ -131,5 +146,6 @@ def apply_one(module, cls_name, method, phase, describe, name):
     fn = cls.__dict__.get(method) if isinstance(cls, type) else None
     if fn is None:
         return "unavailable", "this CPython has no %s.%s" % (cls_name, method)
-    setattr(cls, method, calls.timed(fn, calls.Hook(name, PHASES[phase], describe, from_target)))
+    accept = waiting_from_target if phase == "get" else from_target
+    setattr(cls, method, calls.timed(fn, calls.Hook(name, PHASES[phase], describe, accept)))
     return "applied", None

@@ -11,10 +11,10 @@ import os
 
 import pytest
 
-from writerprof.analysis.fixes import FORK_ACTION
-
 from helpers import TARGETS, run_writerprof, writerprof_command
 from test_probe_journal import INTERPRETERS, journals, kinds, run_probed
+
+FORK_ACTION = "start the writers with fork"  # the fork advice, as a writers' run words it
 
 # A thread of C's own, as a library's pool starts one (libc's pause() its
 # start routine, named as pools name theirs), a Python thread, a fork and a

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from writerprof.analysis.fixes import FORK_ACTION
-
 from helpers import run_writerprof, writerprof_command
+
+FORK_ACTION = "start the writers with fork"  # the fork advice, as a writers' run words it
 
 CLEAN_FORK_RUNS = 5
 SAVES = ["--saves", "3", "--size", "64MiB"]

@@ -51,6 +51,11 @@ def test_a_recorded_forkserver_says_it_for_itself_whatever_the_version():
     assert preload.honours_main("3.12.1", fixed) is True  # one with it backported
     # No list: the daemon was given nothing, which says nothing of the interpreter.
     assert preload.honours_main("3.13.8", Forkserver((), None)) is True
+    # The newest line (gh-144503) hands on the parent's arguments, not a literal, after the preload.
+    newest = ["/usr/bin/python3.14", "-c", "import sys; from multiprocessing.forkserver import main; main(5, 6, "
+              "['__main__'], sys_argv=sys.argv[1:], **{'main_path': '/work/bench/train.py', 'authkey_r': 9})",
+              "--epochs", "3"]
+    assert preload.from_argv(newest) == Forkserver(("__main__",), "/work/bench/train.py")
     for argv in (["python", "-c", "main(5, 6, not_a_literal)"], ["python", "-c", "syntax error("], ["python"]):
         assert preload.from_argv(argv) is None
 

@@ -11,10 +11,12 @@ from collections import Counter
 import pytest
 
 from writerprof.analysis import fixes
-from writerprof.analysis.fixes import FORK_ACTION, Target
+from writerprof.analysis.fixes import Target
 from writerprof.synthetic import Scenario
 
 from test_diagnoses import found, summary_of  # noqa: F401 (a fixture)
+
+FORK_ACTION = "start the writers with fork"  # the fork advice, as a writers' run words it
 
 SHORT = dict(chunks_per_save=4, fsync_s=0.01)  # saves of ~0.12 s, as the reproducer's 64 MiB ones
 

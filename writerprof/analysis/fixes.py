@@ -51,6 +51,17 @@ class Target:
     start_methods: frozenset = frozenset()  # the writers' start methods
     forkserver: preload.Forkserver | None = None  # the run's forkserver daemon, as its command line says
     in_main: str | None = None  # the writers' target, where it is defined in __main__
+    children: str = "writers"  # what the started processes are called (a program's pool: "children")
+    program: str = "the benchmark"  # what the fix calls the program it changes
+
+    @property
+    def child(self) -> str:
+        return "child" if self.children == "children" else self.children[:-1]
+
+    @property
+    def childrens(self) -> str:
+        """The possessive: the writers', the children's."""
+        return self.children + ("'" if self.children.endswith("s") else "'s")
 
     @property
     def repro(self) -> bool:
@@ -83,10 +94,10 @@ def for_diagnosis(d: dict, target: Target, saves: int) -> list[Fix] | None:
     make = _FIXES.get(d["code"])
     if not make or d["severity"] != "warning":
         return None
-    return [action for action in map(_complete, make(d, target, saves)) if not applied(action, target)]
+    return [action for action in map(completed, make(d, target, saves)) if not applied(action, target)]
 
 
-def _complete(action: dict) -> Fix:
+def completed(action: dict) -> Fix:
     """An action with every field of a Fix: a figure from the run is an estimate."""
     return {"modules": [], **action, "recovery": ESTIMATED if action["recovery_s"] is not None else None,
             "recovery_ci95_s": None, "measured_by": None, "capped_from_s": None}
@@ -113,24 +124,21 @@ def _start_method_where(target: Target, method: str) -> str:
         return f"{BENCHMARK_START_METHOD_ENV}={method} in the benchmark's environment (its checkpoint code reads it)"
     if target.repro:
         return f"writerprof repro --start-method {method}"
-    return f"the writers' start method: multiprocessing.get_context({method!r}) where they are started"
-
-
-FORK_ACTION = "start the writers with fork"
+    return f"the {target.childrens} start method: multiprocessing.get_context({method!r}) where they are started"
 
 
 def with_fork_hazard(fix: list[dict]) -> list[dict]:
     """The fix with its fork action saying the hazard (the other side of a
     comparison showed live threads at fork)."""
-    return [{**a, "what": _fork_action(Target(threads_at_fork=True), None)["what"]}
-            if a["what"].startswith(FORK_ACTION) else a for a in fix]
+    return [{**a, "what": fork_action(Target(threads_at_fork=True))["what"]} if a["id"] == "fork" else a
+            for a in fix]
 
 
-def _fork_action(target: Target, recovery: float | None) -> Fix:
+def fork_action(target: Target) -> Fix:
     return {"id": "fork",
-            "what": f"{FORK_ACTION}: no re-run of __main__, and each writer keeps its rank's "
-                    "CPUs" + _fork_hazard(target),
-            "where": _start_method_where(target, "fork"), "recovery_s": recovery}
+            "what": f"start the {target.children} with fork: no re-run of __main__, and each keeps its "
+                    f"parent's CPUs" + _fork_hazard(target),
+            "where": _start_method_where(target, "fork"), "recovery_s": None}
 
 
 def _fork_hazard(target: Target) -> str:
@@ -142,15 +150,15 @@ def _fork_hazard(target: Target) -> str:
         return (f"; but this recording shows live threads at fork (fork-with-threads{also}): fork carries the "
                 f"deadlock hazard of a lock held by another thread")
     if native:
-        return (f"; but native threads, which no Python Thread runs, were live as the writers were started "
+        return (f"; but native threads, which no Python Thread runs, were live as the {target.children} were started "
                 f"({forkthreads.describe(native)}): a lock one of them holds at the fork stays locked "
                 f"in the child, fork's deadlock hazard (OpenBLAS stops its pool before a fork, a Tokio runtime "
                 f"does not); fork is safe only where none is live at the fork itself")
     if native is None:
         return (" where it is safe: only where no other thread, native ones included, is live at the fork "
                 "(this recording does not list them)")
-    return (" where it is safe: no other thread, native ones included, was live as the writers were started "
-            "(the kernel's list of the rank's threads); fork is safe only while none is")
+    return (f" where it is safe: no other thread, native ones included, was live as the {target.children} were started "
+            "(the kernel's list of their parent's threads); fork is safe only while none is")
 
 
 def _main_reimport(d: dict, target: Target, saves: int) -> list[Fix]:
@@ -162,33 +170,33 @@ def _main_reimport(d: dict, target: Target, saves: int) -> list[Fix]:
     share = min(1.0, sum(share for _, share, _ in target.imports if share >= MINOR_SHARE)) if costly else None
     of_imports = recovery * share if recovery is not None and share is not None else None  # their part of it
     python = d["evidence"].get("python") or target.python
-    return ([_guard(script, costly, of_imports), _as_module(target, recovery)]
+    return ([_guard(script, costly, of_imports, target), _as_module(target, recovery)]
             + _preload(d["evidence"].get("start_method"), script, python, costly, recovery, of_imports, target)
-            + [_fork_action(target, None)])
+            + [fork_action(target)])
 
 
-def _guard(script: str, costly: list, recovery: float | None) -> dict:
+def _guard(script: str, costly: list, recovery: float | None, target: Target) -> dict:
     if not costly:
         return {"id": GUARD_ID, "what": "keep the script's heavy module-level imports and work under "
-                                        "`if __name__ == \"__main__\":`: the writers re-run its top level",
+                                        f"`if __name__ == \"__main__\":`: the {target.children} re-run its top level",
                 "where": script, "recovery_s": None}
     names = ", ".join(f"{m} {s:.2f} s" for m, s, _ in costly)
     lines = ", ".join(f"line {line}" for line in sorted({line for _, _, line in costly if line}))
     return {"id": GUARD_ID, "modules": [m for m, _, _ in costly], "recovery_s": recovery,
-            "what": f"keep the heavy module-level imports ({names} of the re-run, per writer) under "
-                    f"`if __name__ == \"__main__\":` or inside the functions that use them: the writers re-run the "
-                    f"script's top level",
+            "what": f"keep the heavy module-level imports ({names} of the re-run, per {target.child}) under "
+                    f"`if __name__ == \"__main__\":` or inside the functions that use them: the {target.children} "
+                    f"re-run the script's top level",
             "where": script + (f" ({lines})" if lines else "")}
 
 
 def _as_module(target: Target, recovery: float | None) -> dict:
-    what = ("start the benchmark as a module (`python -m PACKAGE`, its entry in PACKAGE/__main__.py): "
+    what = (f"start {target.program} as a module (`python -m PACKAGE`, its entry in PACKAGE/__main__.py): "
             "multiprocessing does not re-run a package's __main__ in the children")
     if target.in_main:
-        what += (f"; the writers' target ({target.in_main}) must then live in a module of its own, as the "
+        what += (f"; the {target.childrens} target ({target.in_main}) must then live in a module of its own, as the "
                  f"children no longer have __main__'s names")
     return {"id": "python-m", "what": what, "recovery_s": recovery,
-            "where": "the benchmark's launch command" if not target.repro else "the command that starts it"}
+            "where": f"{target.program}'s launch command" if not target.repro else "the command that starts it"}
 
 
 def _preload(method: str | None, script: str, python: str | None, costly: list, recovery: float | None,
@@ -198,7 +206,9 @@ def _preload(method: str | None, script: str, python: str | None, costly: list, 
     modules the re-run imports (the writers still re-run the script, finding
     them imported); the run's own list kept; nothing where the run's list
     already holds it all."""
-    start = "keep forkserver and preload" if method == "forkserver" else "start the writers with forkserver and preload"
+    start = ("keep forkserver and preload" if method == "forkserver"
+             else f"start the {target.children} with forkserver and preload")
+    child = target.child
     own = list(target.forkserver.preload) if target.forkserver is not None else []
     on = f"Python {python}" if python else "this Python"
     honoured = preload.honours_main(python, target.forkserver)
@@ -207,7 +217,7 @@ def _preload(method: str | None, script: str, python: str | None, costly: list, 
         return [] if modules == own else [{
             "id": PRELOAD_ID, "modules": modules, "where": script, "recovery_s": recovery,
             "what": f"{start} the script: multiprocessing.set_forkserver_preload({modules!r}) before the first "
-                    f"writer starts; the forkserver runs it once and its children inherit it ({on} honours "
+                    f"{child} starts; the forkserver runs it once and its children inherit it ({on} honours "
                     f"'__main__' there)"}]
     wanted = [m for m, _, _ in costly]
     modules = [m for m in own if m not in _MAIN_MODULES] + [m for m in wanted if m not in own]
@@ -215,12 +225,12 @@ def _preload(method: str | None, script: str, python: str | None, costly: list, 
     if not wanted or (set(modules) <= set(own) and not unloaded):
         return []
     what = (f"{start} the modules the re-run imports: multiprocessing.set_forkserver_preload({modules!r}) before "
-            f"the first writer starts; the forkserver imports them once and each writer, which still re-runs the "
+            f"the first {child} starts; the forkserver imports them once and each {child}, which still re-runs the "
             f"script, finds them imported. Not '__main__': {on} "
             f"{'ignores' if honoured is False else 'may ignore'} it there ({preload.ISSUE}; honoured from CPython "
             f"{preload.FIXED_IN})")
     if unloaded:
-        what += (f". {', '.join(unloaded)}: in this run's list already, yet the writers imported it: the "
+        what += (f". {', '.join(unloaded)}: in this run's list already, yet the {target.children} imported it: the "
                  f"forkserver could not (it skips what fails; before CPython 3.12.8 and 3.13.1 it lacks the "
                  f"parent's sys.path, gh-117378: put the module's directory on PYTHONPATH)")
     return [{"id": PRELOAD_ID, "modules": modules, "where": script, "recovery_s": of_imports, "what": what}]
@@ -235,7 +245,7 @@ def _writer_startup(d: dict, target: Target, saves: int) -> list[Fix]:
                                 "target's module): a fresh interpreter per writer is what spawn costs",
                         "where": _start_method_where(target, "forkserver"), "recovery_s": None})
     if method != "fork":  # (a fork run is not told to fork)
-        actions.append(_fork_action(target, None))
+        actions.append(fork_action(target))
     actions.append({"id": "writer-per-rank",
                     "what": "start one writer per rank and keep it for every save, each save's buffers named "
                             "to it through its queue: its start-up is then paid once a run, not once a save",
@@ -270,7 +280,7 @@ def _affinity_divergence(d: dict, target: Target, saves: int) -> list[Fix]:
                      "start the forkserver after the rank is bound",
              "where": "the writer's target" + (f" (producer CPUs {_cpu_list(cpus)})" if cpus else ""),
              "recovery_s": _per_save(d, saves)},
-            _fork_action(target, None)] + _binding(None)
+            fork_action(target)] + _binding(None)
 
 
 def _writer_migration(d: dict, target: Target, saves: int) -> list[Fix]:
@@ -343,21 +353,22 @@ def for_difference(fix: list[dict], difference: float) -> list[dict]:
     return out
 
 
-def imports_of(stacks, main: str | None) -> list[tuple[str, float, int | None]]:
+def imports_of(stacks, main: str | None, procs: set[int] | None = None) -> list[tuple[str, float, int | None]]:
     """The module-level imports the writers spent their re-run of __main__ in,
     from their stacks: (module, its share of the re-run's samples, the
     script's line), costliest first. Shares, not seconds: the writers after a
     parent's first few are sampled at a lower rate. A module is named as deep
     as the script's line imported it, its packages' time counted in
     (scipy.linalg, where the line imported scipy.linalg and so scipy): the
-    name a preload must give. stacks: writerprof.run.stacks.ProcessStacks."""
+    name a preload must give. stacks: writerprof.run.stacks.ProcessStacks;
+    procs: the rows of the children to read (default: the writers)."""
     from writerprof.run import roles as run_roles
     from writerprof.run.stacks import frame_parts
 
     counts: dict[tuple[int | None, str], int] = defaultdict(int)  # (line, module)
     rerun = 0
     for proc in stacks:
-        if proc.role != run_roles.WRITER:
+        if (proc.proc not in procs) if procs is not None else proc.role != run_roles.WRITER:
             continue
         for frames, count in proc.samples.items():
             found = _import_in_main(frames, frame_parts)
@@ -418,7 +429,7 @@ def attach(run, diagnoses: list[dict], saves: list[dict]) -> None:
     if not wanted:
         return
     main = next((d["evidence"].get("main") for d in diagnoses if d["code"] == "main-reimport"), None)
-    stacks = _stacks(run) if main else []
+    stacks = stacks_of(run) if main else []
     modules = sorted({(frame_file or "").split("/", 1)[0] for proc in stacks for frames in proc.samples
                       for frame_file in _files(frames)})
     target = target_of(saves, diagnoses, main, modules)
@@ -446,7 +457,7 @@ def _saves_of(d: dict, saves: list[dict]) -> int:
     return len(mine) or len(saves)
 
 
-def _stacks(run) -> list:
+def stacks_of(run) -> list:
     from writerprof.errors import WriterprofError
     from writerprof.run.stacks import load_stacks
 

@@ -78,7 +78,8 @@ def recorded(run) -> Forkserver | None:
 
 def from_argv(argv: list[str]) -> Forkserver | None:
     """The preload list and main path of `python -c "from multiprocessing.forkserver
-    import main; main(FD, FD, PRELOAD, **KWARGS)"` (CPython 3.9-3.15)."""
+    import main; main(FD, FD, PRELOAD, **KWARGS)"` (CPython 3.9-3.15; from
+    gh-144503 also `sys_argv=sys.argv[1:]`, the parent's arguments after it)."""
     code = argv[argv.index("-c") + 1] if "-c" in argv[:-1] else None
     if code is None:
         return None
@@ -92,6 +93,8 @@ def from_argv(argv: list[str]) -> Forkserver | None:
                 preload = ast.literal_eval(node.args[2])
                 kwargs = {}
                 for keyword in node.keywords:
+                    if keyword.arg == "sys_argv":  # sys.argv[1:], the parent's arguments (gh-144503): not a literal
+                        continue
                     value = ast.literal_eval(keyword.value)
                     kwargs.update(value if keyword.arg is None else {keyword.arg: value})
             except (ValueError, TypeError):  # not literals: not CPython's line

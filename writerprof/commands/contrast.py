@@ -9,6 +9,14 @@ main module that imports numpy and matplotlib at module level, as a benchmark
 script does). With the default --repeat 3 it takes under 40 s, 95% of it the
 recordings.
 
+On a program that makes no checkpoint saves (a Pool map, a
+ProcessPoolExecutor, a DataLoader's workers), or with --metric REGEX, it
+explains the difference in CMD's wall time (and in the figure REGEX reads in
+its output) instead: cut into parts that add up to it (the children's tasks
+and waits for tasks, each start-up phase, the forkserver's start,
+Process.start() and its pickling, the parent's own), per child and per
+task, with the same checked fixes; the what-ifs are not run there.
+
 Every run uses the command's own code; only the start method is switched,
 by the probe (WRITERPROF_FORCE_START_METHOD), whatever the command asks for.
 Methods: fork, forkserver, spawn, and what-ifs on forkserver, each removing
@@ -69,6 +77,9 @@ WHAT_IFS = contrast.WHAT_IFS
 # Where the probe reads the modules of a what-if that runs the fix's advice.
 MODULES_ENV = {"preload": PRELOAD_ENV, "guard": DEFER_ENV}
 _INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
+# Why the what-ifs do not run on a program without saves.
+PROGRAM_WHAT_IFS = ("its what-ifs act on checkpoint writers; a program without saves is contrasted by its start "
+                    "methods alone")
 REPRO_ARGS = ["repro", "--saves", "4", "--size", "512MiB", "--main-imports", "numpy,matplotlib.pyplot"]
 
 
@@ -78,6 +89,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         f" also: {', '.join(('spawn',) + tuple(WHAT_IFS))})")
     parser.add_argument("--repeat", type=int, default=3, metavar="N",
                         help="recordings of each method, interleaved (default: 3)")
+    parser.add_argument("--metric", metavar="REGEX",
+                        help="explain a figure CMD prints rather than its wall time: the number REGEX's first group "
+                        "(else its whole match) reads in CMD's output, its last match; CMD then need make no saves")
     parser.add_argument("-o", "--output", type=Path, metavar="DIR",
                         help="where to write (default: writerprof-contrast-YYYYmmdd-HHMMSS here)")
     parser.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]")
@@ -119,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--repeat must be at least 1")
     command = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     command = recording.resolve(command) if command else writerprof_command() + REPRO_ARGS
+    metric = _metric_regex(args.metric)
     out = _output(args.output)
     (out / "runs").mkdir()  # in the directory just claimed, empty
     total = len(methods) * args.repeat
@@ -130,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
     skipped: dict[str, str] = {}
     advised: dict[str, list[str]] = {}
     count = 0
+    program_mode = None  # decided by the first recording: CMD's saves, or its wall time (or metric)
     for repeat in range(1, args.repeat + 1):
         for method in methods:
             if method in skipped:
@@ -138,7 +154,20 @@ def run(args: argparse.Namespace) -> int:
             runs.append(_record_one(out / "runs", command, method, repeat, count, total, started,
                                     advised.get(method)))
             summary = runs[-1]["summary"]
-            if repeat == 1 and method == contrast.PLAIN:
+            if program_mode is None:
+                program_mode = metric is not None or not summary["saves"]
+                if program_mode:
+                    print("  no checkpoint saves" if not summary["saves"] else f"  --metric {metric.pattern}",
+                          "— contrasting CMD's wall time" + (" and its figure" if metric else "")
+                          + ", cut by what its child processes did", file=sys.stderr)
+                    skipped.update((m, PROGRAM_WHAT_IFS) for m in methods if m in WHAT_IFS)
+                    total -= args.repeat * len(skipped)
+            if program_mode:
+                runs[-1]["program"] = _program_of(runs[-1]["path"], metric)
+            elif not summary["saves"]:
+                raise WriterprofError(f"the {method} recording has no saves: no probed process started a "
+                                      f"writer (see 'writerprof report {runs[-1]['path']}')")
+            elif repeat == 1 and method == contrast.PLAIN:
                 advised.update((m, found) for m, found in contrast.advice(summary).items() if m in methods)
                 for m, modules in advised.items():
                     print(f"  {m}: runs the fix with {modules!r}", file=sys.stderr)
@@ -146,6 +175,8 @@ def run(args: argparse.Namespace) -> int:
                 for skip, reason in skipped.items():
                     print(f"  {skip}: not run: {reason}", file=sys.stderr)
                 total -= args.repeat * len(skipped)
+    if program_mode:
+        return _program_contrast(out, command, methods, args.repeat, runs, skipped, metric)
     result = contrast.result(command, methods, args.repeat, runs, skipped, advised)
     write_text(out / "contrast.json", json.dumps(result, indent=1), "contrast result")
     if not result["comparisons"]:  # the reasons were printed as the what-ifs were skipped
@@ -198,9 +229,6 @@ def _record_one(runs_dir: Path, command: list[str], method: str, repeat: int, co
     if status != 0:
         raise WriterprofError(f"the {method} recording failed: the command exited with status "
                               f"{status}; its output is in {log}")
-    if not summary["saves"]:
-        raise WriterprofError(f"the {method} recording has no saves: no probed process started a "
-                              f"writer (see 'writerprof report {run_dir}')")
     return {"method": method, "repeat": repeat, "path": str(run_dir), "summary": summary}
 
 
@@ -241,3 +269,83 @@ def _write_html(out: Path, result: dict, runs: list[dict]) -> None:
     flames = flame.role_diffs(pooled[reference], pooled[other], (reference, other))
     write_text(out / "contrast.html", html.contrast_html(primary, sides, figures, contrast=result, flames=flames),
                "contrast report")
+
+
+def _metric_regex(text: str | None):
+    import re
+
+    if text is None:
+        return None
+    try:
+        return re.compile(text)
+    except re.error as exc:
+        raise UsageError(f"--metric: {text!r} is not a regular expression: {exc}") from None
+
+
+def _program_of(path: str, metric) -> dict:
+    """analysis.program of one recording, with the figure --metric reads in its output."""
+    from writerprof.analysis.program import program
+    from writerprof.collector import collector_paused
+    from writerprof.run import load
+
+    with collector_paused():
+        found = program(load(path))
+    found["metric"] = None
+    if metric is not None:
+        found["metric"] = _figure(metric, Path(path) / "output.log")
+    return found
+
+
+def _figure(metric, log: Path) -> float:
+    """The number metric's last match reads in log (its first group, else the whole match)."""
+    text = log.read_text(errors="replace")
+    matches = list(metric.finditer(text))
+    if not matches:
+        raise WriterprofError(f"--metric {metric.pattern!r} matched nothing in the command's output ({log})")
+    found = matches[-1]
+    figure = found.group(1) if metric.groups else found.group(0)
+    try:
+        return float(figure)
+    except (TypeError, ValueError):
+        raise WriterprofError(f"--metric {metric.pattern!r} read {figure!r} in {log}: not a number "
+                              f"(put the number in the regex's first group)") from None
+
+
+def _program_contrast(out: Path, command: list[str], methods: list[str], repeat: int, runs: list[dict],
+                      skipped: dict[str, str], metric) -> int:
+    """The contrast of a program without saves (analysis.program_contrast):
+    contrast.json, contrast.html and the verdict."""
+    from writerprof.analysis import program_contrast
+    from writerprof.collector import collector_paused
+    from writerprof.render import programs
+    from writerprof.run import load
+
+    sides = {m: [r for r in runs if r["method"] == m] for m in methods if m not in skipped}
+    if len(sides) < 2:
+        raise WriterprofError(f"nothing to contrast: no method but the reference applies here; "
+                              f"{out / 'contrast.json'}")
+    with collector_paused():  # what the fixes read of each side's first run: its stacks, Python, forkserver
+        context = {m: program_contrast.fix_inputs(load(rs[0]["path"]), rs[0]["program"]) for m, rs in sides.items()}
+    reference = methods[0]
+    comparisons = {m: program_contrast.compare([r["program"] for r in sides[reference]],
+                                               [r["program"] for r in sides[m]], (reference, m),
+                                               metric.pattern if metric else None,
+                                               {reference: context[reference], m: context[m]})
+                   for m in sides if m != reference}
+    first = next(iter(comparisons.values()))
+    result = {"schema": contrast.SCHEMA, "mode": "program", "command": list(command), "methods": list(methods),
+              "repeat": repeat, "metric": metric.pattern if metric else None,
+              "runs": [{"method": r["method"], "repeat": r["repeat"], "path": r["path"],
+                        "wall_s": r["program"]["wall_s"], "metric": r["program"]["metric"]} for r in runs],
+              "comparisons": comparisons,
+              "what_ifs": [{"method": m, "ran": False, "reason": why} for m, why in skipped.items()],
+              "verdict": first["verdict"]}
+    write_text(out / "contrast.json", json.dumps(result, indent=1, default=_plain), "contrast result")
+    write_text(out / "contrast.html", programs.contrast_html(result), "contrast report")
+    sys.stdout.write(programs.contrast_text(result, out / "contrast.html"))
+    return 0
+
+
+def _plain(value):
+    """numpy's scalars in the result, as JSON numbers."""
+    return value.item() if hasattr(value, "item") else str(value)

@@ -26,8 +26,9 @@ from writerprof.run.io import CLOSE_CODES, READ_CODES, SYNC_CODES, WRITE_CODES
 
 MIN_SAVE_BYTES = 1 << 20
 SHARED_MEMORY = "/dev/shm/"  # not storage: no checkpoint file by the default rule
-# Files a process reads to run, not data: its modules and libraries.
-CODE_SUFFIXES = (".py", ".pyc", ".so", ".pth", ".pyd")
+# Files a process reads to run, not data: its modules and libraries, its
+# venv's configuration, the probe's compiled wrappers (calls.py's cache).
+CODE_SUFFIXES = (".py", ".pyc", ".so", ".pth", ".pyd", "/pyvenv.cfg", ".marshal")
 
 SPANS = np.dtype([
     ("proc", "<i4"), ("path", "<i4"), ("start_ns", "<i8"), ("end_ns", "<i8"), ("first_write_ns", "<i8"),
