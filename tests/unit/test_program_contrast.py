@@ -34,7 +34,7 @@ def run(wall, main_rerun=0.0, work=1.0, metric=None, pickle_bytes=0, tasks_per_c
             "children": {"started": started, "methods": ["forkserver"], "targets": {}, "took_tasks": started,
                          "tasks_per_child": tasks_per_child,
                          "phases": {p: main_rerun / started if p == "main_rerun" else 0.0 for p in STARTUP},
-                         "startup_s": main_rerun, "start_call_s": 0.01, "pickle_s": 0.0,
+                         "startup_s": main_rerun, "first_task_s": 0.001, "start_call_s": 0.01, "pickle_s": 0.0,
                          "pickle_bytes": pickle_bytes},
             "tasks": {"gets": 16, "get_s": 0.001, "pickled_calls": 16, "pickle_s": 1e-5, "pickled_bytes": 100}}
 

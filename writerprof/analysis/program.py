@@ -182,6 +182,7 @@ def _child(row, start, created, last, gets, shift, last_record, exited) -> dict:
         spans["exit"].append((end, gone))
     return {"row": row, "method": start["method"], "target": start["target"], "spans": spans, "phases": phases,
             "startup_s": sum(phases.values()), "tasks": len(gets),
+            "first_task_s": float(gets[0, 1] - gets[0, 0]) / 1e9 if len(gets) else None,
             "get_s": float((gets[:, 1] - gets[:, 0]).sum()) / 1e9,
             "pickle_s": start["pickle_ns"] / 1e9, "pickle_bytes": start["pickle_bytes"],
             "start_call_s": (start["end"] - start["start"]) / 1e9,
@@ -199,6 +200,7 @@ def _child_stats(children: list[dict]) -> dict:
         "tasks_per_child": float(np.mean(tasks)) if n else None,
         "phases": {p: float(np.mean([c["phases"][p] for c in children])) if n else 0.0 for p in STARTUP},
         "startup_s": float(np.mean([c["startup_s"] for c in children])) if n else None,
+        "first_task_s": _mean_of(c["first_task_s"] for c in children),
         "start_call_s": float(np.mean([c["start_call_s"] for c in children])) if n else None,
         "pickle_s": float(np.mean([c["pickle_s"] for c in children])) if n else None,
         "pickle_bytes": float(np.mean([c["pickle_bytes"] for c in children])) if n else None,
@@ -217,3 +219,9 @@ def _task_stats(run, children: list[dict]) -> dict:
             "pickled_calls": calls if pickled else None,
             "pickle_s": sum(int(e["data"].get("pickled_ns") or 0) for e in pickled) / 1e9 / calls if calls else None,
             "pickled_bytes": sum(int(e["data"].get("pickled_bytes") or 0) for e in pickled) / calls if calls else None}
+
+
+def _mean_of(values) -> float | None:
+    """The mean of the values measured (None: none was)."""
+    measured = [v for v in values if v is not None]
+    return float(np.mean(measured)) if measured else None

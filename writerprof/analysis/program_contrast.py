@@ -44,6 +44,7 @@ DESCRIPTIONS = {
 }
 NEGLIGIBLE_S = 0.005
 NEGLIGIBLE_SHARE = 0.01
+NAMED_SHARE = 0.05  # a cause under this share of the difference is not named beside the top one
 # Parts that are the start-up of children, for the pool-reuse advice.
 _STARTING = tuple(f"startup:{p}" for p in STARTUP) + ("forkserver", "start")
 _PICKLING = ("start:pickle", "startup:unpickle")
@@ -70,6 +71,7 @@ def side(runs: list[dict], name: str) -> dict:
             "tasks_per_child": mean(c["tasks_per_child"] for c in children),
             "phases": {p: mean(c["phases"][p] for c in children if c["started"]) for p in STARTUP},
             "startup_s": mean(c["startup_s"] for c in children),
+            "first_task_s": mean(c.get("first_task_s") for c in children),
             "start_call_s": mean(c["start_call_s"] for c in children),
             "pickle_s": mean(c["pickle_s"] for c in children),
             "pickle_bytes": mean(c["pickle_bytes"] for c in children),
@@ -159,7 +161,8 @@ def verdict(result: dict) -> list[str]:
     share = top["diff_s"] / diff
     said = f"{share:.0%}" if share <= 1 else "more than all of it, offset elsewhere"
     second = f"Top cause: {top['description']}{_main_said(top, result)}, {top['diff_s']:+.2f} s{_pm(top)} ({said})"
-    also = [f"{c['label']} {c['diff_s']:+.2f} s ({c['diff_s'] / diff:.0%})" for c in causes[1:3]]
+    also = [f"{c['label']} {c['diff_s']:+.2f} s ({c['diff_s'] / diff:.0%})" for c in causes[1:3]
+            if c["diff_s"] / diff >= NAMED_SHARE]
     second += f"; also {', '.join(also)}." if also else "."
     lines = [first, second]
     if result["fix"]:

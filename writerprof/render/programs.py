@@ -66,6 +66,7 @@ def _children(c: dict) -> list[str]:
     for p in STARTUP:
         row(f"start-up: {p} (s)", a["children"]["phases"][p], b["children"]["phases"][p])
     row("start-up, all phases (s)", a["children"]["startup_s"], b["children"]["startup_s"])
+    row("wait for its first task (s)", a["children"]["first_task_s"], b["children"]["first_task_s"])
     row("Process.start() call (s)", a["children"]["start_call_s"], b["children"]["start_call_s"])
     row("  of which pickling (s)", a["children"]["pickle_s"], b["children"]["pickle_s"])
     row("  pickled (MiB)", _mib(a["children"]["pickle_bytes"]), _mib(b["children"]["pickle_bytes"]), "{:.2f}")
