@@ -1,13 +1,18 @@
 """Integration tests run the installed `writerprof` in real subprocesses; no
-shared-memory segment may outlive a test."""
+shared-memory segment a test's recorded processes created may outlive it."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import time
+from pathlib import Path
 
+import numpy as np
 import pytest
+
+from writerprof.probes.writerprof_probe import format as journal
+from writerprof.run.shm import SHM_FILE
 
 from helpers import mount_tmpfs
 from slurm_env import SEGMENTS as SLURM_JOBS
@@ -21,19 +26,45 @@ def _segments() -> set[str]:
     return {name for name in os.listdir(SHM) if not name.startswith(SLURM_JOBS)} if os.path.isdir(SHM) else set()
 
 
+def created_in(root: Path) -> set[str]:
+    """The segments the probe journaled as created (.shm.bin records, op
+    create) by the processes recorded in the run directories under root:
+    the test's own, whatever else runs on the machine meanwhile."""
+    names = set()
+    for path in root.rglob("*" + journal.SHM_SUFFIX):
+        data = path.read_bytes()
+        records = np.frombuffer(data, SHM_FILE, count=len(data) // SHM_FILE.itemsize)
+        created = records["name"][records["op"] == journal.SHM_OPS["create"]]
+        names.update(n.rstrip(b"\0").decode(errors="replace").lstrip("/") for n in created.tolist())
+    return names
+
+
 # After a process is killed, its resource tracker unlinks what it left a moment
 # later, on its own: a segment still there this long after the test is a leak.
 SETTLE_S = 3.0
 
 
 @pytest.fixture(autouse=True)
-def no_shared_memory_leak():
+def no_shared_memory_leak(request):
+    """A segment created by the test's recorded processes (their journals in
+    the test's tmp_path) and still there after it is a leak. Only those:
+    /dev/shm is the whole machine's, and other programs' segments, or
+    another test's running beside this one, come and go meanwhile."""
     before = _segments()
     yield
-    deadline = time.monotonic() + SETTLE_S
-    while (leaked := _segments() - before) and time.monotonic() < deadline:
+    root = request.node.funcargs.get("tmp_path")
+    if root is not None and Path(root).exists():
+        found = leaks(before, Path(root))
+        assert not found, f"shared-memory segments left in {SHM}: {sorted(found)}"
+
+
+def leaks(before: set[str], root: Path, settle_s: float = SETTLE_S) -> set[str]:
+    """The segments created by the processes recorded under root, not there
+    before and still there settle_s later."""
+    deadline = time.monotonic() + settle_s
+    while (leaked := (_segments() - before) & created_in(root)) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not leaked, f"shared-memory segments left in {SHM}: {sorted(leaked)}"
+    return leaked
 
 
 @pytest.fixture
