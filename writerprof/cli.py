@@ -3,8 +3,10 @@
 Each module in `writerprof.commands` named in COMMANDS provides:
   add_arguments(parser)     its options
   run(args) -> int          the job; raises WriterprofError for a readable failure
+  EXAMPLE                   one or two command lines, the end of its --help
 and its docstring is its `writerprof NAME --help` description; COMMANDS holds
-its line in `writerprof --help`. Only the subcommand that runs is imported
+its line in `writerprof --help`. args.argv is writerprof's argv, args.parser
+the subcommand's parser. Only the subcommand that runs is imported
 (`writerprof --help` and `--version` import none), and subcommand modules
 import their heavy dependencies inside `run`, so that the CLI starts fast.
 """
@@ -60,6 +62,25 @@ class Parser(argparse.ArgumentParser):
     def error(self, message):
         raise UsageError(f"{message} (see '{self.prog} --help')", prog=self.prog)
 
+    def parse_args(self, args=None, namespace=None):
+        args, extra = self.parse_known_args(args, namespace)
+        if extra:
+            self.reject(extra)
+        return args
+
+    def reject(self, words: list[str]) -> None:
+        """argparse's error for words it did not recognize, with the option
+        meant where a word is close to one of this parser's (a typo)."""
+        known = [option for option in self._option_string_actions if option.startswith("--")]
+        meant = {}
+        for word in words:
+            close = _close(word.partition("=")[0], known) if word.startswith("--") else None
+            if close:
+                meant[word] = close
+        hint = ", ".join(repr(option) if len(words) == 1 else f"{option!r} (for {word!r})"
+                         for word, option in meant.items())
+        self.error(f"unrecognized arguments: {' '.join(words)}" + (f"; did you mean {hint}?" if hint else ""))
+
 
 def build_parser(command: str | None = None) -> Parser:
     """The parser of every subcommand; given a command, only that one's
@@ -76,6 +97,7 @@ def build_parser(command: str | None = None) -> Parser:
             with collector.collector_paused():  # the import's objects are for good: no passes over them (~1.5 ms of record's)
                 module = importlib.import_module(f"writerprof.commands.{name}")
             sub.description = module.__doc__
+            sub.epilog = "example:\n" + "".join(f"  {line}\n" for line in module.EXAMPLE.strip().splitlines())
             module.add_arguments(sub)
             sub.set_defaults(run=module.run, parser=sub)
     return parser
@@ -92,10 +114,14 @@ def main(argv: list[str] | None = None) -> int:
     _bytes_out(sys.stdout)
     try:
         argv = sys.argv[1:] if argv is None else argv
-        args, extra = build_parser(_command(argv)).parse_known_args(argv)
+        command = _command(argv)
+        if command and command not in COMMANDS:
+            raise UsageError(_unknown_command(command), prog=prog)
+        args, extra = build_parser(command).parse_known_args(argv)
         prog = f"writerprof {args.command}"
         if extra:  # name the subcommand whose options were wrong, not writerprof's
-            args.parser.error(f"unrecognized arguments: {' '.join(extra)}")
+            args.parser.reject(extra)
+        args.argv = argv
         return args.run(args)
     except UsageError as exc:
         print(f"{exc.prog or prog}: error: {exc}", file=sys.stderr)
@@ -151,6 +177,23 @@ def _bytes_out(stream) -> None:
     if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
         utf8 = (getattr(stream, "encoding", "") or "").lower().replace("-", "") == "utf8"
         stream.reconfigure(errors="surrogateescape" if utf8 else "backslashreplace")
+
+
+def _unknown_command(word: str) -> str:
+    close = _close(word, list(COMMANDS))
+    return f"unknown command {word!r}; " + (f"did you mean {close!r}?" if close else
+                                             f"the commands: {', '.join(COMMANDS)}")
+
+
+def _close(word: str, known: list[str]) -> str | None:
+    """The one of known that word is likely a typo of, if any: difflib's
+    closest, but one with the same letters first, since difflib scores two
+    letters swapped below one dropped ('reprot': 'repro' 0.91, 'report' 0.83)."""
+    import difflib  # here: only a mistyped word pays for its import
+
+    close = difflib.get_close_matches(word, known, n=len(known))
+    swapped = [option for option in close if sorted(option) == sorted(word)]
+    return (swapped or close or [None])[0]
 
 
 def _first_line(exc: Exception) -> str:

@@ -49,6 +49,7 @@ def activate(started_ns=None):
         mono_ns=time.monotonic_ns(),
         env=identity.allowed_env(os.environ),
         affinity=sorted(os.sched_getaffinity(0)),
+        memory=identity.memory_binding(),
         **identity.rank(os.environ)
     )
     journal.event("process", **process)

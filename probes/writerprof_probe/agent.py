@@ -27,7 +27,9 @@ def maybe_start(journal, run, host):
 
         env = {k: v for k, v in os.environ.items() if not k.startswith("WRITERPROF_") and k != "PYTHONPATH"}
         interval = os.environ.get(format.INTERVAL_ENV, "100000000")
-        argv = [python, "-m", "writerprof.record.agent", os.path.abspath(run), host, interval, str(os.getpid())]
+        stall = os.environ.get(format.STALL_ENV, "0")
+        argv = [python, "-m", "writerprof.record.agent", os.path.abspath(run), host, interval, str(os.getpid()),
+                stall]
         if not os.path.exists(python):
             raise OSError("no interpreter %s on this host" % python)
         # From /: `-m` puts the working directory first on sys.path, where a

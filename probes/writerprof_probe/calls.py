@@ -175,7 +175,8 @@ def _compiled(source, name):
             return code
     except Exception:  # none yet, or another probe version's, or torn
         pass
-    code = compile(source, "<writerprof_probe %s>" % name, "exec")
+    # Under a file name of the probe's own: a stack's reader tells these frames for the probe's by it.
+    code = compile(source, "%s%s>" % (format.COMPILED_FILE_PREFIX, name), "exec")
     if tag is not None:
         partial = "%s.%d.tmp" % (path, os.getpid())
         try:

@@ -25,7 +25,9 @@ a host); spans also have "start_ns" and "end_ns". The kinds:
                 ("exec" | "fork"), forked_from, role ("main" | "forkserver" |
                 "resource_tracker" | "spawn_child" | "fork_child" |
                 "forkserver_child"), wall_ns and mono_ns (one clock anchor), env
-                (allow-listed), affinity, rank, local_rank, world_size, source
+                (allow-listed), affinity, memory (policy, nodes, allowed: its
+                memory policy and cpuset nodes), rank, local_rank, world_size,
+                source
   activated     the probe came up in an exec'd process (span)
   hook          a hook's outcome: spec, status ("applied" | "unavailable" |
                 "failed"), reason
@@ -75,6 +77,16 @@ a host); spans also have "start_ns" and "end_ns". The kinds:
   pickling      (before exit, where multiprocessing was imported) what
                 ForkingPickler.dumps pickled here (queues, pipes, pools):
                 pickled_calls, pickled_ns, pickled_bytes
+  tracker_call  a register or unregister sent to the resource tracker
+                (tracker.py; span): op, rtype, name, tracker (its pipe's inode),
+                caller, site, opened ("create" | "attach": SharedMemory's),
+                error
+  resource_unlink  an unlink and its outcome (span): rtype, name, via
+                ("SharedMemory.unlink" | "sem_unlink" | "tracker"), outcome
+                ("ok" | the exception's type), errno, caller, site
+  tracker_start, tracker_output  in the resource tracker: its pipe (pipe,
+                fd); what it printed (via "warning" | "excepthook", category,
+                message, name)
   stacks        (before exit, if the probe sampled stacks) samples taken in
                 this process, cpu_ns (its sampling thread's CPU time),
                 first_start (one of its parent's first FULL_RATE_STARTS writers)
@@ -179,6 +191,15 @@ SHM_SUFFIX = ".shm.bin"
 PLACEMENT_SUFFIX = ".placement.bin"
 STACKS_SUFFIX = ".stacks.txt"  # the probe's stack samples (stacks.py): "frame;...;frame COUNT" lines
 STARTS_SUFFIX = ".starts"  # in stacks/: PPID.starts, a byte per child that parent started (stacks.py)
+# A stack line's root frame, its thread, as py-spy --threads writes it:
+# "thread (TID): NAME" (the kernel's thread id; "thread (TID)" while Python
+# has no name for it). The loader (writerprof.run.stacks) reads it.
+THREAD_FRAME = "thread (%s): %s"
+# The file name of the code the probe compiles itself (calls.py: its timing
+# wrappers and their inlined parts) begins so: a name no file of the target
+# has, by which a stack's reader tells those frames for the probe's
+# (writerprof.run.stacks.is_probe_frame).
+COMPILED_FILE_PREFIX = "<writerprof_probe "
 RECORD_SUFFIXES = {"shm": SHM_SUFFIX, "placement": PLACEMENT_SUFFIX}  # event kind -> its records' file
 
 HOSTS_DIR = "hosts"
@@ -216,12 +237,14 @@ STACKS_THREAD = "writerprof-stk"
 # containers that share a host name, or to test many hosts on one machine.
 HOST_ENV = "WRITERPROF_HOST"
 # Set by `writerprof record` for the probe: the launcher's host (whose
-# processes its own sampler follows), and the interpreter and interval with
-# which the first probed process on any other host starts that host's
-# sampler agent (python -m writerprof.record.agent).
+# processes its own sampler follows), and the interpreter, interval and
+# stall time (record --stall, 0: none) with which the first probed process
+# on any other host starts that host's sampler agent (python -m
+# writerprof.record.agent).
 LAUNCH_HOST_ENV = "WRITERPROF_LAUNCH_HOST"
 AGENT_PYTHON_ENV = "WRITERPROF_AGENT_PYTHON"
 INTERVAL_ENV = "WRITERPROF_INTERVAL_NS"
+STALL_ENV = "WRITERPROF_STALL_NS"
 AGENT_LOCK = "agent.lock"  # in RUN/hosts/HOST/: who started that host's agent
 # The recording's id (run.json's run_id), which the process that starts a
 # host's agent writes beside its lock: a host's part of a recording made

@@ -61,6 +61,61 @@ def _int(value):
         return None
 
 
+def memory_binding(proc="/proc/self"):
+    """How the process's memory is bound: {"policy": its memory policy's mode
+    ("default", "bind", "interleave", "prefer", "local", ...: what
+    numactl --membind/--interleave/--preferred, srun --mem-bind or an MPI
+    launcher set), "nodes": the policy's nodes (None: it names none),
+    "allowed": the nodes its cpuset allows (Mems_allowed_list)}; a part not
+    read is None (the policy, on a kernel without NUMA). The policy is the
+    one numa_maps gives the first mapping: a mapping without a policy of its
+    own shows its task's. Both are inherited across fork and exec."""
+    found = {"policy": None, "nodes": None, "allowed": None}
+    try:
+        fd = os.open(proc + "/numa_maps", os.O_RDONLY)
+        try:
+            first = os.read(fd, 512).split(b"\n", 1)[0].decode("ascii", "replace")  # its first line only
+        finally:
+            os.close(fd)
+        found.update(parse_policy(first))
+    except (OSError, ValueError):
+        pass
+    try:
+        with open(proc + "/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"Mems_allowed_list:"):
+                    found["allowed"] = sorted(parse_cpu_list(line.split(b":", 1)[1].decode("ascii")))
+                    break
+    except (OSError, ValueError):
+        pass
+    return found
+
+
+def parse_policy(line):
+    """The policy of a numa_maps line ("ADDRESS POLICY ..."): {"policy": its
+    mode, "nodes": its nodes or None}. The kernel writes MODE[=FLAGS][:NODES];
+    two modes are two words ("weighted interleave", "prefer (many)")."""
+    words = line.split()[1:3]
+    if len(words) == 2 and (words[0], words[1].split("=")[0].split(":")[0]) in (("weighted", "interleave"),
+                                                                                ("prefer", "(many)")):
+        words = [" ".join(words)]
+    if not words:
+        raise ValueError("no policy in %r" % line)
+    mode, _, nodes = words[0].partition(":")
+    return {"policy": mode.partition("=")[0], "nodes": sorted(parse_cpu_list(nodes)) if nodes else None}
+
+
+def parse_cpu_list(text):
+    """"0-3,8,10-11" -> {0, 1, 2, 3, 8, 10, 11} (the kernel's list format: CPUs, nodes)."""
+    cpus = set()
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        low, _, high = part.partition("-")
+        cpus.update(range(int(low), int(high or low) + 1))
+    return cpus
+
+
 def cmdline(pid="self"):
     """argv as the kernel has it (sys.argv is not set yet when site runs)."""
     try:

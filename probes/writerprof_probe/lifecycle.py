@@ -91,7 +91,7 @@ def _after_fork_in_child():
             t_ns=created_ns, pid=os.getpid(), ppid=os.getppid(), created_ns=created_ns,
             created_via="fork", forked_from=_process["pid"], role=identity.fork_role(_process["role"]),
             wall_ns=time.time_ns(), mono_ns=time.monotonic_ns(),
-            affinity=sorted(os.sched_getaffinity(0)),
+            affinity=sorted(os.sched_getaffinity(0)), memory=identity.memory_binding(),
         )
         _journal.open(os.getpid(), created_ns)
         _journal.event("process", **_process)

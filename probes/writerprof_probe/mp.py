@@ -5,7 +5,8 @@ pickled: pickling.py). In the child: the re-run of the parent's __main__
 target's first and last line. In a forkserver daemon that preloads __main__
 (CPython 3.13.8 and 3.14.1 on), that preload, as its re-run. In both, the put
 and get of its queues and pipes, whatever the target's names (queues.py), and
-the count of what they pickled (pickling.py). And the
+the count of what they pickled (pickling.py). In every process, its
+resource tracker's registrations and the unlinks (tracker.py). And the
 what-if switches:
 WRITERPROF_FORCE_START_METHOD=METHOD starts every writer with METHOD;
 WRITERPROF_MITIGATE=pin,preload applies those mitigations (mitigate.py): pin,
@@ -16,7 +17,7 @@ __main__ defers the advised modules' imports to their first use."""
 import sys
 import time
 
-from . import calls, imports, lifecycle, pickling, queues, stacks, tasks
+from . import calls, imports, lifecycle, pickling, queues, stacks, tasks, tracker
 
 _now = time.monotonic_ns
 _POPEN_METHODS = {
@@ -42,6 +43,7 @@ def install(journal_, hook_status, forced, mitigations=""):
     imports.when_imported("multiprocessing.process", _guard("multiprocessing.process", _process))
     imports.when_imported("multiprocessing.spawn", _guard("multiprocessing.spawn", _spawn))
     queues.install(hook_status)  # put and get on any queue or pipe, without a spec
+    tracker.install(journal_, hook_status)  # the resource tracker's registrations, unlinks, and what it printed
     imports.when_imported("multiprocessing.reduction",
                           lambda module: pickling.install(journal_, hook_status, module))
     if forced:

@@ -5,6 +5,8 @@ writerprof's sampler (other processes' numa_maps)."""
 import array
 import os
 
+from .identity import parse_cpu_list
+
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 
 # move_pages(2) by architecture; elsewhere the numa_maps fallback is used.
@@ -133,17 +135,6 @@ def placement(start, end, pid="self"):
 # The machine's nodes and the CPUs of each, for the placement what-ifs (mitigate.py).
 
 _NODE_DIR = "/sys/devices/system/node"
-
-
-def parse_cpu_list(text):
-    """"0-3,8,10-11" -> {0, 1, 2, 3, 8, 10, 11} (the kernel's list format)."""
-    cpus = set()
-    for part in text.strip().split(","):
-        if not part:
-            continue
-        low, _, high = part.partition("-")
-        cpus.update(range(int(low), int(high or low) + 1))
-    return cpus
 
 
 def node_cpus(root=_NODE_DIR):

@@ -1,13 +1,15 @@
 """Shared-memory buffers: every SharedMemory create or attach, its address
 range here, and where its pages are: at create or attach, at unlink (the
 producer's end of a save, before the segment goes), and at close (the end of
-a writer's loop) or exit. Readings of one buffer taken in one process, or
-with all its pages mapped, compare: pages that left a node between them were
-moved (automatic NUMA balancing, migrate_pages)."""
+a writer's loop) or exit; each unlink's outcome (tracker.unlinked).
+Readings of one buffer taken in one process, or with all its pages mapped,
+compare: pages that left a node between them were moved (automatic NUMA
+balancing, migrate_pages)."""
 
 import sys
+import time
 
-from . import calls, imports, lifecycle
+from . import calls, imports, lifecycle, tracker
 
 _numa = None
 
@@ -61,7 +63,14 @@ def _apply(module):
             _measure_unlinking(self)
         except Exception as exc:
             _hook_status("multiprocessing.shared_memory", "failed", repr(exc))
-        return unlink(self, *args, **kwargs)
+        start = time.monotonic_ns()
+        try:
+            result = unlink(self, *args, **kwargs)
+        except BaseException as exc:  # its outcome journaled (a segment gone already: FileNotFoundError)
+            tracker.unlinked("shared_memory", getattr(self, "_name", None), "SharedMemory.unlink", exc, start)
+            raise
+        tracker.unlinked("shared_memory", getattr(self, "_name", None), "SharedMemory.unlink", None, start)
+        return result
 
     init_wrapper.__wrapped__, close_wrapper.__wrapped__, unlink_wrapper.__wrapped__ = init, close, unlink
     cls.__init__, cls.close, cls.unlink = init_wrapper, close_wrapper, unlink_wrapper

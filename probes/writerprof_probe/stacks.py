@@ -25,8 +25,9 @@ Each sample is weighted by the time since the one before, in periods of
 the FULL rate: a count is the same wall-clock time in every process and at
 every rate, and a sample the GIL kept waiting (a long C call of the target)
 counts the time it waited. It lands where that call returned: the line
-that made it. Counts are summed per stack in memory and written as
-"frame;...;frame COUNT" lines (root first, py-spy's raw format, frames
+that made it. Counts are summed per thread and stack in memory and written
+as "thread;frame;...;frame COUNT" lines (root first, py-spy's raw format with
+--threads: the thread "thread (TID): NAME", format.THREAD_FRAME; frames
 "name (file:line)", the name qualified on 3.11+ and the file from its
 outermost package, as py-spy names them) to PID-CREATED.stacks.txt in
 its host's stacks/ (not procs/, whose listing record's sampler watches),
@@ -77,7 +78,7 @@ class _Sampler:
     def __init__(self, journal, rates, process):
         self.journal, self.process = journal, process  # process: the probe's "process" event (its role)
         self.full, self.sparse, self.daemon = rates
-        self.counts = {}  # stack key (leaf first) -> weight in full-rate periods, since the process began
+        self.counts = {}  # stack key (leaf first, then its thread) -> weight in full-rate periods, since the start
         self.changed = False  # whether counts changed since the file was written
         self.names = {}  # id of a code object -> (its "name (file" prefix, the code object)
         self.lines = {}  # stack key -> its frames as the file has them
@@ -93,6 +94,9 @@ class _Sampler:
         (at start, and in a forked child: its role changed)."""
         self.flush_every = FLUSH_NS
         self.flush_due = _now() + FLUSH_NS
+        # This process's main thread (the one that starts the probe, or forked it):
+        # its kernel id is the pid, and it has a name before the target imports threading.
+        self.main = (_thread.get_ident(), os.getpid())
         role = self.process["role"]
         self.first = role in _CHILDREN and _first_start(self.process["ppid"], self.journal)
         self.full_until = _now() + format.FULL_RATE_CAP_NS if self.first else 0
@@ -184,10 +188,21 @@ class _Sampler:
 
     def sample(self, me, weight):
         counts, names = self.counts, self.names
+        # Python's threads by ident (none until the target imports threading)
+        named = getattr(sys.modules.get("threading"), "_active", None) or {}
+        main, pid = self.main
         with self.lock:
             for ident, frame in sys._current_frames().items():
                 if ident == me:
                     continue
+                thread = named.get(ident)
+                try:  # its kernel id and name, as py-spy --threads tells threads apart
+                    if ident == main:  # (threading's native_id is the parent's in a fork child before 3.12)
+                        who = (pid, thread.name if thread is not None else "MainThread")
+                    else:
+                        who = (thread.native_id, thread.name) if thread is not None else (ident, None)
+                except Exception:  # (a Thread whose __init__ its subclass skipped)
+                    who = (ident, None)
                 key = []
                 while frame is not None:
                     # By id: a code object's own hash hashes its constants, nested
@@ -199,6 +214,7 @@ class _Sampler:
                                                     short_file(code.co_filename)), code)  # (kept: ids stay its)
                     key.append((ident, frame.f_lineno))  # (None in some frames of 3.11+: written as 0)
                     frame = frame.f_back
+                key.append(who)
                 key = tuple(key)
                 counts[key] = counts.get(key, 0.0) + weight
             self.changed = True
@@ -219,14 +235,28 @@ class _Sampler:
                 if whole:
                     line = lines.get(key)
                     if line is None:
-                        line = lines[key] = ";".join(["%s:%d)" % (names[ident][0], number or 0)
-                                                      for ident, number in reversed(key)])
+                        line = lines[key] = ";".join([_thread_frame(*key[-1])] + [
+                            "%s:%d)" % (names[ident][0], number or 0) for ident, number in reversed(key[:-1])])
                     out.append("%s %d\n" % (line, whole))
             self.changed = False
             self.journal.replace(format.stacks_dir(self.journal.run, self.journal.host), format.STACKS_SUFFIX,
                                  "".join(out).encode("utf-8", "surrogateescape"))
         finally:
             self.lock.release()
+
+
+# What a thread's name may not hold in a line: a ';' would end the frame, a
+# newline the line.
+_NAME_SAFE = {ord(";"): ",", ord("\n"): " ", ord("\r"): " "}
+
+
+def _thread_frame(tid, name):
+    """The root frame of a thread's stacks: "thread (TID): NAME" (format.THREAD_FRAME),
+    or "thread (0xIDENT)" for one Python has no name and the kernel no id of."""
+    if name is None:
+        return "thread (0x%x)" % tid
+    # (backslashreplace: a name with a lone surrogate would fail the file's encoding)
+    return format.THREAD_FRAME % (tid, name.translate(_NAME_SAFE).encode("utf-8", "backslashreplace").decode())
 
 
 _short = {}  # a file -> its name as py-spy gives it

@@ -95,6 +95,43 @@ def page_of(browser, height: int = 900):
         context.close()
 
 
+# Every line box of every rendered text node in a document, and the pairs
+# of boxes of different nodes that overlap by more than a pixel each way.
+_OVERLAPPING_TEXT = """() => {
+  const boxes = [];
+  const walker = document.createTreeWalker(document.documentElement, NodeFilter.SHOW_TEXT);
+  let node, id = 0;
+  while ((node = walker.nextNode())) {
+    if (!node.textContent.trim()) continue;
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    id++;
+    for (const r of range.getClientRects()) {
+      if (r.width >= 1 && r.height >= 1)
+        boxes.push([r.left, r.top, r.right, r.bottom, id, node.textContent.trim().slice(0, 60)]);
+    }
+  }
+  boxes.sort((a, b) => a[1] - b[1]);
+  const found = [];
+  for (let i = 0; i < boxes.length; i++) {
+    const a = boxes[i];
+    for (let j = i + 1; j < boxes.length && boxes[j][1] < a[3]; j++) {
+      const b = boxes[j];
+      const across = Math.min(a[2], b[2]) - Math.max(a[0], b[0]);
+      const up = Math.min(a[3], b[3]) - Math.max(a[1], b[1]);
+      if (a[4] !== b[4] && across > 1 && up > 1) found.push([a[5], b[5], Math.round(across), Math.round(up)]);
+    }
+  }
+  return found;
+}"""
+
+
+def overlapping_text(page) -> list[tuple[str, str, int, int]]:
+    """Text that overlaps other text, as laid out, in the page and each of
+    its frames (a flamegraph's labels): (one, the other, px across, px up)."""
+    return [tuple(pair) for frame in page.frames for pair in frame.evaluate(_OVERLAPPING_TEXT)]
+
+
 def png_size(path: Path) -> tuple[int, int]:
     """(width, height) from a PNG's IHDR chunk."""
     head = path.read_bytes()[:24]

@@ -67,3 +67,15 @@ def mount_tmpfs(place, options: str):
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
     return place
+
+
+def two_cpus() -> str:
+    """The first two CPUs this process may run on, as a CPU list (the test skips without two)."""
+    import pytest
+
+    from writerprof.units import format_cpu_list
+
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        pytest.skip("needs two allowed CPUs")
+    return format_cpu_list(allowed[:2])

@@ -1,7 +1,9 @@
 """The pages and exports in the programs users open them with: `report --html`
 and contrast.html in headless Chromium (no console error, no request leaving
-the file, every plot and flamegraph drawn, hover names a frame and its share,
-a click zooms the frame to the full width, a 1280 px screenshot of each), and
+the file, every plot and flamegraph drawn, no text laid over other text,
+each flamegraph whole in its frame at 1280 px and in a narrower window,
+hover names a frame and its share, a click zooms the frame to the full
+width, a 1280 px screenshot of each, kept in the test's tmp dir), and
 both exports imported into the speedscope app itself (every process listed by
 name). Perfetto's own parser (trace_processor) is not installable offline: its
 PyPI wheel downloads the binary at first use; see docs/ecosystem.md."""
@@ -13,7 +15,7 @@ import re
 
 import pytest
 
-from headless import WIDTH, chromium, page_of, png_size, speedscope_app
+from headless import WIDTH, chromium, overlapping_text, page_of, png_size, speedscope_app
 from helpers import run_writerprof, writerprof_command
 from writerprof.run import load
 
@@ -101,10 +103,33 @@ def _check_flamegraphs(page):
         assert target.locator("rect").bounding_box()["width"] == pytest.approx(before["width"], abs=1)
 
 
-def _screenshot(page, path):
+def _frames_uncut(page):
+    """Every flamegraph's frame holds all of it, its tallest towers and right
+    edge included: nothing in a frame scrolls, at the page's width."""
+    for frame in page.frames[1:]:
+        sizes = frame.evaluate("[document.documentElement.scrollWidth, innerWidth,"
+                               " document.documentElement.scrollHeight, innerHeight]")
+        assert sizes[0] <= sizes[1] and sizes[2] <= sizes[3], (page.viewport_size, sizes)
+
+
+def _screenshot(page, path, width: int = WIDTH):
+    """The whole page as a person sees it (1280 px wide); no text on other text."""
     page.screenshot(path=str(path), full_page=True)
-    width, height = png_size(path)
-    assert width == WIDTH and height > 300
+    shot_width, height = png_size(path)
+    assert shot_width == width and height > 300
+    assert not overlapping_text(page), (path, overlapping_text(page))
+
+
+def test_overlapping_text_is_seen(browser, tmp_path):
+    """The check finds text laid over text (and not text side by side)."""
+    page_file = tmp_path / "overlap.html"
+    page_file.write_text('<!DOCTYPE html><html><body><p><span>side</span> <span>by side</span></p>'
+                         '<span style="position:absolute;left:10px;top:200px">writer-startup</span>'
+                         '<span style="position:absolute;left:40px;top:204px">main-reimport</span></body></html>')
+    with page_of(browser) as (page, watch):
+        _open(page, page_file)
+        found = overlapping_text(page)
+    assert [(a, b) for a, b, _, _ in found] == [("writer-startup", "main-reimport")]
 
 
 def test_html_report_in_chromium(browser, recording, screenshots):
@@ -113,8 +138,14 @@ def test_html_report_in_chromium(browser, recording, screenshots):
     with page_of(browser) as (page, watch):
         _open(page, html)
         _check_images(page)
+        # The affinity timeline, or (one NUMA node, no affinity changed) the note saying why it is left out.
+        assert page.locator('img[alt="affinity_timeline"], #affinity_timeline-left-out').count() == 1
         _check_flamegraphs(page)
         _screenshot(page, screenshots / "report.png")
+        _frames_uncut(page)
+        page.set_viewport_size({"width": 900, "height": 900})  # a narrower window scales a graph, cuts none
+        _frames_uncut(page)
+        _screenshot(page, screenshots / "report-900.png", width=900)
         watch.assert_clean()
 
 
@@ -128,6 +159,7 @@ def test_contrast_html_in_chromium(browser, tmp_path, screenshots):
         _check_images(page)
         _check_flamegraphs(page)
         _screenshot(page, screenshots / "contrast.png")
+        _frames_uncut(page)
         watch.assert_clean()
 
 

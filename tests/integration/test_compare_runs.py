@@ -53,10 +53,10 @@ def test_two_single_fork_runs_name_no_cause_in_either_order(root):
         noise, verdict = comparison["noise"], comparison["verdict"]
         assert noise["unit"] == "run" and noise["a"]["count"] == 4, noise
         assert comparison["causes"] == [] and comparison["fix"] == [], verdict
-        assert "of that (" not in verdict
-        if noise["hides"] and "same time within 1%" not in verdict:  # the one line: how many runs a side
-            assert "no cause is named: more runs are needed" in verdict
-            assert f"about {noise['needed']} runs a side would resolve it" in verdict
+        assert "Top cause" not in verdict
+        if noise["hides"] and "same time within 1%" not in verdict:  # its second line: how many runs a side
+            assert verdict.split("\n")[1] == (f"No cause is named: more runs are needed; about {noise['needed']} "
+                                               f"runs a side would resolve it (95%, 80% power).")
         text = run_writerprof("compare", root / a, root / b).stdout
         assert "interval from the run-to-run spread" in text and "Verdict:" in text
 
@@ -66,7 +66,7 @@ def test_fork_against_forkserver_re_running_numpy_still_names_the_start_up(root)
     assert comparison["noise"]["unit"] == "run" and not comparison["noise"]["hides"], comparison["verdict"]
     # Its __main__ re-run, or its phases together.
     assert comparison["causes"][:1] in (["startup:main_rerun"], ["startup"]), comparison["verdict"]
-    assert "of that (" in comparison["verdict"] and "more runs" not in comparison["verdict"]
+    assert "\nTop cause: " in comparison["verdict"] and "more runs" not in comparison["verdict"]
 
 
 def test_several_runs_a_side_pool_listed_or_by_a_quoted_pattern(root):

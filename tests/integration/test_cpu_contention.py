@@ -15,9 +15,8 @@ import pytest
 from writerprof.analysis.diagnoses import CONTENTION_SHARE
 from writerprof.analysis.summary import summarize
 from writerprof.run import load
-from writerprof.units import format_cpu_list
 
-from helpers import TARGETS, run_writerprof
+from helpers import TARGETS, run_writerprof, two_cpus
 
 RECORDINGS = 3
 
@@ -40,10 +39,7 @@ def _burner(run_dir) -> int:
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
-    allowed = sorted(os.sched_getaffinity(0))
-    if len(allowed) < 2:
-        pytest.skip("needs two allowed CPUs")
-    cpus = format_cpu_list(allowed[:2])
+    cpus = two_cpus()
     work = tmp_path_factory.mktemp("contention")
     runs = {"baseline": [], "oversubscribed": []}
     for i in range(RECORDINGS):

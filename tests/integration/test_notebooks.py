@@ -21,6 +21,7 @@ from nbclient import NotebookClient
 
 from writerprof.analysis.diagnoses import CODES
 from writerprof.analysis.summary import summarize
+from writerprof.render import plots
 from writerprof.run import load
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
@@ -92,7 +93,10 @@ def assert_explored(notebook, run_dir: Path) -> None:
     summary = summarize(load(run_dir))
     shown = texts(notebook)
     assert f"loaded {run_dir}:" in shown
-    assert figures(notebook) >= 4  # affinity, buffer placement, chunk timeline, save decomposition
+    # Buffer placement, chunk timeline, save decomposition; the affinity timeline where it shows something.
+    assert figures(notebook) >= 4 - len(plots.left_out(summary))
+    for why in plots.left_out(summary).values():
+        assert why in shown
     for p in summary["processes"]:  # the process table, a row each
         assert f">{p['pid']}<" in shown
     for s in summary["saves"]:

@@ -9,8 +9,10 @@ never fail the run; flame, flame --diff and the speedscope export."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -239,3 +241,73 @@ def test_the_probe_frames_are_folded_out_unless_asked_for(forkserver, tmp_path):
     assert any(is_probe_frame(n) for n in kept)
     # The raw files are not changed.
     assert {f.name: f.read_bytes() for f in path.glob("hosts/*/stacks/*")} == raw
+
+
+# What names a frame as the probe's, read as a person reads a graph (not through
+# is_probe_frame, the filter under test): its modules, its sitecustomize, and the
+# code it compiles itself (its timing wrappers: "<writerprof_probe timed-...>").
+PROBE_FILES = ("writerprof_probe", "probes/sitecustomize.py")
+
+
+def _probe_named(names):
+    return [n for n in names if any(p in n for p in PROBE_FILES)]
+
+
+def test_no_frame_of_the_probe_is_in_a_graph_an_export_or_the_report(fork, tmp_path):
+    path, _ = fork
+    run_writerprof("flame", path, "--role", "all", "--probe-frames", "-o", tmp_path / "kept")
+    # Recorded: the wrapper around every write and get, compiled under a pseudo-file of its own.
+    assert any(" (<writerprof_probe timed-" in n for n in _svg_frames(tmp_path / "kept.svg"))
+    run_writerprof("flame", path, "--role", "all", "-o", tmp_path / "all")
+    names = _svg_frames(tmp_path / "all.svg")
+    assert len(names) > 20 and not _probe_named(names), _probe_named(names)
+    run_writerprof("export", path, "--speedscope", tmp_path / "s.json")
+    frames = json.loads((tmp_path / "s.json").read_text())["shared"]["frames"]
+    assert frames and not _probe_named(f"{f['name']} ({f.get('file')})" for f in frames)
+    run_writerprof("report", path, "--html", tmp_path / "report.html")
+    graphs = re.findall(r'srcdoc="([^"]*)"', (tmp_path / "report.html").read_text())
+    assert len(graphs) == 2  # the writers' and the producer's
+    for graph in graphs:
+        names = re.findall(r'data-n="([^"]*)"', html.unescape(graph))
+        assert names and not _probe_named(names), _probe_named(names)
+    run_writerprof("flame", path, "--role", "all", "--threads", "split", "-o", tmp_path / "split")
+    names = _svg_frames(tmp_path / "split.svg")
+    assert len(names) > 20 and not _probe_named(names), _probe_named(names)
+
+
+def _subtitle(file):
+    [text] = [t.text for t in ET.fromstring(file.read_bytes()).iter(SVG + "text") if t.get("class") == "s"]
+    return text
+
+
+def test_a_graph_that_adds_threads_up_says_so_and_draws_them_apart_if_asked(fork, tmp_path):
+    path, _ = fork
+    done = run_writerprof("flame", path, "--role", "producer", "-o", tmp_path / "producer")
+    # The producer's main thread and its queue's feeder thread (one per queue: a thread id each).
+    said = re.match(r"(\d+) threads added up: (\d+) samples at 100 Hz, (\d+\.\d) s of thread time "
+                    r"over a (\d+\.\d) s run; ", _subtitle(tmp_path / "producer.svg"))
+    assert said and int(said[1]) >= 2, _subtitle(tmp_path / "producer.svg")
+    threads, samples = said[1], int(said[2])
+    assert said[3] == f"{samples / 100:.1f}" and float(said[4]) > 0
+    assert done.stderr.rstrip("\n").endswith(f"producer: 1 process, {samples} samples; {threads} threads added up")
+    run_writerprof("flame", path, "--role", "producer", "--threads", "split", "-o", tmp_path / "split")
+    assert _subtitle(tmp_path / "split.svg").startswith(f"{threads} threads, each thread under its name: {samples} ")
+    roots = {g.get("data-n") for g in ET.fromstring((tmp_path / "split.svg").read_bytes()).iter(SVG + "g")
+             if g.get("data-d") == "1"}
+    assert roots == {"thread MainThread", "thread QueueFeederThread"}
+    run_writerprof("export", path, "--speedscope", tmp_path / "s.json")
+    run_writerprof("export", path, "--speedscope", tmp_path / "split.json", "--threads", "split")
+    names, split = ([p["name"] for p in json.loads((tmp_path / f).read_text())["profiles"]]
+                    for f in ("s.json", "split.json"))
+    [producer] = [n for n in names if n.startswith("producer ")]
+    assert producer.endswith(f" ({threads} threads added up)")
+    pid = producer.split()[2]
+    assert {n for n in split if n.startswith("producer ")} == {f"producer pid {pid}: thread MainThread",
+                                                                 f"producer pid {pid}: thread QueueFeederThread"}
+
+
+def test_the_probe_and_py_spy_tell_threads_apart(forkserver):
+    path, _, _ = forkserver
+    stacks = load_stacks(load(path))
+    assert all(s.thread_ids >= 1 and "thread MainThread" in s.threads for s in stacks), [
+        (s.label, list(s.threads)) for s in stacks]

@@ -23,7 +23,7 @@ def test_help_lists_the_subcommands(capsys):
     "argv, first",
     [
         ([], "writerprof: error: the following arguments are required: COMMAND"),
-        (["nosuch"], "writerprof: error: argument COMMAND: invalid choice: 'nosuch'"),
+        (["nosuch"], "writerprof: error: unknown command 'nosuch'; the commands: record, report"),
         (["repro", "--bogus"], "writerprof repro: error: unrecognized arguments: --bogus"),
         (["repro", "--saves", "-2"], "writerprof repro: error: argument --saves"),
         (["record", "--interval", "fast", "--", "true"],

@@ -169,7 +169,7 @@ def test_a_skipped_what_if_is_reported_with_its_reason_and_not_compared(summarie
     assert pin == {"method": "forkserver+pin", "ran": False, "reason": "nothing to pin", "gib_s": None,
                    "recovered_s": None, "recovered_ci95_s": None, "recovered_share": None, "modules": None}
     assert [w["method"] for w in result["what_ifs"]] == ["forkserver+preload", "forkserver+pin"]
-    assert result["verdict"].endswith(" Not tested: forkserver+pin (nothing to pin).")
+    assert result["details"][-1] == {"heading": "Not tested", "lines": ["forkserver+pin: nothing to pin"]}
 
 
 def test_nothing_is_recovered_without_plain_forkserver_against_another_reference(summaries):
@@ -192,6 +192,7 @@ def test_contrast_text_shows_each_comparison_and_the_what_ifs(summaries, tmp_pat
     preload = result["what_ifs"][0]
     low, high = preload["recovered_ci95_s"]
     assert (f"forkserver+preload: recovers {preload['recovered_s']:.3f} s per save (95% interval {low:.3f} to "
-            f"{high:.3f}), {preload['recovered_share']:.0%} of what forkserver lost against fork") in text
+            f"{high:.3f} s), {preload['recovered_share']:.0%} of what forkserver lost against fork") in " ".join(
+        text.split())
     assert "forkserver+pin: not run: nothing to pin" in text
     assert text.rstrip().endswith(f"Report: {tmp_path / 'contrast.html'}")

@@ -13,7 +13,6 @@ from writerprof.analysis import fixes, preload
 from writerprof.analysis.compare import side
 from writerprof.analysis.fixes import Target
 from writerprof.analysis.preload import Forkserver
-from writerprof.render.format import recovery
 from writerprof.run.stacks import ProcessStacks
 
 SCRIPT = "/work/bench/train.py"
@@ -127,12 +126,12 @@ def test_against_a_difference_minor_estimates_go_and_none_exceeds_it():
     out = by_id(fixes.for_difference(measured, 0.27))
     # python -m estimated 0.39 s of a measured 0.27 s difference: capped, and said so.
     assert out["python-m"]["recovery_s"] == 0.27 and out["python-m"]["capped_from_s"] == pytest.approx(0.39)
-    assert recovery(out["python-m"]) == ("recovers 0.27 s per save (estimated at 0.39 s, capped at the measured "
-                                         "difference)")
+    assert fixes.recovery_text(out["python-m"]) == ("recovers 0.27 s per save (estimated at 0.39 s, capped at "
+                                                    "the measured difference)")
     # A measured recovery stays, however small: it is what the advice did.
     assert out[fixes.PRELOAD_ID]["recovery_s"] == 0.01
-    assert recovery(out[fixes.PRELOAD_ID]) == ("recovers 0.01 s per save (measured by forkserver+preload; "
-                                                "95% interval -0.02 to 0.04 s)")
+    assert fixes.recovery_text(out[fixes.PRELOAD_ID]) == ("recovers 0.01 s per save (measured by "
+                                                           "forkserver+preload; 95% interval -0.02 to 0.04 s)")
     # Against a far larger difference, an estimate under 5% of it is no fix worth listing.
     assert "python-m" not in by_id(fixes.for_difference(measured, 10.0))
     assert fixes.for_difference(measured, -0.27) == list(out.values())  # either way round

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from writerprof.render import flame
-from writerprof.run.stacks import from_child_start, read_raw
+from writerprof.run.stacks import UNTOLD, ProcessStacks, from_child_start, read_raw
 
 SVG = "{http://www.w3.org/2000/svg}"
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "stacks" / "forkserver.raw"
@@ -125,3 +125,50 @@ def test_colours_are_deterministic_and_set_the_import_machinery_apart():
     assert importing == flame.frame_colour("_find_and_load (<frozen importlib._bootstrap>:1176)")
     assert importing != flame.frame_colour("run_writer (writerprof/repro/writer.py:28)")
     assert flame.frame_colour("all", depth=0) == "#c8c8c8"
+
+
+def _process(pid, threads, ids=None):
+    samples = {}
+    for table in threads.values():
+        for frames, count in table.items():
+            samples[frames] = samples.get(frames, 0) + count
+    return ProcessStacks(proc=0, pid=pid, host="h", role="producer", samples=samples, rate_hz=100.0,
+                         threads={} if UNTOLD in threads else threads,
+                         thread_ids=0 if UNTOLD in threads else ids or len(threads))
+
+
+MAIN = {("<module> (m.py:1)", "put (q.py:2)"): 400}
+FEEDER = {("Thread._bootstrap (threading.py:1)", "_feed (q.py:9)"): 363}
+
+
+def test_the_subtitle_says_how_many_threads_are_added_up_and_their_time_beside_the_run():
+    producer = _process(9, {"thread MainThread": MAIN, "thread QueueFeederThread": FEEDER})
+    assert flame.added_up([producer], 100, run_s=4.7) == (
+        "2 threads added up: 763 samples at 100 Hz, 7.6 s of thread time over a 4.7 s run")
+    assert flame.added_up([producer], 100, threads=True, run_s=4.7).startswith(
+        "2 threads, each thread under its name: 763 samples")
+    alone = _process(10, {"thread MainThread": MAIN})
+    assert flame.added_up([alone], 100, run_s=4.7) == "400 samples at 100 Hz (4.0 s)"
+    assert flame.added_up([alone, _process(11, {"thread MainThread": MAIN})], 100).startswith(
+        "2 threads of 2 processes added up: 800 samples")
+    assert flame.added_up([alone, _process(12, {UNTOLD: MAIN})], 100).startswith(
+        "2 processes added up (threads not told apart): 800 samples")
+    assert flame.added_up(MAIN, 100) == "400 samples at 100 Hz (4.0 s)"  # a count table: its samples alone
+    svg = flame.flame_svg([producer], "producer", run_s=4.7)
+    assert "2 threads added up: 763 samples at 100 Hz, 7.6 s of thread time over a 4.7 s run" in svg
+    split = flame.flame_svg([producer], "producer", threads=True)
+    assert {g.get("data-n") for g in _frames(split) if g.get("data-d") == "1"} == {
+        "thread MainThread", "thread QueueFeederThread"}
+
+
+def test_the_report_draws_threads_apart_where_a_process_had_several():
+    producer = _process(9, {"thread MainThread": MAIN, "thread QueueFeederThread": FEEDER})
+    writer = ProcessStacks(proc=1, pid=11, host="h", role="writer", samples=dict(MAIN), rate_hz=100.0,
+                           threads={"thread MainThread": dict(MAIN)}, thread_ids=1)
+    graphs = flame.role_graphs([producer, writer], "run1", run_s=4.7)
+    roots = {name: {g.get("data-n") for g in _frames(svg) if g.get("data-d") == "1"} for name, svg in graphs.items()}
+    assert roots == {"writer stacks (1 process)": {"<module> (m.py:1)"},
+                     "producer stacks (1 process)": {"thread MainThread", "thread QueueFeederThread"}}
+    diffs = flame.role_diffs([producer], [producer], ("fork", "forkserver"))
+    [(name, svg)] = diffs.items()
+    assert "each thread under its name: A 2 threads, B 2 threads" in svg

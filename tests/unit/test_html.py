@@ -118,8 +118,8 @@ def contrast(tmp_path_factory):
 def test_contrast_has_the_verdict_first_and_is_self_contained(contrast):
     comparison, sides, doc = contrast
     self_contained(doc)
-    verdict = f'<div class="verdict" id="verdict">{html._e(comparison["verdict"])}</div>'
-    assert verdict in doc
+    verdict = f'<div class="verdict" id="verdict">{html.verdict_html(comparison["verdict"])}</div>'
+    assert verdict in doc and verdict.count("<br>") == comparison["verdict"].count("\n") >= 1  # a line each
     assert doc.index(verdict) < doc.index("<h2>")
     assert doc.count("<img ") == 2
 

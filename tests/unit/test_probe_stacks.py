@@ -151,6 +151,34 @@ def test_a_sample_is_every_threads_stack_root_first_in_py_spys_raw_format():
     assert mine[at + 1].startswith(("_Sampler.sample (", "sample (")) and mine[at + 1:] == mine[-1:]
     waiting = [frames for _, frames, _ in parsed if any("waiting_thread (" in f for f in frames)]
     assert waiting and waiting[0][-1].startswith("Condition.wait (" if sys.version_info >= (3, 11) else "wait (")
+    # Each stack's root is its thread, as py-spy --threads names it: the kernel's id and the name.
+    assert mine[0] == f"thread ({threading.get_native_id()}): MainThread"
+    assert waiting[0][0] == f"thread ({thread.native_id}): {thread.name}"
+
+
+def test_a_thread_is_named_before_threading_is_imported_and_a_name_cannot_break_the_line(monkeypatch):
+    sampler = _sampler()
+    # The test runner's own threads (pytest-xdist's), sampled too, either way.
+    theirs = {f"thread ({t.native_id}): {t.name}" for t in threading.enumerate() if t is not threading.main_thread()}
+    theirs |= {f"thread (0x{ident:x})" for ident in sys._current_frames() if ident != threading.get_ident()}
+    parked, go = threading.Event(), threading.Event()
+    thread = threading.Thread(target=lambda: parked.set() or go.wait(), name="a;b\nc \ud800")
+    thread.start()
+    parked.wait()
+    try:
+        sampler.sample(-1, 1.0)
+        with monkeypatch.context() as patched:  # a process that has not imported threading
+            patched.delitem(sys.modules, "threading")
+            sampler.sample(-1, 1.0)
+    finally:
+        go.set()
+        thread.join()
+    sampler.flush()
+    roots = {parse_line(row)[1][0] for row in sampler.journal.written[0][1].splitlines()}
+    # The main thread's id is the pid, whether threading names it or not; another thread
+    # has no name then, and is its Python ident.
+    assert roots - theirs == {f"thread ({os.getpid()}): MainThread", f"thread ({thread.native_id}): a,b c \\ud800",
+                              f"thread (0x{thread.ident:x})"}
 
 
 @pytest.fixture
@@ -159,9 +187,29 @@ def parked():
     go = threading.Event()
     thread = threading.Thread(target=go.wait)
     thread.start()
-    yield
+    yield thread
     go.set()
     thread.join()
+
+
+def test_a_fork_childs_main_thread_is_named_by_the_childs_pid():
+    # Before 3.12, threading keeps the parent's native_id for a fork child's main thread.
+    sampler = _sampler()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            sampler.restart()  # as the child's at-fork hook does
+            sampler.sample(-1, 1.0)
+            sampler.flush()
+            os.write(write, sampler.journal.written[-1][1].encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as child:
+        text = child.read()
+    assert os.waitpid(pid, 0)[1] == 0
+    assert {parse_line(row)[1][0] for row in text.splitlines()} == {f"thread ({pid}): MainThread"}
 
 
 def test_counts_are_periods_of_the_full_rate_rewritten_whole_and_rounded(parked):
@@ -170,8 +218,9 @@ def test_counts_are_periods_of_the_full_rate_rewritten_whole_and_rounded(parked)
     for weight in (0.4, None, 0.4, None, None, 0.9, None):
         if weight is None:
             sampler.flush()
-            written.append([parse_line(row)[2] for row in sampler.journal.written[-1][1].splitlines()]
-                           if sampler.journal.written else [])
+            rows = sampler.journal.written[-1][1].splitlines() if sampler.journal.written else []
+            written.append([count for _, frames, count in map(parse_line, rows)  # not the runner's threads
+                            if frames[0].startswith(f"thread ({parked.native_id})")])
             sampler.journal.written.clear()
         else:
             sampler.sample(me, weight)
@@ -184,10 +233,10 @@ def test_a_frame_without_a_line_is_written_at_line_zero():
     sampler = _sampler()
     code = test_a_frame_without_a_line_is_written_at_line_zero.__code__
     sampler.names[id(code)] = ("f (x.py", code)
-    sampler.counts[((id(code), None),)] = 1.0
+    sampler.counts[((id(code), None), (7, "MainThread"))] = 1.0
     sampler.changed = True
     sampler.flush()
-    assert sampler.journal.written[0][1] == "f (x.py:0) 1\n"
+    assert sampler.journal.written[0][1] == "thread (7): MainThread;f (x.py:0) 1\n"
 
 
 def test_without_its_variable_the_probe_takes_no_stacks(monkeypatch):

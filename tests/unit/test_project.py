@@ -9,14 +9,16 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _readme_commands() -> list[str]:
+    """The set-up's first two blocks: making a virtual environment and the
+    main job, then the test command."""
     setup = ROOT.joinpath("README.md").read_text().split("## Set up", 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"```\n(.+?)\n```", setup)
+    return re.findall(r"```\n(.+?)\n```", setup, re.S)[:2]
 
 
-def test_readme_has_exactly_two_setup_commands():
-    commands = _readme_commands()
-    assert len(commands) == 2
-    assert commands[0].startswith("pip install . && writerprof ")
+def test_readme_sets_up_a_virtual_environment_then_the_main_job_then_the_tests():
+    venv, main = _readme_commands()[0].splitlines()
+    assert venv.startswith("python3 -m venv ") and main.startswith("pip install . && writerprof ")
+    assert _readme_commands()[1].startswith("pip install '.[test]' && pytest")
 
 
 def test_ci_runs_the_readme_test_command_verbatim():

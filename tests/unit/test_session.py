@@ -70,14 +70,14 @@ def test_what_went_wrong_with_a_recording_is_a_line_each():
     done.incomplete = ["samples end early: disk full"]
     done.outlived = [{"pid": 42, "cmdline": ["python", "-c", "a\nb"]}]
     done.sampler_ticks = {"interval_ns": 1_000_000, "ticks": 10, "late": 4, "longest_ns": 7_500_000}
-    assert done.warnings() == [
+    assert done.recording_notes() == [
         "recording incomplete: samples end early: disk full",
         "the sampler fell behind its 1 ms interval: 4 of 10 ticks took longer (longest 7.5 ms): "
         "samples are further apart than asked",
         "pid 42 (python -c 'a\\nb') outlived CMD: still running when the recording ended, not waited for"]
     on_time = session.Recorded(exit_status=0)
     on_time.sampler_ticks = {"interval_ns": 1, "ticks": 100, "late": 9, "longest_ns": 2}
-    assert on_time.warnings() == []  # a late tick now and then is no note
+    assert on_time.recording_notes() == []  # a late tick now and then is no note
 
 
 def test_unmatched_probe_specs_and_why():

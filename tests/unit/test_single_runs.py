@@ -58,8 +58,9 @@ def test_within_the_spread_the_verdict_is_one_line_saying_how_many_runs_a_side(p
     assert n["needed"] == noise.needed(n["sd_s"], result["difference_s"]) and n["needed"] > 1
     assert "more runs are needed" in result["verdict"] and f"about {n['needed']} runs a side" in result["verdict"]
     assert "Not distinguishable" not in result["verdict"] and "clear of the noise" not in result["verdict"]
+    assert result["details"] == [{"heading": "Noise", "lines": [n["message"]]}]  # no part told from it
     text = " ".join(terminal.compare_text(result).split())  # unwrapped
-    assert text.count("more runs are needed") == 1 and "run-to-run spread" in text.split("Verdict")[0]
+    assert text.count(n["message"]) == 1 and "run-to-run spread" in text.split("Verdict")[0]
 
 
 def test_a_difference_clear_of_the_spread_whose_parts_are_not_names_none_and_says_how_many_runs(pairs):
@@ -70,7 +71,7 @@ def test_a_difference_clear_of_the_spread_whose_parts_are_not_names_none_and_say
         largest = max((c for c in result["components"] if c["diff_s"] * result["difference_s"] > 0),
                       key=lambda c: abs(c["diff_s"]))
         assert result["causes"] == [] and largest["runs_needed"] >= 2
-        assert (f"no single part of the save is clear of the run-to-run spread: about {largest['runs_needed']} "
+        assert (f"No single part of the save is clear of the run-to-run spread: about {largest['runs_needed']} "
                 f"runs a side would resolve the largest, {largest['label']}.") in result["verdict"]
 
 

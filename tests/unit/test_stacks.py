@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -21,9 +22,10 @@ from test_run_load import write_meta
 from writerprof.exports import speedscope
 from writerprof.probes.writerprof_probe import format as journal
 from writerprof.run import layout, load
-from writerprof.run.stacks import (CHILD_START, NO_PYTHON_FRAME, PROBE_ONLY, TORN_FRAME, NoStacks, from_child_start,
-                                   is_probe_frame, load_stacks, merged, parse_line, read_raw, require_stacks, select,
-                                   why_none, without_probe_frames)
+from writerprof.run.stacks import (CHILD_START, NO_PYTHON_FRAME, PROBE_ONLY, TORN_FRAME, UNTOLD, NoStacks,
+                                   from_child_start, how_many, is_probe_frame, load_stacks, merged, parse_line,
+                                   read_raw, require_stacks, select, split_threads, threads_added, why_none,
+                                   without_probe_frames)
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "stacks" / "forkserver.raw"
 MAIN, TRACKER, SERVER, CHILD1, CHILD2 = 29989, 29994, 29995, 29998, 30000
@@ -287,6 +289,23 @@ def test_probe_frames_are_recognised_by_their_file():
         assert not is_probe_frame(frame), frame
 
 
+def test_the_code_the_probe_compiles_is_recognised_as_its_own():
+    """Its timing wrappers and their inlined parts have no file: they are
+    recognised by the pseudo-file name calls.py compiles them under."""
+    from writerprof.probes.writerprof_probe import calls
+
+    wrappers = [calls.timed(os.write, calls.Hook("write", 1, calls.describe_args)),
+                calls.timed(os.fsync, calls.Hook("fsync", 2, lambda args, result: (-1, -1)))]
+    codes = [w.__code__ for w in wrappers] + [calls.view_buffer.__code__, calls.describe_args.__code__]
+    for code in codes:
+        name = getattr(code, "co_qualname", code.co_name)
+        assert is_probe_frame(f"{name} ({code.co_filename}:{code.co_firstlineno})"), code.co_filename
+    # As a recording names one; a look-alike of the target's is kept.
+    assert is_probe_frame("make.<locals>.wrapper (<writerprof_probe timed-all-writerprof_probe.calls.describe_args>"
+                          ":30)")
+    assert not is_probe_frame("wrapper (<writerprof_probes timed>:30)")
+
+
 def test_probe_frames_fold_into_their_callers():
     raw = {(BOOT, "run_writer (bench.py:9)", TIMED, "os.write (<frozen os>:1)"): 7,
            (BOOT, "run_writer (bench.py:9)", "os.write (<frozen os>:1)"): 2,
@@ -343,3 +362,66 @@ def _frame_string(frame):
         return frame["name"]
     return f"{frame['name']} ({frame['file']}:{frame['line']})"
 
+
+
+# --- threads ---
+
+def test_threads_are_named_by_their_names_and_counted_by_their_ids():
+    samples = {("thread (7): MainThread", "a (m.py:1)"): 3,
+               ("thread (7)", "<module> (m.py:1)"): 1,  # before Python named it
+               ("thread (9): QueueFeederThread", "f (q.py:1)"): 2,
+               ("thread (11): QueueFeederThread", "f (q.py:1)"): 4,  # a second queue's
+               ("thread (12)", "g (x.py:1)"): 1,
+               ("thread (0x7f3a)", "g (x.py:1)"): 1,
+               ("thread (13)",): 1}
+    threads, ids = split_threads(samples, 7)
+    assert ids == 6
+    assert threads == {"thread MainThread": {("a (m.py:1)",): 3, ("<module> (m.py:1)",): 1},
+                       "thread QueueFeederThread": {("f (q.py:1)",): 6}, "thread 12": {("g (x.py:1)",): 1},
+                       "thread 0x7f3a": {("g (x.py:1)",): 1}, "thread 13": {(NO_PYTHON_FRAME,): 1}}
+    assert split_threads({("thread (7)", "a (m.py:1)"): 1}, 7)[0] == {"thread MainThread": {("a (m.py:1)",): 1}}
+    # A recording that did not tell threads apart; a function named thread is a frame like any.
+    untold = {("thread (m.py:3)", "x (m.py:4)"): 2}
+    assert split_threads(untold, 7) == ({UNTOLD: untold}, 0)
+
+
+def _threaded(probe_recorded):
+    directory = layout.stacks_dir(probe_recorded, "alpha")
+    (directory / f"{MAIN}-1000{journal.STACKS_SUFFIX}").write_text(
+        f"thread ({MAIN}): MainThread;<module> (main.py:3);put (q.py:5) 30\n"
+        f"thread ({MAIN}): MainThread;<module> (main.py:3);{TIMED};os.write (<frozen os>:1) 4\n"
+        f"thread (812): QueueFeederThread;Thread._bootstrap (threading.py:1);_feed (q.py:9) 25\n")
+    return load(probe_recorded)
+
+
+def test_a_process_holds_its_stacks_by_thread_and_summed(probe_recorded):
+    run = _threaded(probe_recorded)
+    main, writer = load_stacks(run)
+    assert (main.thread_ids, main.total, writer.thread_ids) == (2, 59, 0)  # (the writer's file: an older probe's)
+    assert main.threads == {"thread MainThread": {("<module> (main.py:3)", "put (q.py:5)"): 30,
+                                                  ("<module> (main.py:3)", "os.write (<frozen os>:1)"): 4},
+                            "thread QueueFeederThread": {("Thread._bootstrap (threading.py:1)", "_feed (q.py:9)"): 25}}
+    assert main.samples[("<module> (main.py:3)", "put (q.py:5)")] == 30 and len(main.samples) == 3
+    kept = load_stacks(run, probe_frames=True)[0]
+    assert kept.threads["thread MainThread"][("<module> (main.py:3)", TIMED, "os.write (<frozen os>:1)")] == 4
+    # What a graph of them adds up.
+    assert threads_added([main]) == 2 and threads_added([main, writer]) is None
+    assert how_many([main], " added up") == "2 threads added up"
+    assert how_many([main, writer]) == "2 processes (threads not told apart)"
+    assert how_many([writer]) == ""
+    roots = {stack[:2] for stack in merged([main], by="role", threads=True)}
+    assert roots == {("producer", "thread MainThread"), ("producer", "thread QueueFeederThread")}
+    assert sum(merged([main], threads=True).values()) == sum(merged([main]).values()) == 59
+
+
+def test_speedscope_profiles_say_their_threads_or_are_one_per_thread(probe_recorded):
+    run = _threaded(probe_recorded)
+    stacks = load_stacks(run)
+    summed, split = speedscope.document(run, stacks), speedscope.document(run, stacks, threads=True)
+    assert [p["name"] for p in summed["profiles"]] == [f"producer pid {MAIN} (2 threads added up)",
+                                                       f"writer pid {CHILD1}"]
+    assert [p["name"] for p in split["profiles"]] == [
+        f"producer pid {MAIN}: thread MainThread", f"producer pid {MAIN}: thread QueueFeederThread",
+        f"writer pid {CHILD1}: {UNTOLD}"]
+    assert split["profiles"][split["activeProfileIndex"]]["name"].startswith("writer ")
+    assert [p["endValue"] for p in split["profiles"]][:2] == [340.0, 250.0]

@@ -37,8 +37,8 @@ def test_zero_plus_noise_is_not_named_and_the_verdict_says_so(runs):
     assert not any(c["significant"] for c in result["components"])
     # The storage varied, and both sides' write and fsync differ by that alone.
     assert any(abs(c["diff_s"]) > 0.005 for c in result["components"] if c["name"] in ("write", "fsync"))
-    assert "within the run-to-run spread" in result["verdict"] and "no cause is named" in result["verdict"]
-    assert "of that (" not in result["verdict"]  # no share of a difference that is noise
+    assert "within the run-to-run spread" in result["verdict"] and "No cause is named" in result["verdict"]
+    assert "Top cause" not in result["verdict"]  # no share of a difference that is noise
 
 
 def test_a_cause_five_times_the_noise_is_named_and_the_noise_is_not(runs):
@@ -51,7 +51,9 @@ def test_a_cause_five_times_the_noise_is_named_and_the_noise_is_not(runs):
     # Shares are of the total, and none is over 100%.
     assert all(c["share"] <= 1.0 for c in result["components"] if c["name"] in result["causes"])
     text = terminal.compare_text(result)
-    assert f"+{rerun['diff_s']:.3f} ±" in text and max(map(len, text.splitlines())) <= terminal.WIDTH
+    row = next(line.split() for line in text.splitlines() if line.startswith("  start-up: __main__ re-run "))
+    assert f"+{rerun['diff_s']:.3f}" in row and row[row.index(f"+{rerun['diff_s']:.3f}") + 1].startswith("±")
+    assert max(map(len, text.splitlines())) <= terminal.WIDTH
 
 
 def test_the_noise_of_two_single_runs_is_that_of_their_saves_in_runs_a_side(runs):
@@ -71,21 +73,29 @@ def test_an_offset_whose_own_time_did_not_fall_is_an_overlap_not_faster(runs):
     generation.update(diff_s=-0.2, significant=True, a_own_s=0.5, b_own_s=0.5, own_diff_s=0.0)
     from writerprof.analysis import compare as module
 
-    text = module.verdict(result["a"], result["b"], result["difference_s"], result["components"], result["total"],
-                          result["noise"], [c for c in result["components"] if c["name"] == "startup:main_rerun"])
-    assert "data generation overlapped the writer's start-up" in text and "faster in" not in text.split("Partly")[1]
+    def offsets() -> list[str]:
+        return next(d["lines"] for d in module.details(result) if d["heading"] == "Offsets")
+
+    (line,) = offsets()
+    assert line.startswith("data generation, -0.20 s ") and "per save on the critical path" in line
+    assert "it overlapped the writer's start-up in B (forkserver)" in line and "faster in" not in line
     generation.update(b_own_s=0.25, own_diff_s=-0.25)  # its own calls did get quicker
-    text = module.verdict(result["a"], result["b"], result["difference_s"], result["components"], result["total"],
-                          result["noise"], [c for c in result["components"] if c["name"] == "startup:main_rerun"])
-    assert "faster in B (forkserver)" in text  # both sides forkserver: named A and B
+    (line,) = offsets()
+    assert "faster in B (forkserver)" in line  # both sides forkserver: named A and B
 
 
 def test_a_part_clear_of_the_noise_is_named_when_the_whole_difference_is_not(runs):
     from writerprof.analysis import compare as module
 
     result = compare([runs["a"]], [runs["slower"]])
-    total = {**result["total"], "significant": False}  # as when the other parts' noise swamps it
-    text = module.verdict(result["a"], result["b"], result["difference_s"], result["components"], total,
-                          result["noise"], [])
-    assert "not distinguishable from noise" in text and "of that (" not in text
-    assert "clear of the noise: the writer re-running the parent's __main__" in text
+    result["total"] = {**result["total"], "significant": False}  # as when the other parts' noise swamps it
+    first, cause, _ = module.verdict(result, result["fix"]).split("\n")
+    assert "not distinguishable from noise" in first
+    assert cause.startswith("Clear of the noise though the difference is not: the writer re-running the parent's "
+                            "__main__ at start-up (main.py), +")
+    assert cause.endswith(" per save (no share of a difference that is noise).")
+    # Without that cause (none in the difference's direction), the parts clear of the noise are its details'.
+    result["causes"] = []
+    assert module.verdict(result, []).endswith("\nNo cause is named.")
+    (clear,) = [d["lines"] for d in module.details(result) if d["heading"].startswith("Clear of the noise")]
+    assert clear[0].startswith("the writer re-running the parent's __main__ at start-up (main.py): +")

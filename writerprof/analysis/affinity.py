@@ -4,7 +4,13 @@ processes, each one's sampler readings (time, CPU, its NUMA node), the CPUs
 it was allowed between affinity changes (as runs of CPUs on one node) and,
 for a producer, its writers' lifetimes; for more, per (host, role) group the
 share of readings on each node in TIME_BINS time bins and how many of the
-group were alive. Either way the result is bounded."""
+group were alive. Either way the result is bounded.
+
+A reading is busy when the process used CPU time since its previous one.
+An idle process (a forkserver daemon between forks, the resource tracker)
+is read every tick on the CPU it last ran on: its readings say where it
+slept, not where it worked, so the groups count busy readings only and each
+process row says which of its readings were busy."""
 
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ from collections import defaultdict
 import numpy as np
 
 from writerprof.analysis.groups import group_key, process_groups
+from writerprof.analysis.runqueue import growth
 from writerprof.analysis.samples import cpu_column, node_table, sample_rows
 from writerprof.run import roles as run_roles
 from writerprof.run import topology
@@ -48,11 +55,12 @@ def affinity(run, procs: list[dict], saves: list[dict], offsets: dict[str, int],
     ended = run.meta.get("ended_ns")
     end_s = (ended - origin) / 1e9 if ended else (float(t.max()) if len(t) else 1.0)
     rows, nodes = sample_rows(run), sample_nodes(run)
+    busy = growth(rows, run.samples["t_ns"], run.samples["utime_ns"] + run.samples["stime_ns"]) > 0
     node_of = {host: topology.cpu_nodes(topo) for host, topo in run.topology.items()}
     if len(chosen) <= max_rows:
-        return {"end_s": end_s, "rows": _per_process(chosen, saves, rows, nodes, run.samples["cpu"], t, end_s,
+        return {"end_s": end_s, "rows": _per_process(chosen, saves, rows, nodes, run.samples["cpu"], busy, t, end_s,
                                                      node_of)}
-    return {"end_s": end_s, **_per_group(chosen, rows, nodes, t, end_s, node_of, len(procs))}
+    return {"end_s": end_s, **_per_group(chosen, rows, nodes, busy, t, end_s, node_of, len(procs))}
 
 
 def mask_intervals(proc: dict, end_s: float) -> list[tuple[float, float, list[int]]]:
@@ -83,7 +91,7 @@ def cpu_runs(cpus, nodes: dict[int, int]) -> list[tuple[int, int, int | None]]:
     return runs
 
 
-def _per_process(chosen, saves, rows, nodes, cpu, t, end_s, node_of) -> list[dict]:
+def _per_process(chosen, saves, rows, nodes, cpu, busy, t, end_s, node_of) -> list[dict]:
     save_of = {s["writer"]: s["save"] for s in saves if s["writer"] is not None}
     by_id = {p["id"]: p for p in chosen}
     writers_of = defaultdict(list)  # by its saves: under forkserver a writer's parent is the daemon
@@ -103,14 +111,15 @@ def _per_process(chosen, saves, rows, nodes, cpu, t, end_s, node_of) -> list[dic
             "writers": [[w["created_s"], w["exited_s"] if w["exited_s"] is not None else end_s,
                          save_of.get(w["id"])] for w in writers],
             "t_s": t[mine].tolist(), "cpu": cpu[mine].tolist(), "node": nodes[mine].tolist(),
+            "busy": busy[mine].tolist(),
             "host_nodes": sorted(set(host_nodes.values())),
             "cpus": sorted(host_nodes) or sorted(set(proc["allowed_cpus"])),
         })
     return out
 
 
-def _per_group(chosen, rows, nodes, t, end_s, node_of, n_procs) -> dict:
-    """Per (host, role): node shares per time bin and processes alive, all groups at once."""
+def _per_group(chosen, rows, nodes, busy, t, end_s, node_of, n_procs) -> dict:
+    """Per (host, role): node shares of its busy readings per time bin and processes alive, all groups at once."""
     groups = process_groups(chosen)
     members: dict = defaultdict(list)
     for p in chosen:
@@ -131,7 +140,7 @@ def _per_group(chosen, rows, nodes, t, end_s, node_of, n_procs) -> dict:
     lane_of = np.full(max(all_nodes, default=0) + 2, len(all_nodes), dtype=np.int64)
     lane_of[all_nodes] = np.arange(len(all_nodes))
     lane = lane_of[np.where(nodes >= 0, nodes, len(lane_of) - 1)]
-    keep = g_of_sample >= 0
+    keep = (g_of_sample >= 0) & busy
     flat = (g_of_sample[keep] * TIME_BINS + b[keep]) * lanes + lane[keep]
     counts = np.bincount(flat, minlength=len(keys) * TIME_BINS * lanes).reshape(len(keys), TIME_BINS, lanes)
     out = []

@@ -19,6 +19,9 @@ WRITERS_ON_THEIR_CPUS_NODES = "on their CPUs' nodes"
 WRITERS_OFF_THEIR_CPUS_NODES = "off their CPUs' nodes"
 BUFFERS_ON_WRITERS_NODE = "on the writers' node"
 BUFFERS_ON_ANOTHER_NODE = "on another node than the writers'"
+# Memory policies that bind a process's memory to nodes it names (numa_maps's
+# words); "default" and "local" allocate on the node of the CPU that asks.
+NODE_POLICIES = ("bind", "interleave", "weighted interleave", "prefer", "prefer (many)")
 # The parts of a shape that ranks are compared by, and each one's fields.
 ASPECTS = {"binding": ("bound", "cpus", "cores", "nodes"), "writers": ("writers",), "buffers": ("buffers",)}
 
@@ -74,3 +77,71 @@ def launcher_binding(procs: list[dict], topology: dict) -> list[dict]:
                     "host_cpus": cpus, "writers_inherit": bool(masks) and masks == [tuple(mask)],
                     "writer_cpus": [list(m) for m in masks]})
     return sorted(out, key=lambda b: (b["rank"], b["host"]))
+
+
+def memory_bound(memory: dict | None, host_nodes: list[int]) -> bool | None:
+    """Whether a process's memory is bound (its identity's "memory"): a
+    policy that names nodes, or a cpuset allowing fewer nodes than its
+    host's. None: not recorded."""
+    if not memory or (memory.get("policy") is None and memory.get("allowed") is None):
+        return None
+    allowed = memory.get("allowed")
+    return memory.get("policy") in NODE_POLICIES or (allowed is not None and bool(host_nodes)
+                                                     and not set(host_nodes) <= set(allowed))
+
+
+def per_host(procs: list[dict], topology: dict, saves: list[dict]) -> list[dict]:
+    """Per host, each rank's (each producer's) CPUs and memory binding, and
+    whether the writers that saved for it started with the same (under fork
+    from it, under forkserver from the daemon): #201's question, "is the
+    binding set?", answered for every rank. Its CPUs are those it had when it
+    started its last writer (a rank that binds itself once running: the
+    sampler saw it change), each writer's against those it had when that
+    writer started; its memory binding, as it started. topology: the run's
+    snapshots, per host."""
+    writers: dict[int, set[int]] = {}
+    for s in saves:
+        if s["writer"] is not None and s["writer"] != s["producer"]:
+            writers.setdefault(s["producer"], set()).add(s["writer"])
+    places = {host: Host(t) for host, t in topology.items()}
+    hosts: dict[str, list[dict]] = {}
+    for row in sorted(writers.keys() | {s["producer"] for s in saves}):
+        producer = procs[row]
+        mine = sorted((procs[w] for w in writers.get(row, ())), key=lambda w: w["created_s"])
+        hosts.setdefault(producer["host"], []).append(_rank(producer, mine, places.get(producer["host"]) or Host({})))
+    empty = Host({})
+    return [{"host": host, "cpus": places.get(host, empty).cpus,
+             "nodes": sorted(set(places.get(host, empty).node_of.values())),
+             "ranks": sorted(rows, key=lambda r: (r["rank"], r["pid"]))} for host, rows in sorted(hosts.items())]
+
+
+def _rank(producer: dict, writers: list[dict], place: Host) -> dict:
+    nodes = sorted(set(place.node_of.values()))
+    cpus = _cpus_at(producer, writers[-1]["created_s"]) if writers else producer["inherited_cpus"]
+    memory = producer.get("memory")
+    other_cpus = sorted({tuple(w["inherited_cpus"]) for w in writers
+                         if w["inherited_cpus"] != _cpus_at(producer, w["created_s"])})
+    other_memory = [{"memory": m, "bound": memory_bound(m, nodes)}
+                    for m in _distinct(w.get("memory") for w in writers) if m != memory]
+    unread = memory is None or any(w.get("memory") is None for w in writers)
+    return {"rank": producer["rank"], "pid": producer["pid"], "cpus": cpus, "started_cpus": producer["inherited_cpus"],
+            "cpus_bound": bound(cpus, place.cpus), "cpu_nodes": sorted({place.node_of[c] for c in cpus
+                                                                        if c in place.node_of}),
+            "memory": memory, "memory_bound": memory_bound(memory, nodes), "writers": len(writers),
+            "writers_inherit_cpus": not other_cpus if writers else None,
+            "writers_inherit_memory": None if not writers or unread else not other_memory,
+            "writer_cpus": [list(c) for c in other_cpus], "writer_memory": other_memory}
+
+
+def _cpus_at(proc: dict, t_s: float) -> list[int]:
+    """A process's allowed CPUs at a time: the sampler's last reading of a change before it, else those it started with."""
+    changed = [c["cpus"] for c in proc["affinity_changes"] if c["t_s"] <= t_s]
+    return changed[-1] if changed else proc["inherited_cpus"]
+
+
+def _distinct(memories) -> list[dict]:
+    out = []
+    for m in memories:
+        if m is not None and m not in out:
+            out.append(m)
+    return out

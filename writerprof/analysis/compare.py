@@ -1,7 +1,9 @@
 """Why B's saves take a different time from A's: the difference in mean save
 time cut into the critical-path components, which add up to it exactly with
 the unexplained remainder; then what differs in placement and in the
-kernel's counts, and a verdict naming the causes with their numbers.
+kernel's counts, and a verdict of three lines at most (the difference with
+its interval, the top cause with its share, the best fix with what it
+recovers), its details after it under headings.
 
 Each side is one or more run summaries (contrast's repeats): their saves are
 pooled, and matched by their order within each producer for the per-save table.
@@ -16,10 +18,11 @@ saves does), since the saves of one run leave out how much runs vary, and
 within it the verdict names no cause but the runs a side that would resolve
 the difference. The start-up phases are also read together, as one part.
 The verdict names as causes only the significant parts (interval clear of
-zero, and not negligible); it words a component whose critical-path seconds
-fell while its own duration did not as overlapping the cause, not as
-faster; and it says when the whole difference is within the noise
-(analysis.noise).
+zero, and not negligible) of a difference told from the noise; its details
+word a component whose critical-path seconds fell while its own duration
+did not as overlapping the cause, not as faster; and it says when the whole
+difference is within the noise (analysis.noise). Every figure in it says
+whether it is per save.
 """
 
 from __future__ import annotations
@@ -221,7 +224,8 @@ def compare(a: list[Summary], b: list[Summary], names: tuple[str, str] | None = 
         top = max(diffs, key=lambda c: abs(diffs[c]))
         per_rank.append({"rank": rank, "a_s": ra["duration_s"], "b_s": rb["duration_s"],
                          "diff_s": rb["duration_s"] - ra["duration_s"], "top": top, "top_s": diffs[top]})
-    return {
+    causes, fix = _causes_and_fix(A, B, difference, components, startup, noise)
+    result = {
         "schema": SCHEMA,
         "a": A,
         "b": B,
@@ -235,8 +239,12 @@ def compare(a: list[Summary], b: list[Summary], names: tuple[str, str] | None = 
         "total": total,
         "per_save": per_save,
         "noise": noise,
-        **_verdict_and_fix(A, B, difference, components, startup, total, noise),
+        "causes": [c["name"] for c in causes],
+        "fix": fix,
     }
+    result["verdict"] = verdict(result, fix)
+    result["details"] = details(result)
+    return result
 
 
 def _part(name, a_s, b_s, own_a, own_b, ci, spread, floor, difference) -> dict:
@@ -259,10 +267,11 @@ def _runs_needed(spread: dict | None, diff: float) -> int | None:
     return run_noise.needed(run_noise.pooled((spread["sd_a_s"], spread["sd_b_s"])), diff, spread["z"])
 
 
-def _verdict_and_fix(A, B, difference, components, startup, total, noise) -> dict:
+def _causes_and_fix(A, B, difference, components, startup, noise) -> tuple[list[dict], list[dict]]:
+    """The causes (the significant parts in the difference's direction, largest first) and their fix."""
     # One run a side and the difference within the run-to-run spread: no cause, whatever a part shows.
-    within = noise["unit"] == "run" and noise["hides"]
-    causes = [c for c in components + [startup] if c["significant"] and c["diff_s"] * difference > 0 and not within]
+    causes = [c for c in components + [startup]
+              if c["significant"] and c["diff_s"] * difference > 0 and not _within(noise)]
     if any(c["name"] in STARTUP_PARTS for c in causes):  # the phases together only where none alone is named
         causes = [c for c in causes if c is not startup]
     causes.sort(key=lambda c: -abs(c["diff_s"]))
@@ -276,88 +285,159 @@ def _verdict_and_fix(A, B, difference, components, startup, total, noise) -> dic
             fix.append(f)
     if "fork-with-threads" in A["diagnoses"] + B["diagnoses"]:
         fix = fixes.with_fork_hazard(fix)
-    fix = fixes.for_difference(fix, difference)  # none above the difference, none too small to show in it
-    return {"causes": [c["name"] for c in causes], "fix": fix,
-            "verdict": verdict(A, B, difference, components, total, noise, causes)}
+    return causes, fixes.for_difference(fix, difference)  # none above the difference, none too small to show
 
 
-def verdict(A, B, difference, components, total, noise, causes) -> str:
-    """causes: the significant components in the direction of the difference, largest first."""
-    a_name, b_name = A["name"], B["name"]
-    change = B["gib_s"] / A["gib_s"] - 1 if A["gib_s"] and B["gib_s"] else None
-    rate = f" ({change:+.0%} throughput)" if change is not None else ""
+def _within(noise) -> bool:
+    """One run a side, and the difference within their run-to-run spread."""
+    return noise["unit"] == "run" and noise["hides"]
+
+
+def verdict(comparison: dict, fix: list[dict]) -> str:
+    """At most three lines: the difference in mean save time with its
+    interval, the top cause with its share, the best fix (fix's likeliest
+    action that says what it recovers) with that. Where no cause is named,
+    the second line says why, and what would tell."""
+    c = comparison
+    A, B, difference, noise = c["a"], c["b"], c["difference_s"], c["noise"]
     if abs(difference) < 0.01 * A["mean_save_s"]:
-        return f"{b_name} and {a_name} saves take the same time within 1% ({A['mean_save_s']:.3f} s vs {B['mean_save_s']:.3f} s)."
-    slower = difference > 0
-    way = "slower" if slower else "faster"
-    if noise["unit"] == "run" and noise["hides"]:  # one run a side: no cause within the run-to-run spread
-        return (f"{b_name} saves are {abs(difference):.2f} s {way} than {a_name}{rate}; no cause is named: "
-                f"{noise['message']}.")
-    if total["significant"] is False:
-        text = (f"{b_name} saves are {abs(difference):.2f} s {way} than {a_name}{rate}, but that difference is not "
-                f"distinguishable from noise (95% interval {_interval(total['ci95_s'])} s per save).")
-        # Parts that are clear of the noise even so (the rest offsetting them): named, without a share.
-        clear = sorted((c for c in components if c["significant"]), key=lambda c: -abs(c["diff_s"]))
-        if clear:
-            text += (" Of its parts, these are clear of the noise: "
-                     + "; ".join(f"{c['description']}{_main_said(c, A, B)}: {c['diff_s']:+.2f} s{_pm(c)}"
-                                 for c in clear) + ".")
-        if noise["message"]:
-            text += f" Noise: {noise['message']}."
-        return text + _unresolved(components, difference, [c for c in components if c["significant"]])
-    said = [f"±{_digits(_half(total['ci95_s']))} s"] if total["ci95_s"] is not None else []
-    said += [f"{change:+.0%} throughput"] if change is not None else []
-    text = f"{b_name} saves are {abs(difference):.2f} s {way} than {a_name}" + (f" ({'; '.join(said)})" if said else "")
-    if not causes and noise["unit"] == "run":
-        text += _no_part_clear(components, difference)
+        return (f"{B['name']} and {A['name']} saves take the same time within 1%: {A['mean_save_s']:.3f} and "
+                f"{B['mean_save_s']:.3f} s per save.")
+    lines = [_difference(c)]
+    causes = _cause_parts(c)
+    if _within(noise):
+        more = (f"more runs are needed; about {noise['needed']} runs a side would resolve it (95%, 80% power)"
+                if noise["needed"] is not None else noise["message"])
+        lines.append(f"No cause is named: {more}.")
+    elif c["total"]["significant"] is False and not causes:
+        lines.append("No cause is named" + (f": about {noise['needed']} repeats of each would resolve it (95%, 80% "
+                                            f"power)" if noise["hides"] and noise["needed"] else "") + ".")
     elif not causes:
-        text += "; no single part of the save is distinguishable from noise."
-    for i, c in enumerate(causes):
-        what = c["description"] + _main_said(c, A, B)
-        share = c["diff_s"] / difference
-        said = f"{share:.0%}" if share <= 1 else "more than all of it, offset below"
-        if i == 0:
-            text += f"; {abs(c['diff_s']):.2f} s{_pm(c)} of that ({said}) is {what}."
-        elif share >= NAMED_SHARE:
-            text += f" Also {c['description']}, {abs(c['diff_s']):.2f} s{_pm(c)} ({said})."
-    text += _offsets(components, difference, causes, a_name, b_name)
-    return text + _unresolved(components, difference, causes)
+        lines.append(_no_part_clear(c))
+    else:
+        lines.append(_top_cause(c, causes[0]))
+        if fix:
+            lines.append(_best_fix(fix))
+    return "\n".join(lines)
 
 
-def _no_part_clear(components, difference) -> str:
-    """One run a side: no part clear of the run-to-run spread, and the runs a side the largest would need."""
-    text = "; no single part of the save is clear of the run-to-run spread"
-    largest = max((c for c in components if c["diff_s"] * difference > 0 and c["runs_needed"] is not None),
-                  key=lambda c: abs(c["diff_s"]), default=None)
+def _difference(c) -> str:
+    """The verdict's first line: the difference in mean save time, its interval and the throughput's change."""
+    A, B, difference, total = c["a"], c["b"], c["difference_s"], c["total"]
+    said = [f"95% interval {_interval(total['ci95_s'])} s"] if total["ci95_s"] is not None else []
+    change = c["throughput"]["change"]
+    said += [f"throughput {change:+.0%}"] if change is not None else []
+    text = (f"{B['name']} saves are {abs(difference):.2f} s {'slower' if difference > 0 else 'faster'} than "
+            f"{A['name']}: {A['mean_save_s']:.3f} → {B['mean_save_s']:.3f} s per save")
+    if _within(c["noise"]) and total["ci95_s"] is not None:
+        text += ", within the run-to-run spread"
+    elif total["significant"] is False:
+        text += ", not distinguishable from noise"
+    return text + (f" ({'; '.join(said)})" if said else "") + "."
+
+
+def _top_cause(c, top) -> str:
+    """The largest cause and its share of the difference; a share over 100%, with what offsets it."""
+    difference = c["difference_s"]
+    share = top["diff_s"] / difference
+    said = f"{top['description']}{_main_said(top, c['a'], c['b'])}, {_signed(top['diff_s'])} s{_pm(top)} per save"
+    if c["total"]["significant"] is False:  # a part clear of the noise, of a difference that is not
+        return f"Clear of the noise though the difference is not: {said} (no share of a difference that is noise)."
+    text = f"Top cause: {said}"
+    if share <= 1:
+        return text + f", {share:.0%} of the difference."
+    named = _named([top])
+    against = max((p for p in c["components"] if p["name"] not in named and p["diff_s"] * difference < 0),
+                  key=lambda p: abs(p["diff_s"]), default=None)
+    most = f", most of it {against['label']} {_signed(against['diff_s'])} s" if against is not None else ""
+    return (text + f": more than all of the difference ({share:.0%}), as the other parts together went the "
+                   f"other way by {_signed(difference - top['diff_s'])} s per save{most}.")
+
+
+def _best_fix(fix: list[dict]) -> str:
+    """The likeliest action that says what it recovers (the likeliest if none does)."""
+    best = next((action for action in fix if action["recovery_s"] is not None), fix[0])
+    recovers = fixes.recovery_text(best)
+    of = f" (of {len(fix)}, below)" if len(fix) > 1 else " (below)"
+    return f"Best fix{of}: {fixes.headline(best)}" + (f"; {recovers}" if recovers else "") + "."
+
+
+def _no_part_clear(c) -> str:
+    """No part is a cause though the difference is clear: with one run a side, the runs a side the largest
+    part would need."""
+    if c["noise"]["unit"] != "run":
+        return "No single part of the save is distinguishable from noise: no cause is named."
+    text = "No single part of the save is clear of the run-to-run spread"
+    difference = c["difference_s"]
+    largest = max((p for p in c["components"] if p["diff_s"] * difference > 0 and p["runs_needed"] is not None),
+                  key=lambda p: abs(p["diff_s"]), default=None)
     if largest is None:
         return text + "."
     return text + f": about {largest['runs_needed']} runs a side would resolve the largest, {largest['label']}."
 
 
-def _offsets(components, difference, causes, a_name, b_name) -> str:
+def _cause_parts(c) -> list[dict]:
+    """The comparison's causes, as its parts (a component, or the start-up phases together)."""
+    parts = {p["name"]: p for p in c["components"] + [c["writer_startup"]]}
+    return [parts[name] for name in c["causes"]]
+
+
+def details(comparison: dict) -> list[dict]:
+    """What the verdict leaves out, under headings ({"heading", "lines"},
+    only those with lines): the other causes and the parts that went the
+    other way; where the difference is noise, the parts clear of it even so;
+    the noise (unless the verdict says it all); the parts of some size not
+    distinguishable from noise. Within one run a side's spread, the noise
+    alone: no part is told from it."""
+    c = comparison
+    causes, noise = _cause_parts(c), c["noise"]
+    sections = []
+    if c["total"]["significant"] is False and not _within(noise):
+        clear = sorted((p for p in c["components"] if p["significant"] and p not in causes[:1]),
+                       key=lambda p: -abs(p["diff_s"]))
+        sections.append(("Clear of the noise even so, offsetting each other",
+                         [f"{p['description']}{_main_said(p, c['a'], c['b'])}: {_signed(p['diff_s'])} s{_pm(p)} "
+                          f"per save" for p in clear]))
+    elif not _within(noise):
+        sections += [("Other causes", _other_causes(c, causes[1:])), ("Offsets", _offsets(c, causes))]
+    if noise["message"] and noise["message"] not in c["verdict"]:
+        sections.append(("Noise", [noise["message"]]))
+    if not _within(noise):
+        sections.append(("Not distinguishable from noise", _unresolved(c, causes)))
+    return [{"heading": heading, "lines": lines} for heading, lines in sections if lines]
+
+
+def _other_causes(c, others) -> list[str]:
+    difference = c["difference_s"]
+    return [f"{p['description']}{_main_said(p, c['a'], c['b'])}: {_signed(p['diff_s'])} s{_pm(p)} per save, "
+            f"{p['diff_s'] / difference:.0%} of the difference" for p in others
+            if p["diff_s"] / difference >= NAMED_SHARE]
+
+
+def _offsets(c, causes) -> list[str]:
     """The significant components that went the other way: an overlap when
     their own duration did not fall with their critical-path seconds."""
-    slower_name, faster_name = (b_name, a_name) if difference > 0 else (a_name, b_name)
-    text = ""
-    against = [c for c in components if c["significant"] and c["diff_s"] * difference < 0
-               and abs(c["diff_s"] / difference) >= NAMED_SHARE]
+    difference = c["difference_s"]
+    slower_name = c["b"]["name"] if difference > 0 else c["a"]["name"]
+    against = [p for p in c["components"] if p["significant"] and p["diff_s"] * difference < 0
+               and abs(p["diff_s"] / difference) >= NAMED_SHARE]
     overlapped_with = _overlap_partner(causes)
-    for c in sorted(against, key=lambda c: -abs(c["diff_s"])):
+    lines = []
+    for p in sorted(against, key=lambda p: -abs(p["diff_s"])):
         # Seconds off the slower side's critical path, and how much its own time fell there.
-        off = -c["diff_s"] if difference > 0 else c["diff_s"]
-        own_fell = (-(c["own_diff_s"]) if difference > 0 else c["own_diff_s"]) if c["own_diff_s"] is not None else None
-        own = (f"; its own time {c['a_own_s']:.2f} → {c['b_own_s']:.2f} s"
-               if c["a_own_s"] is not None and c["b_own_s"] is not None else "")
+        off = -p["diff_s"] if difference > 0 else p["diff_s"]
+        own_fell = (-p["own_diff_s"] if difference > 0 else p["own_diff_s"]) if p["own_diff_s"] is not None else None
+        own = (f"; its own time {p['a_own_s']:.2f} → {p['b_own_s']:.2f} s per save"
+               if p["a_own_s"] is not None and p["b_own_s"] is not None else "")
+        said = f"{p['description']}, {_signed(p['diff_s'])} s{_pm(p)} per save on the critical path"
         if own_fell is not None and own_fell < OVERLAP_SHARE * off and overlapped_with:
-            text += (f" Partly offset: {c['description']} overlapped {overlapped_with} in {slower_name}, "
-                     f"{c['diff_s']:+.2f} s{_pm(c)} on the critical path{own} (off the critical path, not faster).")
+            lines.append(f"{said}: it overlapped {overlapped_with} in {slower_name}{own} (off the critical "
+                         f"path, not faster)")
         elif own_fell is not None and own_fell >= OVERLAP_SHARE * off:
-            text += (f" Partly offset by {c['description']}, {c['diff_s']:+.2f} s{_pm(c)} (faster in "
-                     f"{slower_name}{own}).")
+            lines.append(f"{said}: faster in {slower_name}{own}")
         else:
-            text += (f" Partly offset by {c['description']}, {c['diff_s']:+.2f} s{_pm(c)} (less of it on "
-                     f"{slower_name}'s critical path{own}).")
-    return text
+            lines.append(f"{said}: less of it on {slower_name}'s critical path{own}")
+    return lines
 
 
 def _overlap_partner(causes) -> str | None:
@@ -374,24 +454,19 @@ def _named(causes) -> set[str]:
     return named | set(STARTUP_PARTS) if STARTUP in named else named
 
 
-def _unresolved(components, difference, causes) -> str:
+def _unresolved(c, causes) -> list[str]:
     """The components of some size that are not significant."""
-    named = _named(causes)
-    noisy = [c for c in components if c["name"] not in named and not c["significant"] and c["ci95_s"] is not None
-             and abs(c["diff_s"]) >= NAMED_SHARE * abs(difference)]
-    if not noisy:
-        return ""
-    noisy.sort(key=lambda c: -abs(c["diff_s"]))
-    return (" Not distinguishable from noise: "
-            + ", ".join(f"{c['label']} {_signed(c['diff_s'])} s{_pm(c)}" for c in noisy) + ".")
+    named, difference = _named(causes), c["difference_s"]
+    noisy = [p for p in c["components"] if p["name"] not in named and not p["significant"]
+             and p["ci95_s"] is not None and abs(p["diff_s"]) >= NAMED_SHARE * abs(difference)]
+    return [f"{p['label']} {_signed(p['diff_s'])} s{_pm(p)} per save"
+            for p in sorted(noisy, key=lambda p: -abs(p["diff_s"]))]
 
 
 def _main_said(c, A, B) -> str:
+    """The __main__ re-run's script, by name (the fix says where it is)."""
     main = B["main"] or A["main"]
-    if c["name"] != "startup:main_rerun" or not main:
-        return ""
-    said = f" ({main.rsplit('/', 1)[-1]})"
-    return said + (f", {fixes.STANDS_IN}" if main.endswith(fixes.REPRO_MAIN) else "")
+    return f" ({main.rsplit('/', 1)[-1]})" if c["name"] == "startup:main_rerun" and main else ""
 
 
 def _half(ci) -> float:
@@ -411,7 +486,9 @@ def _pm(c) -> str:
 
 
 def _interval(ci) -> str:
-    return f"{ci[0]:+.2f} to {ci[1]:+.2f}" if ci is not None else "unknown"
+    """An interval in seconds, to the digits its ends need."""
+    digits = 2 if max(abs(ci[0]), abs(ci[1])) >= 0.1 else 3
+    return f"{ci[0]:+.{digits}f} to {ci[1]:+.{digits}f}"
 
 
 def _mean(values) -> float:

@@ -94,7 +94,7 @@ def result(command: list[str], methods: list[str], repeat: int, runs: list[dict]
     order recorded; skipped: the what-ifs not run, and why (cannot_apply);
     advised: the modules the ADVISED what-ifs ran with (advice)."""
     # Here, not at the top: the CLI reads WHAT_IFS to parse --methods, and starts without numpy.
-    from writerprof.analysis.compare import compare
+    from writerprof.analysis.compare import compare, verdict
 
     sides = {m: [r["summary"] for r in runs if r["method"] == m] for m in methods if m not in skipped}
     reference = methods[0]
@@ -105,6 +105,7 @@ def result(command: list[str], methods: list[str], repeat: int, runs: list[dict]
                          (advised or {}).get(method)) for method in WHAT_IFS if method in methods]
     first = next(iter(comparisons.values()), None)
     plain = next((r["summary"] for r in runs if r["method"] == PLAIN), None)
+    fix = _measured_fix(first, what_ifs, reference, comparisons.get(PLAIN)) if first is not None else []
     return {
         "schema": SCHEMA,
         "command": list(command),
@@ -116,11 +117,13 @@ def result(command: list[str], methods: list[str], repeat: int, runs: list[dict]
         "comparisons": comparisons,
         "what_ifs": what_ifs,
         "noise": _noise(sides, comparisons),
-        "fix": _measured_fix(first, what_ifs, reference, comparisons.get(PLAIN)) if first is not None else [],
+        "fix": fix,
         "placement_costs": placement_costs(plain, what_ifs) if plain is not None else [],
-        # Every method but the reference not applicable (a placement what-if on one node): nothing to compare.
-        "verdict": (first["verdict"] + _not_tested(skipped) if first is not None else
+        # The first comparison's, its best fix with what the what-ifs measured. Every method but the
+        # reference not applicable (a placement what-if on one node): nothing to compare.
+        "verdict": (verdict(first, fix) if first is not None else
                     "nothing to contrast: no method but the reference applies here (see what_ifs)"),
+        "details": (first["details"] if first is not None else []) + _not_tested(skipped),
     }
 
 
@@ -146,9 +149,9 @@ def _measured_fix(first: dict, what_ifs: list, reference: str, plain: dict | Non
     return fixes.for_difference(fixes.measured(first["fix"], recovered), first["difference_s"])
 
 
-def _not_tested(skipped: dict[str, str]) -> str:
-    """The what-ifs asked for that did not run, in a sentence after the verdict."""
-    return (" Not tested: " + "; ".join(f"{m} ({why})" for m, why in skipped.items()) + ".") if skipped else ""
+def _not_tested(skipped: dict[str, str]) -> list[dict]:
+    """The what-ifs asked for that did not run, under their heading in the verdict's details."""
+    return [{"heading": "Not tested", "lines": [f"{m}: {why}" for m, why in skipped.items()]}] if skipped else []
 
 
 def _what_if(method: str, comparison, reason: str | None, lost: float | None, sides: dict,

@@ -21,6 +21,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from writerprof.analysis import forkthreads, preload
+from writerprof.analysis.ranks import LOCAL_SIZE_VARS
 from writerprof.analysis.shapes import Fix
 
 # The benchmark's modules, as they appear in a run's targets and stacks.
@@ -287,6 +288,21 @@ def _writer_migration(d: dict, target: Target, saves: int) -> list[Fix]:
     return _binding(None)
 
 
+def _generation_undersized(d: dict, target: Target, saves: int) -> list[Fix]:
+    e = d["evidence"]
+    cpus, size = len(e["cpus"]), e["pool_size"]
+    rule = (f"len(os.sched_getaffinity(0)), the CPUs the rank is bound to (here {size})" if e["bound"] else
+            f"len(os.sched_getaffinity(0)) // local_size, the ranks on the host sharing its CPUs (here {cpus} // "
+            f"{e['local_ranks']} = {size}), with local_size from the launcher: {', '.join(LOCAL_SIZE_VARS)}")
+    where = (f"writerprof repro --gen-threads {size}" if target.repro else
+             "the benchmark's data generator (dgen-py's max_threads), where it divides by the rank count"
+             if target.benchmark else "the line that sets the generator pool's size")
+    return [{"id": "size-generator-pool",
+             "what": f"size the generator's pool from the CPUs of this rank, not from the job's rank count: "
+                     f"threads = {rule}",
+             "where": where, "recovery_s": _per_save(d, saves)}]
+
+
 def _fork_with_threads(d: dict, target: Target, saves: int) -> list[Fix]:
     threads = ", ".join(d["evidence"].get("threads") or []) or "the other threads"
     return [{"id": "forkserver-or-spawn",
@@ -298,16 +314,76 @@ def _fork_with_threads(d: dict, target: Target, saves: int) -> list[Fix]:
              "where": "the code that starts them", "recovery_s": None}]
 
 
+def _attach_untracked(attacher: dict) -> list[Fix]:
+    """Keep a segment a process only attached out of its own resource tracker
+    (analysis.diagnoses.tracker): track=False where its Python has it (3.13+);
+    before, unregister it at once (right there: the tracker is the process's
+    own, not shared with the creator) or keep the attach from registering."""
+    where = f"where pid {attacher['pid']} attaches the segment by name ({attacher['site']})"
+    track = {"id": "shm-track-false",
+             "what": "attach with SharedMemory(name=NAME, track=False): no tracker of the attaching process holds the "
+                     "segment, and its creator's unlink() stays the only one",
+             "where": where, "recovery_s": None}
+    if (preload.version(attacher.get("python")) or (0,)) >= (3, 13):
+        return [track]
+    return [{"id": "shm-unregister-attached",
+             "what": "unregister the segment from the attaching process's tracker right after attaching: "
+                     "resource_tracker.unregister(shm._name, \"shared_memory\") (right here, where that tracker is the "
+                     "process's own; in a child that shares its parent's tracker it would remove the parent's entry)",
+             "where": where, "recovery_s": None},
+            {"id": "shm-skip-register",
+             "what": "keep the attach from registering: resource_tracker.register a no-op for \"shared_memory\" while "
+                     "SharedMemory(name=NAME) runs, as mlcommons/storage#780 does (Python 3.13+: track=False)",
+             "where": where, "recovery_s": None}]
+
+
+def _unlink_once(d: dict, target: Target, saves: int) -> list[Fix]:
+    """A segment unlinked twice: a tracker's clean-up of an attach's registration, or two processes' unlink()."""
+    attacher = d["evidence"].get("attacher")
+    if attacher:
+        return _attach_untracked(attacher)
+    return [{"id": "shm-unlink-once",
+             "what": "unlink each segment once, in the process that created it, after every user has closed it; the "
+                     "others only close() it",
+             "where": f"the unlink() at {d['evidence'].get('site')} and the one at "
+                      f"{d['evidence'].get('unlinked_at')}", "recovery_s": None}]
+
+
+def _leaked_at_exit(d: dict, target: Target, saves: int) -> list[Fix]:
+    attacher = d["evidence"].get("attacher")
+    if attacher:
+        return _attach_untracked(attacher)
+    return [{"id": "shm-unlink-created",
+             "what": "unlink each segment in the process that created it once it is done with it (close(), then "
+                     "unlink() in a finally): the tracker's clean-up is for a process that died",
+             "where": "the code that creates them "
+                      f"({d['evidence'].get('creator_site') or 'SharedMemory(create=True)'})",
+             "recovery_s": None}]
+
+
+def _unregister_unknown(d: dict, target: Target, saves: int) -> list[Fix]:
+    who = d["evidence"]["attacher"]
+    return [{"id": "no-shared-unregister",
+             "what": f"drop the unregister in pid {who['pid']}: it shares the names' creator's tracker, which holds a "
+                     f"name once (an attach's registration there changes nothing) and loses the creator's entry to "
+                     f"it; on Python 3.13+ SharedMemory(name=NAME, track=False) keeps an attach from registering "
+                     f"at all",
+             "where": f"pid {who['pid']}'s unregister ({who['site']})", "recovery_s": None}]
+
+
 _FIXES = {"main-reimport": _main_reimport, "writer-startup": _writer_startup, "numa-mismatch": _numa_mismatch,
           "affinity-divergence": _affinity_divergence, "writer-migration": _writer_migration,
-          "fork-with-threads": _fork_with_threads}
+          "fork-with-threads": _fork_with_threads, "generation-undersized": _generation_undersized,
+          "shm-attach-registered": lambda d, target, saves: _attach_untracked(d["evidence"]["attacher"]),
+          "shm-double-unlink": _unlink_once, "shm-leaked-at-exit": _leaked_at_exit,
+          "tracker-unregister-unknown": _unregister_unknown}
 # The comparison components each warning's fix acts on: a fix is shown in a
 # verdict when one of them is a significant cause.
 ACTS_ON = {"main-reimport": ("startup:main_rerun",),
            "writer-startup": ("startup:start", "startup:interpreter", "startup:main_rerun", "startup:unpickle",
                               "startup:bootstrap", "startup:target_setup"),
            "numa-mismatch": ("write", "generation"), "affinity-divergence": ("write", "generation"),
-           "writer-migration": ("write",)}
+           "writer-migration": ("write",), "generation-undersized": ("generation",)}
 
 
 # The contrast method that measures an action, by its id: a what-if that runs
@@ -351,6 +427,42 @@ def for_difference(fix: list[dict], difference: float) -> list[dict]:
             action = {**action, "recovery_s": size, "capped_from_s": recovery}
         out.append(action)
     return out
+
+
+def recovery_text(action: dict) -> str:
+    """What a fix's action recovers, and how that is known: "" where nothing says."""
+    value = action.get("recovery_s")
+    if value is None:
+        return ""
+    measured = action.get("recovery") == MEASURED
+    how = f"measured by {action.get('measured_by')}" if measured else ESTIMATED
+    if action.get("capped_from_s") is not None:
+        how += f" at {_short_s(action['capped_from_s'])} s, capped at the measured difference"
+    ci = action.get("recovery_ci95_s")
+    if measured and ci:
+        how += f"; 95% interval {_short_s(ci[0])} to {_short_s(ci[1])} s"
+    return f"recovers {_short_s(value)} s per save ({how})"
+
+
+def _short_s(value: float) -> str:
+    return f"{value:.2f}" if abs(value) >= 0.01 else f"{value:.3f}"
+
+
+def headline(action: dict) -> str:
+    """What an action does, without why: its text up to the first ': ' or
+    '; ' outside brackets and code (an action's "what" says what to do, then
+    why, then any caveat)."""
+    what, depth, code = action["what"], 0, False
+    for i, ch in enumerate(what):
+        if ch == "`":
+            code = not code
+        elif not code and ch in "([":
+            depth += 1
+        elif not code and ch in ")]":
+            depth -= 1
+        elif not code and depth == 0 and what[i:i + 2] in (": ", "; "):
+            return what[:i]
+    return what
 
 
 def imports_of(stacks, main: str | None, procs: set[int] | None = None) -> list[tuple[str, float, int | None]]:

@@ -124,6 +124,7 @@ def table(run, idx) -> list[dict]:
             "exited_s": (exited[row] - origin) / 1e9 if exited[row] >= 0 else None,
             "allowed_cpus": allowed,
             "inherited_cpus": inherited,
+            "memory": identity.get("memory"),
             "allowed_nodes": sorted({nodes[c] for c in allowed if c in nodes}),
             "affinity_changes": [{"t_s": (t - origin) / 1e9, "cpus": cpus} for t, cpus in changes],
             "samples": end - first,

@@ -146,8 +146,8 @@ def verdict(result: dict) -> list[str]:
                  f"{m['diff']:+.4g}{m_interval}; CMD's wall time {A['wall_s']:.2f} → {B['wall_s']:.2f} s, "
                  f"{diff:+.2f} s{interval}; {runs}.")
     else:
-        first = (f"{B['name']} takes {abs(diff):.2f} s {way} than {A['name']}: CMD's wall time {A['wall_s']:.2f} → "
-                 f"{B['wall_s']:.2f} s{interval}, {runs}.")
+        first = (f"{B['name']} takes {abs(diff):.2f} s {way} per run than {A['name']}: CMD's wall time "
+                 f"{A['wall_s']:.2f} → {B['wall_s']:.2f} s{interval}, {runs}.")
     if wall["ci95_s"] is None:
         return [first, "No cause is named: one run a side has no interval (contrast --repeat 2 or more)."]
     if not (result["metric"] or wall)["significant"]:
@@ -159,17 +159,24 @@ def verdict(result: dict) -> list[str]:
         return [first, "No single part of the wall time is clear of the noise: no cause is named."]
     top = causes[0]
     share = top["diff_s"] / diff
-    said = f"{share:.0%}" if share <= 1 else "more than all of it, offset elsewhere"
-    second = f"Top cause: {top['description']}{_main_said(top, result)}, {top['diff_s']:+.2f} s{_pm(top)} ({said})"
+    if share <= 1:
+        said = f"{share:.0%}"
+    else:  # the other parts gave some back: say which gave most
+        back = min((p for p in result["parts"] if p["diff_s"] * diff < 0), key=lambda p: p["diff_s"] / diff,
+                   default=None)
+        said = f"{share:.0%}: more than all of it, {top['diff_s'] - diff:.2f} s of it given back by the other parts"
+        said += f", most by {back['label']}" if back is not None else ""
+    second = (f"Top cause: {top['description']}{_main_said(top, result)}, {top['diff_s']:+.2f} s per run"
+              f"{_pm(top)} ({said})")
     also = [f"{c['label']} {c['diff_s']:+.2f} s ({c['diff_s'] / diff:.0%})" for c in causes[1:3]
             if c["diff_s"] / diff >= NAMED_SHARE]
     second += f"; also {', '.join(also)}." if also else "."
     lines = [first, second]
     if result["fix"]:
         best = result["fix"][0]
-        rec = (f" (recovers {best['recovery_s']:.2f} s, {best['recovery']})" if best.get("recovery_s") is not None
-               else "")
-        lines.append(f"Best fix: {best['what']}{rec}.")
+        rec = (f" (recovers {best['recovery_s']:.2f} s per run, {best['recovery']})"
+               if best.get("recovery_s") is not None else "")
+        lines.append(f"Best fix: {fixes.headline(best)}{rec}; the fix below says why and where.")
     return lines
 
 

@@ -14,6 +14,11 @@ from writerprof.analysis.saves import COMPONENTS
 from writerprof.run import roles as run_roles
 
 GIB = 2**30
+# The launchers' count of the ranks on a rank's host (its identity's env), the first set wins:
+# Open MPI, MPICH's Hydra, MVAPICH2, torchrun, Slurm (where --ntasks-per-node was given).
+LOCAL_SIZE_VARS = ("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "MV2_COMM_WORLD_LOCAL_SIZE", "LOCAL_WORLD_SIZE",
+                   "SLURM_NTASKS_PER_NODE")
+RECORDED = "recorded"  # local_ranks' source where no launcher's variable said it
 
 
 def per_rank(saves: list[dict]) -> list[dict]:
@@ -139,3 +144,14 @@ def _shared_cpus(rows: list[dict]) -> list[dict]:
         if len(ranks) > 1:
             cpus_of[tuple(sorted(ranks))].append(cpu)
     return [{"cpus": cpus, "ranks": list(ranks)} for ranks, cpus in sorted(cpus_of.items())]
+
+
+def local_ranks(env: dict, producers_on_host: int) -> tuple[int, str]:
+    """How many ranks share a rank's host, and where that is from: the first
+    of LOCAL_SIZE_VARS its launcher set (env: its identity's), else RECORDED:
+    the producers recorded on the host."""
+    for name in LOCAL_SIZE_VARS:
+        value = str(env.get(name, "")).strip()
+        if value.isdigit() and int(value) > 0:
+            return int(value), name
+    return max(producers_on_host, 1), RECORDED

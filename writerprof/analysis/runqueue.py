@@ -155,9 +155,9 @@ def _host(run, host: str) -> tuple[_Host, _Host | None]:
 def _threads(t: np.ndarray) -> _Host:
     t = t[np.argsort(t["t_ns"], kind="stable")]
     key = (t["pid"].astype(np.int64) << 32) | t["tid"].astype(np.int64)
-    grew = {"cpu": _growth(key, t["t_ns"], t["utime_ns"] + t["stime_ns"]),
-            "wait": _growth(key, t["t_ns"], t["run_delay_ns"]),
-            "involuntary": _growth(key, t["t_ns"], t["nonvoluntary_ctxt"])}
+    grew = {"cpu": growth(key, t["t_ns"], t["utime_ns"] + t["stime_ns"]),
+            "wait": growth(key, t["t_ns"], t["run_delay_ns"]),
+            "involuntary": growth(key, t["t_ns"], t["nonvoluntary_ctxt"])}
     return _Host(t["since_ns"], t["t_ns"], key, t["cpu"].astype(np.int64), grew, _longest(t["since_ns"], t["t_ns"]),
                  t["name"])
 
@@ -176,7 +176,7 @@ def _cpus(c: np.ndarray) -> _Host | None:
                  {"busy": np.maximum(busy[order], 0)}, _longest(since, c["t_ns"]))
 
 
-def _growth(key: np.ndarray, t: np.ndarray, value: np.ndarray) -> np.ndarray:
+def growth(key: np.ndarray, t: np.ndarray, value: np.ndarray) -> np.ndarray:
     """Each reading's growth since the previous of its key (keys' readings in
     time order): from zero for its first, and where the value went back (a
     tid reused: its count starts again); none where it was not read (-1)."""

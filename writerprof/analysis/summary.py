@@ -10,7 +10,7 @@ import numpy as np
 
 from writerprof import forked
 from writerprof.analysis import affinity, binding, clocks, diagnoses, ending, groups, hostwise, placement, processes
-from writerprof.analysis import numa_activity, ranks, saves, starts, timeline
+from writerprof.analysis import numa_activity, ranks, saves, stalls, starts, timeline
 from writerprof.analysis.hooks import unmatched_in
 from writerprof.analysis.unprobed import not_probed
 from writerprof.analysis.shapes import Summary, Throughput
@@ -91,6 +91,7 @@ def summarize(run) -> Summary:
         "stragglers": ranks.stragglers(kept),
         "placement": ranks.placement_consistency(procs, run.topology),
         "binding": binding.launcher_binding(procs, run.topology),
+        "host_binding": binding.per_host(procs, run.topology, found),
         "diagnoses": found_diagnoses,
         "process_groups": process_groups,
         "save_indices": save_indices,
@@ -98,6 +99,7 @@ def summarize(run) -> Summary:
         "buffer_placement": buffers_placed,
         "chunk_timeline": chunk_timeline,
         "numa_activity": numa,
+        "stalls": stalls.snapshots(run, procs),
     }
 
 

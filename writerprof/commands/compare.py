@@ -29,6 +29,11 @@ from writerprof.errors import UsageError, WriterprofError
 # are parsed again (sides).
 SEPARATOR = "--"
 
+EXAMPLE = """
+writerprof compare run-fork run-forkserver
+writerprof compare 'runs/fork-*' 'runs/forkserver-*' --json
+"""
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.usage = "%(prog)s [-h] [--json] A [A ...] [-- B [B ...]]"
@@ -89,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
     from writerprof.collector import collector_paused, keep_until_exit
     from writerprof.analysis.summary import summarize
     from writerprof.render import terminal
+    from writerprof.render.table import terminal_width
     from writerprof.run import load
 
     runs_a, runs_b = sides(args)
@@ -107,5 +113,5 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps(comparison, separators=(",", ":")) + "\n")
     else:
-        sys.stdout.write(terminal.compare_text(comparison))
+        sys.stdout.write(terminal.compare_text(comparison, terminal_width()))
     return 0

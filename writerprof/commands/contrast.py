@@ -18,7 +18,7 @@ Process.start() and its pickling, the parent's own), per child and per
 task, with the same checked fixes; the what-ifs are not run there.
 
 Every run uses the command's own code; only the start method is switched,
-by the probe (WRITERPROF_FORCE_START_METHOD), whatever the command asks for.
+by the probe, whatever the command asks for.
 Methods: fork, forkserver, spawn, and what-ifs on forkserver, each removing
 one cause and nothing else. Two run an action of the plain forkserver
 recording's fix itself, with exactly its modules (so forkserver is recorded
@@ -41,7 +41,7 @@ and the others:
 The first method is the reference. A what-if that cannot apply (this Python
 does not re-run __main__; the fix has no such action to run; the writers
 already had their producer's CPUs; one NUMA node) is reported, not run, and
-named after the verdict as not tested; where none but the reference is left,
+named in contrast.json's details as not tested; where none but the reference is left,
 contrast writes contrast.json and exits 1. The plain
 forkserver recording's numa-mismatch and affinity-divergence warnings are
 listed with the seconds per save the what-if removing their cause won back
@@ -63,11 +63,13 @@ import json
 import shutil
 import signal
 import sys
+import textwrap
 import time
 from pathlib import Path
 
 from writerprof.analysis import contrast
 from writerprof import interrupts
+from writerprof.commands import misplaced
 from writerprof.commands.common import new_directory, write_text
 from writerprof.errors import Interrupted, UsageError, WriterprofError
 from writerprof.probes.writerprof_probe.format import (DEFER_ENV, FORCE_ENV, MITIGATE_ENV, PRELOAD_ENV,
@@ -81,6 +83,10 @@ _INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
 PROGRAM_WHAT_IFS = ("its what-ifs act on checkpoint writers; a program without saves is contrasted by its start "
                     "methods alone")
 REPRO_ARGS = ["repro", "--saves", "4", "--size", "512MiB", "--main-imports", "numpy,matplotlib.pyplot"]
+EXAMPLE = """
+writerprof contrast -o contrast1
+writerprof contrast --repeat 5 --methods fork,forkserver,forkserver+preload -- python train.py --epochs 1
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -94,7 +100,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(else its whole match) reads in CMD's output, its last match; CMD then need make no saves")
     parser.add_argument("-o", "--output", type=Path, metavar="DIR",
                         help="where to write (default: writerprof-contrast-YYYYmmdd-HHMMSS here)")
-    parser.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]")
+    parser.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]",
+                        help="the command to record (default: the built-in reproducer); every word after it is its own")
 
 
 def methods_from(text: str) -> list[str]:
@@ -126,6 +133,7 @@ def writerprof_command() -> list[str]:
 def run(args: argparse.Namespace) -> int:
     from writerprof.record import session as recording
     from writerprof.render import format as text, terminal
+    from writerprof.render.table import terminal_width
 
     interrupts.install()  # between recordings too, SIGINT and SIGTERM end contrast with 128+N
     methods = methods_from(args.methods)
@@ -135,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
     command = recording.resolve(command) if command else writerprof_command() + REPRO_ARGS
     metric = _metric_regex(args.metric)
     out = _output(args.output)
+    misplaced.warn(args.parser, args.argv, args.cmd)
     (out / "runs").mkdir()  # in the directory just claimed, empty
     total = len(methods) * args.repeat
     print(f"writerprof contrast: {' vs '.join(methods)}, {args.repeat} of each, interleaved, into {out}",
@@ -182,10 +191,12 @@ def run(args: argparse.Namespace) -> int:
     if not result["comparisons"]:  # the reasons were printed as the what-ifs were skipped
         raise WriterprofError(f"{result['verdict']}; {out / 'contrast.json'}")
     _write_html(out, result, runs)
-    sys.stdout.write(terminal.contrast_text(result, out / "contrast.html"))
+    width = terminal_width()
+    sys.stdout.write(terminal.contrast_text(result, out / "contrast.html", width))
     for d in result["placement_costs"]:
         cost = f"{d['cost_s']:+.3f} s per save (by {d['cost_from']})" if d["cost_s"] is not None else "not measured"
-        print(f"  {d['code']}: cost {cost}: {d['message']}")
+        print("\n".join(textwrap.wrap(f"{d['code']}: cost {cost}: {d['message']}", width, initial_indent="  ",
+                                       subsequent_indent="    ", break_on_hyphens=False)))
     return 0
 
 
@@ -224,7 +235,7 @@ def _record_one(runs_dir: Path, command: list[str], method: str, repeat: int, co
     print(f" {time.monotonic() - t0:5.1f} s, {summary['throughput']['saves']} saves"
           + (f", {rate:.2f} GiB/s" if rate else "") + f"   (elapsed {time.monotonic() - started:.0f} s)",
           file=sys.stderr)
-    for note in recorded.notes + recorded.warnings():  # held by record while the command ran
+    for note in recorded.notes + recorded.recording_notes():  # held by record while the command ran
         print(f"      {note}", file=sys.stderr)
     if status != 0:
         raise WriterprofError(f"the {method} recording failed: the command exited with status "
@@ -318,6 +329,7 @@ def _program_contrast(out: Path, command: list[str], methods: list[str], repeat:
     from writerprof.analysis import program_contrast
     from writerprof.collector import collector_paused
     from writerprof.render import programs
+    from writerprof.render.table import terminal_width
     from writerprof.run import load
 
     sides = {m: [r for r in runs if r["method"] == m] for m in methods if m not in skipped}
@@ -342,7 +354,7 @@ def _program_contrast(out: Path, command: list[str], methods: list[str], repeat:
               "verdict": first["verdict"]}
     write_text(out / "contrast.json", json.dumps(result, indent=1, default=_plain), "contrast result")
     write_text(out / "contrast.html", programs.contrast_html(result), "contrast report")
-    sys.stdout.write(programs.contrast_text(result, out / "contrast.html"))
+    sys.stdout.write(programs.contrast_text(result, out / "contrast.html", terminal_width()))
     return 0
 
 

@@ -7,8 +7,10 @@ CPU, NUMA node and page faults as counters.
 
 --speedscope FILE: the Python stacks record took, as a speedscope
 file (speedscope.app): one sampled profile per process, named by role, rank
-and pid, weighted in milliseconds of wall-clock time. writerprof's own probe frames are
-folded out (each removed, its callees on its caller); --probe-frames keeps them.
+and pid (and "3 threads added up" where it had several), weighted in
+milliseconds of wall-clock time; --threads split: one per thread of each.
+writerprof's own probe frames are folded out (each removed, its callees on
+its caller); --probe-frames keeps them.
 
 Both may be given at once; the run is read once, and each file is written
 on its own: one that cannot be written (--speedscope of a run without
@@ -24,6 +26,10 @@ from pathlib import Path
 from writerprof.commands.common import check_outputs, write_json
 from writerprof.errors import UsageError, WriterprofError
 
+EXAMPLE = """
+writerprof export run1 --perfetto run1.trace.json --speedscope run1.speedscope.json
+"""
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", type=Path, metavar="RUN", help="run directory made by writerprof record")
@@ -33,6 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the Python stacks as a speedscope file, a profile per process")
     parser.add_argument("--probe-frames", action="store_true",
                         help="keep writerprof's own probe frames in the --speedscope stacks (folded out by default)")
+    parser.add_argument("--threads", choices=("sum", "split"), default="sum",
+                        help="--speedscope: a profile per process, its threads added up (sum, the default), "
+                             "or per thread (split)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
     # Each output on its own: one that cannot be written (a run without
     # stacks has no speedscope file) is a line, and the others are written.
     failed = 0
-    outputs = ((args.perfetto, _perfetto), (args.speedscope, lambda r, p: _speedscope(r, p, args.probe_frames)))
+    outputs = ((args.perfetto, _perfetto),
+               (args.speedscope, lambda r, p: _speedscope(r, p, args.probe_frames, args.threads == "split")))
     for path, write in outputs:
         if path is None:
             continue
@@ -71,12 +81,12 @@ def _perfetto(recorded, path: Path) -> str:
             f"({path.stat().st_size / (1 << 20):.1f} MiB)")
 
 
-def _speedscope(recorded, path: Path, probe_frames: bool = False) -> str:
+def _speedscope(recorded, path: Path, probe_frames: bool = False, threads: bool = False) -> str:
     from writerprof.exports import speedscope
     from writerprof.run.stacks import require_stacks
 
     stacks = require_stacks(recorded, probe_frames)
-    profile = speedscope.document(recorded, stacks)
+    profile = speedscope.document(recorded, stacks, threads)
     write_json(path, profile, "speedscope file")
     return (f"{path}: {len(profile['profiles'])} profiles, {sum(s.total for s in stacks)} samples, "
             f"{len(profile['shared']['frames'])} frames ({path.stat().st_size / (1 << 20):.1f} MiB)")

@@ -1,7 +1,7 @@
 """Draw flamegraphs of the Python stacks `writerprof record` took (by the probe, or py-spy).
 
-  writerprof flame RUN [--role ROLE] [--pid P] [-o FILE]
-  writerprof flame --diff A B [--role ROLE] [-o FILE]
+  writerprof flame RUN [--role ROLE] [--pid P] [--threads split] [-o FILE]
+  writerprof flame --diff A B [--role ROLE] [--threads split] [-o FILE]
 
 Writes FILE.svg (interactive: hover for the frame, its samples and share;
 click to zoom) and FILE.png. The stacks of the processes of a role are summed
@@ -15,13 +15,20 @@ tower of its own beside its writes and fsync.
 forkserver run B), each frame as wide as the mean of its shares in A and B and
 coloured by the change of its share of all samples: red, a larger share in B;
 blue, a smaller one. Writers' stacks are compared from where the child's own
-life begins (BaseProcess._bootstrap for the target, spawn's prepare for the
-re-run of __main__, spawn's _main for the unpickling), since below that a fork
-child shows its parent's frames and a forkserver child the server's.
+life begins (its target, its re-run of __main__, its unpickling of the
+target), since below that a fork child shows its parent's frames and a
+forkserver child the server's.
 
-writerprof's own frames (the probe's wrappers around the hooked calls, e.g.
-timed.<locals>.wrapper, and its sitecustomize) are folded out: each removed and
-its callees drawn on its caller, the samples kept. --probe-frames draws them.
+A graph that adds up several threads (a producer's main thread and its
+queue's feeder thread) or processes says so under its title, and how long
+their samples are beside the run: each thread's are its wall-clock time, so
+two threads of a 4.7 s run can hold 7.6 s. --threads split draws each thread
+under a root frame of its name (same-named threads of several processes, as
+every writer's MainThread, share one, as they do across runs).
+
+writerprof's own frames (the probe's wrappers around the calls it times, and
+its start-up in each process) are folded out: each removed and its callees
+drawn on its caller, the samples kept. --probe-frames draws them.
 
 Default FILE: flame-RUN-ROLE (flame-diff-A-B-ROLE) in the current directory.
 """
@@ -37,6 +44,11 @@ from writerprof.errors import UsageError, WriterprofError
 
 ROLES = ("writer", "producer", "forkserver", "resource_tracker", "other", "all")
 
+EXAMPLE = """
+writerprof flame run1 -o flame-writers
+writerprof flame --diff run-fork run-forkserver --role writer
+"""
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", type=Path, nargs="?", metavar="RUN", help="run directory made by writerprof record")
@@ -49,6 +61,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="FILE.svg and FILE.png (default: flame-RUN-ROLE here)")
     parser.add_argument("--probe-frames", action="store_true",
                         help="keep writerprof's own probe frames in the stacks (folded out by default)")
+    parser.add_argument("--threads", choices=("sum", "split"), default="sum",
+                        help="sum: a process's threads added up (the default; the subtitle says how many); "
+                             "split: each thread under a root frame of its name")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -111,6 +126,7 @@ def _one(args) -> int:
     from writerprof.collector import keep_until_exit
     from writerprof.render import flame
     from writerprof.run import load
+    from writerprof.run.stacks import recorded_s
 
     recorded = load(args.run_dir)
     keep_until_exit(recorded)
@@ -120,14 +136,15 @@ def _one(args) -> int:
     by = "role" if args.role == "all" and args.pid is None else "none"
     # Shown bytes: matplotlib cannot draw a surrogate (a non-UTF-8 byte of the run's name).
     title = shown_bytes(f"{_what(stacks, args.role, args.pid)} of {name}{_method(recorded)}")
-    svg = flame.flame_svg(stacks, title, by=by)
-    png = flame.flame_png(stacks, title, by=by)
+    split, run_s = args.threads == "split", recorded_s(recorded)
+    svg = flame.flame_svg(stacks, title, by=by, threads=split, run_s=run_s)
+    png = flame.flame_png(stacks, title, by=by, threads=split, run_s=run_s)
     default = args.output is None
     svg_path, png_path = _write(_stem(args.output, f"flame-{name}-{tag}"), svg, png)
-    samples = sum(s.total for s in stacks)
+    how = flame.how_drawn(stacks, split)
     print(f"writerprof flame: {svg_path} and {png_path.name}"
           f"{' (in the current directory)' if default else ''}: {_what(stacks, args.role, args.pid)}, "
-          f"{samples} samples", file=sys.stderr)
+          f"{sum(s.total for s in stacks)} samples{f'; {how}' if how else ''}", file=sys.stderr)
     for loss in recorded.losses:
         print(f"writerprof flame: note: {loss}", file=sys.stderr)
     return 0
@@ -151,9 +168,10 @@ def _diff(args) -> int:
     names = [Path(r.path).resolve().name for r in runs]
     labels = tuple(f"{tag} {name}{_method(r)}" for tag, name, r in zip("AB", names, runs))
     role = args.role or "writer"
-    counts = [flame.comparable_counts(c, role) for c in chosen]
-    title = (f"{role} stacks{' from the child start' if role == 'writer' else ''}, B against A: "
-             f"A = {labels[0][2:]}, B = {labels[1][2:]}")
+    split = args.threads == "split"
+    counts = [flame.comparable_counts(c, role, split) for c in chosen]
+    title = flame.diff_title(f"{role} stacks{' from the child start' if role == 'writer' else ''}",
+                             (labels[0][2:], labels[1][2:]), chosen, split)
     labels = tuple(shown_bytes(f"{label}, {len(c)} proc., {sum(s.total for s in c) / len(c) / c[0].rate_hz:.2f} "
                                f"s each") for label, c in zip(labels, chosen))
     title = shown_bytes(title)

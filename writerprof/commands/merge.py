@@ -4,7 +4,7 @@ and, from every other host, the directory its processes wrote to (holding
 hosts/HOST/ only). The result is the run directory a shared filesystem would
 have held: run.json from the launcher's part, each host's subtree as it was.
 Each other host's part must carry the launcher's recording id, and hold
-directories and regular files only (writerprof.run.merge).
+directories and regular files only.
 
     writerprof merge RUN_LAUNCHER RUN_HOST_B RUN_HOST_C ... -o RUN
 """
@@ -14,6 +14,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+
+EXAMPLE = """
+writerprof merge run1 /scratch/node2/run1 /scratch/node3/run1 -o run1-merged
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

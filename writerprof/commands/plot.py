@@ -3,7 +3,9 @@ each process ran on, coloured by NUMA node, allowed CPUs shaded), buffer
 placement (pages per node per buffer, with the writer's node), the chunk
 timeline (gen / put-wait / get-wait / write / fsync per producer and writer,
 start-up phases first) and the save decomposition (the critical path of
-each save). Many ranks are aggregated by host and role.
+each save). Many ranks are aggregated by host and role. The affinity
+timeline is left out where every host has one NUMA node and no process's
+allowed CPUs changed (said on stderr).
 """
 
 from __future__ import annotations
@@ -11,6 +13,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+
+EXAMPLE = """
+writerprof plot run1 -o run1-plots
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,4 +43,6 @@ def run(args: argparse.Namespace) -> int:
     for path in written:
         print(path)
     print(f"writerprof plot: {len(written)} files in {out}", file=sys.stderr)
+    for name, why in plots.left_out(summary).items():
+        print(f"writerprof plot: {name} {why}", file=sys.stderr)
     return 0

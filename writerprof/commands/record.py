@@ -2,22 +2,29 @@
 spawn children, at any depth), sample them all from /proc, and leave a run
 directory for `writerprof report`.
 
-The probe reaches CMD's Python processes through PYTHONPATH (a sitecustomize
-that does nothing unless WRITERPROF_RUN is set, and runs any sitecustomize it
-shadows); interpreters started with -E, -I or -S ignore it and go unprobed.
-The probe also samples each process's Python stacks from inside it (a
-thread reading sys._current_frames; see writerprof_probe.stacks); with
---stacks-by py-spy (and for --native), py-spy samples them from outside
-(see writerprof.record.pyspy): if it is missing or may not attach (ptrace),
-record says so in one line and goes on without. Exits with CMD's exit
-status (128+N if a signal N killed it). CMD gets the fds it would get
-without record (a stream closed for record is closed for CMD), and runs in a
-process group of its own that record follows as a shell its job (the
-terminal, Ctrl-C and Ctrl-Z, every signal a parent passes on:
-writerprof.record.parent); while it runs, record writes nothing to the terminal (its notes and summary come after CMD ended). The run
-directory is complete and loadable however CMD ended; if it filled up or
-vanished, run.json says what is missing ("incomplete") as far as it can, and
-the exit status is still CMD's.
+record's options go before CMD: every word after CMD's first is CMD's (record
+says so when one of them is an option of its own, and CMD still gets it).
+
+The probe reaches CMD's Python processes through PYTHONPATH: a Python
+started with -E, -I or -S, or by a CMD that replaces PYTHONPATH, goes
+unprobed (still sampled from /proc; the summary counts it, with what to do).
+The probe also samples each process's Python stacks from inside it; with
+--stacks-by py-spy (and for --native), py-spy samples them from outside: if it
+is missing or may not attach (ptrace), record says so in one line and goes on
+without.
+
+CMD's output passes through untouched, and CMD gets the terminal (Ctrl-C,
+Ctrl-Z) and the signals sent to record (SIGTERM, SIGUSR1, ...), as a shell's
+job would. While CMD runs, record writes nothing to the terminal: its notes
+and summary come after CMD ended. record exits with CMD's exit status (128+N
+if a signal N killed it). The run directory is complete and loadable however
+CMD ended; if its disk filled up or it vanished, run.json says what is
+missing ("incomplete") as far as it can.
+
+When no save makes progress for --stall's time (30 s; 0: never) while CMD
+runs, record takes one snapshot of every process it follows (stacks, system
+calls, wait channels, CPU) into the run and goes on: the report names the
+wait.
 """
 
 from __future__ import annotations
@@ -25,12 +32,18 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from writerprof.commands import misplaced
 from writerprof.errors import UsageError
 from writerprof.probes.writerprof_probe import specs
-from writerprof.record import session, stackoptions
+from writerprof.record import session, stackoptions, stall
 from writerprof.record.stackoptions import StackOptions
 from writerprof.probes.writerprof_probe.format import FULL_RATE_STARTS
 from writerprof.units import parse_duration
+
+EXAMPLE = """
+writerprof record -o run1 -- python train.py --epochs 1
+writerprof record -o run2 --stacks-by py-spy -- writerprof repro --saves 2 --start-method forkserver
+"""
 
 
 def _duration(text):
@@ -63,6 +76,18 @@ def _rate(text):
 _rate.__name__ = "rate"
 
 
+def _stall(text):
+    if text.strip() in ("0", "0s"):
+        return 0
+    value = _duration(text)
+    if value < stall.MIN_STALL_NS:  # a pause between two writes would be one
+        raise argparse.ArgumentTypeError(f"{text!r}: a stall is 1s or longer (0: none)")
+    return value
+
+
+_stall.__name__ = "stall time"
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", type=Path, metavar="RUN",
                         help="run directory, new or empty (default: writerprof-YYYYmmdd-HHMMSS here)")
@@ -93,7 +118,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--native", action="store_true",
                         help="py-spy also samples native frames (C, C++, Cython)")
     parser.add_argument("--no-stacks", action="store_true", help="take no Python stacks")
-    parser.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]")
+    parser.add_argument("--stall", type=_stall, default=stall.STALL_NS, metavar="SECONDS",
+                        help="when no save makes progress for this long while CMD runs, take one snapshot of every "
+                        "process (threads' stacks, system calls, wait channels, CPU) and go on; 0: never "
+                        f"(default: {stall.STALL_NS // 10**9}s)")
+    parser.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]",
+                        help="the command to record; every word after it is its own")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -110,5 +140,6 @@ def run(args: argparse.Namespace) -> int:
     by = args.stacks_by or ("py-spy" if by_py_spy else "probe")
     stacks = StackOptions(enabled=not args.no_stacks, by=by, rate_hz=args.stack_rate, native=args.native,
                           sparse_rate_hz=args.sparse_stack_rate, busy_rate_hz=args.busy_stack_rate)
+    misplaced.warn(args.parser, args.argv, args.cmd)
     return session.run(args.output, command, interval_ns=args.interval, probes=args.probe,
-                       sampler=not args.no_sampler, stacks=stacks, save_files=args.save_files)
+                       sampler=not args.no_sampler, stacks=stacks, save_files=args.save_files, stall_ns=args.stall)

@@ -16,6 +16,11 @@ import json
 import sys
 from pathlib import Path
 
+EXAMPLE = """
+writerprof report run1
+writerprof report run1 --html run1.html --plots run1-plots
+"""
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", type=Path, metavar="RUN", help="run directory made by writerprof record")
@@ -33,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from writerprof.collector import collector_paused, keep_until_exit
     from writerprof.analysis.summary import summarize
     from writerprof.render import terminal
+    from writerprof.render.table import terminal_width
     from writerprof.run import load
 
     with _plot_workers(args) as pending:
@@ -46,20 +52,23 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             sys.stdout.write(_json(summary) + "\n")
         else:
-            sys.stdout.write(terminal.report_text(summary))
+            sys.stdout.write(terminal.report_text(summary, terminal_width()))
         if not pending:
             return 0
         if args.html:  # the flamegraphs, while the workers draw
             from writerprof.render import flame
-            from writerprof.run.stacks import load_stacks
+            from writerprof.run.stacks import load_stacks, recorded_s
 
-            flames = flame.role_graphs(load_stacks(recorded), Path(recorded.path).resolve().name)
+            flames = flame.role_graphs(load_stacks(recorded), Path(recorded.path).resolve().name,
+                                       recorded_s(recorded))
         figures = pending.collect()
     if args.plots:
         from writerprof.render import plots
 
         written = plots.save_figures(figures, output_directory(args.plots, "plots directory"))
         print(f"writerprof report: {len(written)} plot files in {args.plots}", file=sys.stderr)
+        for name, why in plots.left_out(summary).items():
+            print(f"writerprof report: {name} {why}", file=sys.stderr)
     if args.html:
         from writerprof.render import html
 

@@ -40,6 +40,10 @@ from writerprof.repro.generators import GENERATORS, check_available
 from writerprof.repro.ranks import MPI_MODES, Ranks, connect, mpi4py_importable, resolve
 from writerprof.units import format_cpu_list, format_size, parse_cpu_list, parse_size
 
+EXAMPLE = """
+writerprof repro --saves 4 --size 512MiB --start-method forkserver --main-imports numpy
+writerprof repro --verify --keep --dir /scratch/ckpt
+"""
 
 
 def _typed(parse, what):

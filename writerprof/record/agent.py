@@ -1,8 +1,9 @@
 """A host's sampler agent: on a host other than the launcher's, the first
 probed process starts this (python -m writerprof.record.agent RUN HOST
-INTERVAL_NS ROOT_PID). It writes the host's topology and samples ROOT_PID, its
+INTERVAL_NS ROOT_PID [STALL_NS]). It writes the host's topology and samples ROOT_PID, its
 descendants and every process that journals into RUN/hosts/HOST/procs/,
-as `writerprof record`'s sampler does on the launcher's host, until none of
+as `writerprof record`'s sampler does on the launcher's host (its stall
+snapshots too: writerprof.record.stall), until none of
 them is left (or the recording has ended, when the run directory is shared).
 It never prints: what ends it early is left in RUN/hosts/HOST/agent.error,
 which the loader reports."""
@@ -20,13 +21,13 @@ from pathlib import Path
 IDLE_TICKS = 20
 
 
-def run(run_dir: Path, host: str, interval_s: float, root_pid: int) -> None:
+def run(run_dir: Path, host: str, interval_s: float, root_pid: int, stall_ns: int = 0) -> None:
     from writerprof.record import topology
     from writerprof.record.sampler import Sampler
     from writerprof.run import directory, layout
 
     directory.write_topology(run_dir, host, topology.snapshot())
-    sampler = Sampler(root_pid, layout.host_dir(run_dir, host), interval_s)
+    sampler = Sampler(root_pid, layout.host_dir(run_dir, host), interval_s, stall_ns=stall_ns)
     sampler.start()
     idle = 0
     try:
@@ -50,8 +51,8 @@ def _recording_ended(run_dir: Path) -> bool:
 
 def main(argv: list[str]) -> int:
     try:
-        run_dir, host, interval_ns, root_pid = argv
-        run(Path(run_dir), host, int(interval_ns) / 1e9, int(root_pid))
+        run_dir, host, interval_ns, root_pid, *stall_ns = argv  # (no STALL_NS: a probe from before --stall)
+        run(Path(run_dir), host, int(interval_ns) / 1e9, int(root_pid), int(stall_ns[0]) if stall_ns else 0)
     except Exception:
         _leave_word(argv)
         return 1

@@ -80,8 +80,9 @@ The options, for all of them:
   whether or not it then drops the idle ones (80 frames at 100 Hz: 0.19 CPU s
   per 4 s with --idle and without), so leaving it out saves nothing, and the
   daemons, which only wait, would have no stacks at all.
-- threads are not told apart (no --threads): a process's threads add up in
-  its profile, and stacks of runs compare (thread ids differ from run to run).
+- --threads: each stack's root is its thread, "thread (TID): NAME", as the
+  probe writes it too; the loader names a thread by its name (ids differ
+  from run to run, names compare), and a graph that adds threads up says so.
 
 py-spy runs in a session of its own, so that a Ctrl-C at the terminal reaches
 CMD and not py-spy. Each stops by itself when its process is gone and writes
@@ -187,7 +188,7 @@ class StackRecorder:
         o = self.options
         argv = [self.executable, "record", "--pid", str(pid), "--format", "raw", "--output", str(output),
                 "--rate", str(rate_hz)]
-        argv += ["--idle"] * o.idle + ["--native"] * o.native + ["--nonblocking"] * o.nonblocking
+        argv += ["--threads"] + ["--idle"] * o.idle + ["--native"] * o.native + ["--nonblocking"] * o.nonblocking
         return argv
 
     def start(self) -> None:

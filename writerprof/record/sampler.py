@@ -18,6 +18,11 @@ a Python interpreter, also whether the probe's directory is on the
 PYTHONPATH it started with (writerprof.record.pythons): the report counts
 the Python processes the probe could not reach, and why.
 
+With a stall time (record --stall), each tick ends with
+writerprof.record.stall's watch for saves that stopped making progress (a
+look at the journals at most once a second; a snapshot, in a thread of its
+own, where they did).
+
 If a write fails (a full or vanished run directory) the sampler stops: it
 keeps what it wrote, says why once (write_error), and never raises into the
 recording. It also counts the ticks that took longer than the interval
@@ -38,6 +43,7 @@ from pathlib import Path
 from writerprof.probes.writerprof_probe import format as journal
 from writerprof.probes.writerprof_probe.identity import redact_argv
 from writerprof.record import procfs, pythons, vmstat
+from writerprof.record.stall import StallWatch
 from writerprof.record.system import HOST, System
 from writerprof.run import layout, ownfile
 from writerprof.units import parse_cpu_list
@@ -146,11 +152,12 @@ class Sampler:
     followed), each interval until stop()."""
 
     def __init__(self, root_pid: int, host_dir: Path, interval_s: float, system: System = HOST,
-                 tree: procfs.ProcessTree | None = None):
+                 tree: procfs.ProcessTree | None = None, stall_ns: int = 0):
         """tree: root_pid's procfs.ProcessTree, if the caller shares one with
         record's py-spy watch (which looks every 50 ms), and closes it: a tick
         takes a look of the last half interval, if there is one, rather than
-        look again."""
+        look again. stall_ns: record --stall's time, 0 for none
+        (writerprof.record.stall watches for it on the ticks)."""
         self.root_pid, self.interval_s, self.system = root_pid, interval_s, system
         self._own_tree = tree is None
         self._tree = procfs.ProcessTree(system, root_pid) if tree is None else tree
@@ -200,6 +207,7 @@ class Sampler:
         self._numa_counters = vmstat.Readings(system)
         online = system.read("/sys/devices/system/node/online")  # (None in a fixture tree without it)
         self._one_node = online is not None and len(parse_cpu_list(online)) == 1
+        self.stalls = StallWatch(host_dir, stall_ns, WRITER_ROLES, system) if stall_ns > 0 else None
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="writerprof-sampler", daemon=True)
@@ -215,6 +223,8 @@ class Sampler:
             self._thread.join()
         self._tree_fresh_ns = 0  # the last tick looks for itself: one from before CMD ended may miss its last processes
         self._tick_counting_errors()
+        if self.stalls is not None:
+            self.stalls.stop()
         with self._lock:
             self._flush()
             self._closed = True
@@ -329,6 +339,8 @@ class Sampler:
         if self._thread_file == "schedstat":
             self._read_cpu_times()
         self._records += self._numa_counters.tick(time.monotonic_ns(), self._live)
+        if self.stalls is not None and not self._stopping.is_set():  # (not once CMD has ended)
+            self.stalls.tick(time.monotonic_ns(), self._live)
 
     def _read_cpu_times(self) -> None:
         """The host's CPU times, written where the threads waited (RUN_DELAY_NS)."""

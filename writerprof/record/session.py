@@ -40,6 +40,7 @@ from writerprof.record import interposer, launchers, parent, probestacks, procfs
 from writerprof.record.pythons import PROBE_DIR
 from writerprof.record.stackoptions import BY_PROBE, StackOptions
 from writerprof.record.sampler import Sampler, journaled_by
+from writerprof.record.stall import STALL_NS, StallWatch
 from writerprof.record.system import HOST
 from writerprof.run import RunDirectoryError, directory, layout, meta
 from writerprof.units import format_size, parse_duration, signal_name
@@ -79,9 +80,10 @@ def resolve(command: list[str]) -> list[str]:
 
 
 def probe_environment(run: Path, added: list[str], environ=os.environ, extra: dict | None = None,
-                      interval_ns: int = INTERVAL_NS, command: list[str] = ()) -> dict:
+                      interval_ns: int = INTERVAL_NS, command: list[str] = (), stall_ns: int = 0) -> dict:
     """CMD's environment: the probe first on PYTHONPATH, the run directory
-    named, what a host other than this one needs to start its sampler agent,
+    named, what a host other than this one needs to start its sampler agent
+    (its interval and stall time),
     any what-if switches (`extra`) for the probe, and Open MPI's mpirun told
     to forward all of it to other hosts where it accepts that (launchers)."""
     env = dict(environ)
@@ -91,6 +93,7 @@ def probe_environment(run: Path, added: list[str], environ=os.environ, extra: di
     env[journal_format.LAUNCH_HOST_ENV] = host_name()
     env[journal_format.AGENT_PYTHON_ENV] = sys.executable
     env[journal_format.INTERVAL_ENV] = str(interval_ns)
+    env[journal_format.STALL_ENV] = str(stall_ns)
     preload = interposer.preload(env)
     if preload:
         env["LD_PRELOAD"] = preload
@@ -105,7 +108,7 @@ def probe_environment(run: Path, added: list[str], environ=os.environ, extra: di
 
 
 def run(output: Path | None, command: list[str], *, interval_ns: int, probes: list[str], sampler: bool,
-        stacks: StackOptions, save_files: list[str] = ()) -> int:
+        stacks: StackOptions, save_files: list[str] = (), stall_ns: int = STALL_NS) -> int:
     """`writerprof record`'s session: a new run directory at output (None: a
     default name here), CMD recorded into it, the summary on stderr; CMD's
     exit status."""
@@ -115,7 +118,7 @@ def run(output: Path | None, command: list[str], *, interval_ns: int, probes: li
                                slurm=slurm.context(os.environ))
     print(f"writerprof record: recording into {run_dir}", file=sys.stderr)
     started = time.monotonic()
-    recorded = record(run_dir, command, interval_ns, probes, sampler=sampler, stacks=stacks)
+    recorded = record(run_dir, command, interval_ns, probes, sampler=sampler, stacks=stacks, stall_ns=stall_ns)
     for note in recorded.notes:
         print(f"writerprof record: {note}", file=sys.stderr)
     print(_summary(run_dir, time.monotonic() - started, recorded), file=sys.stderr)
@@ -141,8 +144,9 @@ class Recorded:
         self.cmd_usage: resource.struct_rusage | None = None  # CMD's (and its waited-for descendants'), from wait4
         self.stacks_threads_s = 0.0  # the CPU seconds of record's thread that drives py-spy (StackRecorder)
 
-    def warnings(self) -> list[str]:
-        """What went wrong with the recording itself, a line each."""
+    def recording_notes(self) -> list[str]:
+        """What went wrong with the recording itself, a line each (not the
+        report's warnings, which are diagnoses of the run)."""
         lines = [f"recording incomplete: {why}" for why in self.incomplete]
         ticks = self.sampler_ticks
         if ticks and ticks["ticks"] and ticks["late"] >= _LATE_SHARE * ticks["ticks"]:
@@ -155,12 +159,14 @@ class Recorded:
 
 
 def record(run_dir: Path, command: list[str], interval_ns: int, probes: list[str], sampler: bool = True,
-           extra_env: dict | None = None, output=None, stacks: StackOptions | None = None) -> Recorded:
+           extra_env: dict | None = None, output=None, stacks: StackOptions | None = None,
+           stall_ns: int = 0) -> Recorded:
     """Run CMD under the probe into the created run_dir, sampling it, and
     finish the run directory however CMD ends (and whatever became of the run
     directory meanwhile). output: a file for CMD's stdout and stderr (else
     ours). stacks: how py-spy samples CMD's Python stacks (default:
-    StackOptions(), 100 Hz); what was taken is written into run.json's "stacks"."""
+    StackOptions(), 100 Hz); what was taken is written into run.json's "stacks".
+    stall_ns: record --stall's time (writerprof.record.stall), 0 for none."""
     stacks = StackOptions() if stacks is None else stacks
     # What this process spent before (record's start-up: imports, arguments), and its
     # children so far (none for record; contrast's earlier runs).
@@ -172,13 +178,14 @@ def record(run_dir: Path, command: list[str], interval_ns: int, probes: list[str
     except RunDirectoryError as exc:
         recorded.incomplete.append(f"no topology: {exc}")
     env = probe_environment(run_dir, probes, extra={**(extra_env or {}), **(
-        probestacks.environment(stacks) if stacks.by_probe else {})}, interval_ns=interval_ns, command=command)
+        probestacks.environment(stacks) if stacks.by_probe else {})}, interval_ns=interval_ns, command=command,
+        stall_ns=stall_ns if sampler else 0)
     ending = _Ending(run_dir, recorded)
     with parent.Forwarding(on_ending=ending.received) as signals:
         child = _start(run_dir, command, env, output, stacks, recorded)
         signals.follow(child.pid)
         status, stacks_taken = _follow(child, run_dir, host, interval_ns, sampler, stacks, recorded, signals,
-                                       ending)
+                                       ending, stall_ns)
     recorded.signals = list(signals.received)
     recorded.exit_status = 128 - status if status < 0 else status
     recorded.killed_by = -status if status < 0 else None
@@ -187,7 +194,8 @@ def record(run_dir: Path, command: list[str], interval_ns: int, probes: list[str
                          ended_by="signal" if status < 0 else "exit",
                          signal=signal_name(-status) if status < 0 else None,
                          signals=recorded.signals_at, stacks=stacks_taken, incomplete=recorded.incomplete, outlived_cmd=recorded.outlived,
-                         sampler_ticks=recorded.sampler_ticks, record_cpu=_record_cpu(*before, recorded))
+                         sampler_ticks=recorded.sampler_ticks, record_cpu=_record_cpu(*before, recorded),
+                         stall_ns=stall_ns if sampler else 0)
     except RunDirectoryError as exc:
         recorded.incomplete.append(f"run.json not finished: {exc}")
     return recorded
@@ -263,7 +271,7 @@ def _start(run_dir: Path, command: list[str], env: dict, output, stacks: StackOp
 
 def _follow(child: subprocess.Popen, run_dir: Path, host: str, interval_ns: int, sampler: bool,
             stacks: StackOptions, recorded: Recorded, signals: parent.Forwarding,
-            ending: _Ending) -> tuple[int, dict]:
+            ending: _Ending, stall_ns: int = 0) -> tuple[int, dict]:
     """Follow CMD with py-spy and the sampler until it ends; its wait status,
     and what py-spy took (what record has to say, and what could not be
     written, into `recorded`). If record itself fails meanwhile, CMD is
@@ -282,7 +290,8 @@ def _follow(child: subprocess.Popen, run_dir: Path, host: str, interval_ns: int,
                 warn=lambda line: recorded.notes.append(f"no stacks: {line}"), journals=procs, tree=tree)
         if sampler:
             try:
-                running = Sampler(child.pid, layout.host_dir(run_dir, host), interval_ns / 1e9, tree=tree)
+                running = Sampler(child.pid, layout.host_dir(run_dir, host), interval_ns / 1e9, tree=tree,
+                                  stall_ns=stall_ns)
             except OSError as exc:
                 recorded.incomplete.append(f"no samples: cannot open the sampler's files: {exc.strerror or exc}")
             else:
@@ -299,6 +308,8 @@ def _follow(child: subprocess.Popen, run_dir: Path, host: str, interval_ns: int,
             recorded.sampler_ticks = running.timing()
             if running.write_error:
                 recorded.incomplete.append(f"samples end early: {running.write_error}")
+            if running.stalls is not None:
+                _stall_notes(running.stalls, host, recorded)
         if stack_recorder is not None:  # CMD has ended: py-spy writes its file
             # py-spy follows what is left of the tree: once that is only what outlived CMD, it is stopped.
             stacks_taken = stack_recorder.stop(grace_s=0.0 if recorded.outlived else None)
@@ -309,6 +320,16 @@ def _follow(child: subprocess.Popen, run_dir: Path, host: str, interval_ns: int,
             stacks_taken = probestacks.outcome(run_dir, stacks)
         tree.close()
     return status, stacks_taken
+
+
+def _stall_notes(stalls: StallWatch, host: str, recorded: Recorded) -> None:
+    """What record says after CMD of the stalls it took snapshots of (and of one it could not write)."""
+    where = layout.host_dir(Path(), host) / layout.STALLS_FILE
+    recorded.notes += [f"no save made progress for {taken['stalled_ns'] / 1e9:.1f} s: a snapshot of "
+                       f"{taken['processes']} processes is in {where} (the report names the wait)"
+                       for taken in stalls.taken]
+    if stalls.error:
+        recorded.incomplete.append(stalls.error)
 
 
 def _probe_index(run_dir: Path, host: str, stacks: StackOptions, recorded: Recorded) -> dict:
@@ -422,8 +443,9 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
     try:
         recorded = load(run_dir)
     except (WriterprofError, OSError) as exc:  # a run directory gone or damaged under us
-        lines = head + [f"  warnings         {len(done.warnings()) + 1}", f"    cannot read the recording: {exc}"]
-        return "\n".join(lines + [f"    {w}" for w in done.warnings()])
+        lines = head + [f"  recording notes  {len(done.recording_notes()) + 1}",
+                        f"    cannot read the recording: {exc}"]
+        return "\n".join(lines + [f"    {note}" for note in done.recording_notes()])
     codes = {name: code for code, name in recorded.phase_names.items()}
     phase = recorded.chunk_columns["phase"]  # counts and sums: the columns, not Run.chunks's sorted copy
     written = recorded.chunk_columns["bytes"][phase == codes["write"]]
@@ -437,7 +459,7 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
     saves = (len(files.checkpoint_spans(recorded)) if len(recorded.io)
              else int((phase == codes["save"]).sum()) or len(starts))
     unmatched = unmatched_in(recorded)
-    problems = done.warnings()
+    problems = done.recording_notes()
     problems += [f"--probe {spec} matched nothing: {why}" for spec, why in unmatched.items()]
     problems += [f"probe in pid {e['pid']}: {e['data'].get('where')}: {e['data'].get('error')}"
                  for e in recorded.events_of("error")]
@@ -465,7 +487,7 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
     ]
     if recorded.meta.get("probes"):
         lines.append(f"  probes           {len(recorded.meta['probes'])} given, {len(unmatched)} matched nothing")
-    lines.append(f"  warnings         {len(problems)}")
+    lines.append(f"  recording notes  {len(problems) or 'none'}")
     lines += [f"    {p}" for p in problems[:5]]
     if len(problems) > 5:
         lines.append(f"    ... and {len(problems) - 5} more")

@@ -15,6 +15,12 @@ click (click the bottom frame, or "Reset zoom", to zoom out) and writes the
 frame under the pointer at the bottom. PNG: the same layout drawn by
 matplotlib (a Figure, never pyplot).
 
+Several threads (or processes) drawn as one graph are added up, and the
+subtitle says so (added_up): with record's --idle sampling each thread's
+samples are its wall-clock time, so two threads of a 4.7 s run can hold 7.6 s.
+threads=True draws each thread under a root frame of its own (its name), as
+the HTML report does for a role whose processes have several.
+
 Differential (diff_svg, diff_png): the frames of both runs on one tree, each
 as wide as the mean of its share of A's samples and its share of B's (so a
 frame of either run is seen), coloured by the change in its share of all
@@ -68,12 +74,38 @@ class _Node:
     children: dict[str, _Node] = field(default_factory=dict)
 
 
-def _counts(stacks, by: str = "none") -> dict[tuple[str, ...], int]:
+def _counts(stacks, by: str = "none", threads: bool = False) -> dict[tuple[str, ...], int]:
     if isinstance(stacks, Mapping):
         return dict(stacks)
     from writerprof.run.stacks import merged
 
-    return merged(list(stacks), by=by)
+    return merged(list(stacks), by=by, threads=threads)
+
+
+def how_drawn(stacks, threads: bool = False) -> str:
+    """What a graph of stacks adds up and how (how_many): "3 threads added
+    up", "3 threads, each thread under its name" (threads); "" for one
+    thread, or a count table."""
+    from writerprof.run.stacks import how_many
+
+    if isinstance(stacks, Mapping):
+        return ""
+    return how_many(stacks, ", each thread under its name" if threads else " added up")
+
+
+def added_up(stacks, rate_hz: float | None = None, threads: bool = False, run_s: float | None = None) -> str:
+    """A flamegraph's samples for its subtitle, saying what it adds up
+    (how_drawn): "3 threads added up: 763 samples at 100 Hz, 7.6 s of thread
+    time over a 4.7 s run"; one thread's: "50 samples at 100 Hz (0.5 s)".
+    stacks: ProcessStacks, or a count table (its samples alone)."""
+    total = sum(stacks.values()) if isinstance(stacks, Mapping) else sum(s.total for s in stacks)
+    how = how_drawn(stacks, threads)
+    rate = f" at {rate_hz:g} Hz" if rate_hz else ""
+    if not how:
+        return f"{total} samples{rate}" + (f" ({total / rate_hz:.1f} s)" if rate_hz else "")
+    seconds = f", {total / rate_hz:.1f} s of thread time" if rate_hz else ""
+    over = f" over a {run_s:.1f} s run" if run_s and rate_hz else ""
+    return f"{how}: {total} samples{rate}{seconds}{over}"
 
 
 def _tree(a: Mapping, b: Mapping | None = None) -> _Node:
@@ -265,15 +297,17 @@ def _svg(boxes: list[Box], title: str, subtitle: str, text_of, colour_of, width:
     return "\n".join(out) + "\n"
 
 
-def flame_svg(stacks, title: str, *, rate_hz: float | None = None, by: str = "none", width: int = 1200) -> str:
+def flame_svg(stacks, title: str, *, rate_hz: float | None = None, by: str = "none", threads: bool = False,
+              run_s: float | None = None, width: int = 1200) -> str:
     """A self-contained interactive SVG flamegraph. stacks: a count table
     {frames root -> leaf: samples}, or ProcessStacks (summed, or under a root
-    frame per role or process: by="role" | "process")."""
+    frame per role or process: by="role" | "process"; threads: a root frame
+    per thread above it). run_s: how long the run was, for the subtitle."""
     if rate_hz is None and not isinstance(stacks, Mapping) and stacks:
         rate_hz = stacks[0].rate_hz
-    boxes = layout(_counts(stacks, by))
+    boxes = layout(_counts(stacks, by, threads))
     total = boxes[0].a
-    sub = f"{total} samples" + (f" at {rate_hz:g} Hz ({total / rate_hz:.1f} s)" if rate_hz else "")
+    sub = added_up(stacks, rate_hz, threads, run_s)
     return _svg(boxes, title, sub + "; hover for details, click to zoom",
                 lambda b: hover_text(b, total, rate_hz), lambda b: frame_colour(b.name, b.depth), width)
 
@@ -330,14 +364,13 @@ def _png(boxes: list[Box], title: str, subtitle: str, colour_of) -> bytes:
     return data.getvalue()
 
 
-def flame_png(stacks, title: str, *, rate_hz: float | None = None, by: str = "none") -> bytes:
+def flame_png(stacks, title: str, *, rate_hz: float | None = None, by: str = "none", threads: bool = False,
+              run_s: float | None = None) -> bytes:
     """The flamegraph as PNG bytes (matplotlib), the same layout as flame_svg."""
     if rate_hz is None and not isinstance(stacks, Mapping) and stacks:
         rate_hz = stacks[0].rate_hz
-    boxes = layout(_counts(stacks, by))
-    total = boxes[0].a
-    sub = f"{total} samples" + (f" at {rate_hz:g} Hz ({total / rate_hz:.1f} s)" if rate_hz else "")
-    return _png(boxes, title, sub, lambda b: frame_colour(b.name, b.depth))
+    boxes = layout(_counts(stacks, by, threads))
+    return _png(boxes, title, added_up(stacks, rate_hz, threads, run_s), lambda b: frame_colour(b.name, b.depth))
 
 
 def diff_png(a_counts, b_counts, title: str, *, labels=("A", "B"), by: str = "none") -> bytes:
@@ -351,35 +384,55 @@ def diff_png(a_counts, b_counts, title: str, *, labels=("A", "B"), by: str = "no
 REPORTED_ROLES = ("writer", "producer")  # whose flamegraphs the HTML reports embed
 
 
-def role_graphs(stacks, name: str) -> dict[str, str]:
-    """The writers' and the producers' flamegraphs (SVG) of one run's stacks."""
+def several_threads(stacks) -> bool:
+    """Whether a process of stacks had threads of more than one name: the
+    report's graphs then draw each thread apart."""
+    return any(len(s.threads) > 1 for s in stacks)
+
+
+def role_graphs(stacks, name: str, run_s: float | None = None) -> dict[str, str]:
+    """The writers' and the producers' flamegraphs (SVG) of one run's stacks,
+    each thread apart where a process had several (several_threads)."""
     out = {}
     for role in REPORTED_ROLES:
         mine = [s for s in stacks if s.role == role]
         if mine:
             count = f"{len(mine)} process{'es' * (len(mine) != 1)}"
-            out[f"{role} stacks ({count})"] = flame_svg(mine, f"{role}: {count} of {name}")
+            out[f"{role} stacks ({count})"] = flame_svg(mine, f"{role}: {count} of {name}",
+                                                         threads=several_threads(mine), run_s=run_s)
     return out
 
 
-def comparable_counts(stacks, role: str) -> dict[tuple[str, ...], int]:
+def comparable_counts(stacks, role: str, threads: bool = False) -> dict[tuple[str, ...], int]:
     """One role's stacks summed for a differential graph: writers' from where
     the child's own code begins (fork and forkserver children share no
-    frames before it); "all": each role under a root frame of its own."""
+    frames before it); "all": each role under a root frame of its own;
+    threads: each thread under one of its own (by name, as it is across runs)."""
     from writerprof.run.stacks import from_child_start, merged
 
-    counts = merged(stacks, by="role" if role == "all" else "none")
-    return from_child_start(counts) if role == "writer" else counts
+    return merged(stacks, by="role" if role == "all" else "none", threads=threads,
+                  each=from_child_start if role == "writer" else None)
+
+
+def diff_title(what: str, labels: tuple[str, str], sides, threads: bool = False) -> str:
+    """A differential graph's title: what, B against A, and what each side adds up (how_many)."""
+    from writerprof.run.stacks import how_many
+
+    added = [how_many(side) or "1 thread" for side in sides]
+    said = f"; {'each thread under its name' if threads else 'added up'}: A {added[0]}, B {added[1]}"
+    return f"{what}, B = {labels[1]} against A = {labels[0]}{said if added != ['1 thread'] * 2 else ''}"
 
 
 def role_diffs(stacks_a, stacks_b, labels: tuple[str, str]) -> dict[str, str]:
-    """Differential flamegraphs (SVG) of the writers and of the producers, B against A."""
+    """Differential flamegraphs (SVG) of the writers and of the producers, B
+    against A, each thread apart where a process of either had several."""
     out = {}
     for role in REPORTED_ROLES:
         a, b = ([s for s in side if s.role == role] for side in (stacks_a, stacks_b))
         if not a or not b:
             continue
-        counts = [comparable_counts(side, role) for side in (a, b)]
+        threads = several_threads(a + b)
+        counts = [comparable_counts(side, role, threads) for side in (a, b)]
         out[f"{role} stacks, {labels[1]} against {labels[0]}"] = diff_svg(
-            counts[0], counts[1], f"{role} stacks, B = {labels[1]} against A = {labels[0]}", labels=labels)
+            counts[0], counts[1], diff_title(f"{role} stacks", labels, (a, b), threads), labels=labels)
     return out

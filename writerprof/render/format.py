@@ -34,25 +34,6 @@ def seconds(value, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def recovery(action: dict) -> str:
-    """What a fix's action recovers, and how that is known: "" where nothing says."""
-    value = action.get("recovery_s")
-    if value is None:
-        return ""
-    measured = action.get("recovery") == "measured"
-    how = f"measured by {action.get('measured_by')}" if measured else "estimated"
-    if action.get("capped_from_s") is not None:
-        how += f" at {_short_s(action['capped_from_s'])} s, capped at the measured difference"
-    ci = action.get("recovery_ci95_s")
-    if measured and ci:
-        how += f"; 95% interval {_short_s(ci[0])} to {_short_s(ci[1])} s"
-    return f"recovers {_short_s(value)} s per save ({how})"
-
-
-def _short_s(value: float) -> str:
-    return f"{value:.2f}" if abs(value) >= 0.01 else f"{value:.3f}"
-
-
 def rate(value) -> str:
     return "-" if value is None else f"{value:.2f}"
 
@@ -245,6 +226,83 @@ def binding(b: dict) -> str:
                if b["writer_cpus"] else "no writer of its was seen")
     return (f"rank {b['rank']}: started bound to CPU {format_cpu_list(b['cpus'])} ({len(b['cpus'])} of "
             f"{b['host']}'s {b['host_cpus']} CPUs: the launcher's binding); {writers}")
+
+
+LISTED_RANKS = 4  # a host's ranks said one by one in its binding line; more are grouped by what is alike
+_BOUND_BY = {"bind": "bound to", "interleave": "interleaved on", "weighted interleave": "interleaved (weighted) on",
+             "prefer": "preferring", "prefer (many)": "preferring"}
+
+
+def host_bindings(hosts: list[dict]) -> list[tuple[str, str]]:
+    """(hosts, line) of a summary's "host_binding": each rank's CPU and memory
+    binding and whether its writers inherit them; a host of more than
+    LISTED_RANKS ranks in groups alike in counts (CPUs, nodes), not numbers;
+    hosts whose lines are the same on one (host_names)."""
+    alike = defaultdict(list)
+    for h in hosts:
+        exact = len(h["ranks"]) <= LISTED_RANKS
+        groups = defaultdict(list)
+        for r in h["ranks"]:
+            groups[_rank_binding(r, h["cpus"], exact)].append(r)
+        alike["; ".join(f"{_who(rows)}: {text}" for text, rows in groups.items())].append(h["host"])
+    return [(host_names(names), text) for text, names in alike.items()]
+
+
+def _rank_binding(r: dict, host_cpus: int, exact: bool) -> str:
+    if not r["cpus_bound"]:
+        cpus = f"CPUs unbound (all {host_cpus})"
+    elif exact:
+        cpus = f"CPUs {format_cpu_list(r['cpus'])} ({_nodes(r['cpu_nodes'])})"
+    else:
+        cpus = f"CPUs bound, {len(r['cpus'])} each on {_count(len(r['cpu_nodes']), 'node')}"
+    if r["started_cpus"] != r["cpus"]:
+        cpus += f", set after its start on {format_cpu_list(r['started_cpus'])}" if exact else ", set after its start"
+    return f"{cpus}, memory {_memory(r['memory'], r['memory_bound'], r['cpu_nodes'], exact)}; {_writers(r)}"
+
+
+def _writers(r: dict) -> str:
+    """Whether a rank's writers (a "host_binding" rank) started with its CPUs and its memory binding."""
+    if not r["writers"]:
+        return "no writer seen"
+    cpus, memory = r["writers_inherit_cpus"], r["writers_inherit_memory"]
+    if cpus and memory:
+        return "its writers inherit both"
+    said = ("its writers inherit its CPUs" if cpus else
+            "its writers started on CPUs " + " or ".join(map(format_cpu_list, r["writer_cpus"])) + ", not its own")
+    if memory is None:
+        return said + " (their memory binding not recorded)"
+    if memory:
+        return said + "; they inherit its memory binding"
+    theirs = " or ".join(_memory(w["memory"], w["bound"], r["cpu_nodes"], True) for w in r["writer_memory"])
+    return said + f"; not its memory binding (theirs: {theirs})"
+
+
+def _memory(m: dict | None, bound: bool | None, cpu_nodes: list[int], exact: bool) -> str:
+    """A memory binding (a process's "memory", and whether it is bound) in words."""
+    if m is None or bound is None:
+        return "not recorded"
+    policy, nodes, allowed = m.get("policy"), m.get("nodes"), m.get("allowed")
+    if not bound:
+        return "unbound" + (f" ({policy})" if policy not in (None, "default") else "")
+    if policy in _BOUND_BY and nodes:
+        return (f"{_BOUND_BY[policy]} " + (_nodes(nodes) if exact else _count(len(nodes), "node") + " each")
+                + (" (its CPUs' node)" if nodes == cpu_nodes and len(nodes) == 1 else ""))
+    if policy in _BOUND_BY or allowed is None:
+        return str(policy)
+    # No policy naming nodes: its cpuset allows fewer than the host's.
+    return "limited by its cpuset to " + (_nodes(allowed) if exact else _count(len(allowed), "node") + " each")
+
+
+def _nodes(nodes: list[int]) -> str:
+    return f"node{'s' * (len(nodes) != 1)} {format_cpu_list(nodes)}"
+
+
+def _who(rows: list[dict]) -> str:
+    """The ranks of a binding line's group, or their producers' pids where they have no rank."""
+    ranked = [r["rank"] for r in rows if has_rank(r["rank"])]
+    if len(ranked) == len(rows):
+        return f"rank{'s' * (len(ranked) != 1)} {ranks(ranked)}"
+    return f"pid{'s' * (len(rows) != 1)} {', '.join(str(r['pid']) for r in rows)}"
 
 
 def placement(p: dict) -> str:

@@ -15,13 +15,19 @@ from collections import defaultdict
 
 from writerprof.analysis.groups import stats
 from writerprof.analysis.handoffs import BETWEEN
+from writerprof.analysis.compare import OWN
 from writerprof.analysis.ending import complete
 from writerprof.analysis.saves import COMPONENTS, STARTUP_PHASES
 from writerprof.render.format import has_rank as _has_rank, placement_value as _placement_value
 from writerprof.render.format import command as _command, rank as _rank, ranks as _ranks, rate as _rate
 from writerprof.render.format import binding, placement, recording_notes, seconds as _s, shares
-from writerprof.render.format import ending, left_out, recovery, save_cut, save_status, slurm_job
+from writerprof.analysis.fixes import recovery_text
+from writerprof.render.format import ending, left_out, save_cut, save_status, slurm_job
 from writerprof.render.format import interval_kind as _interval_kind
+from writerprof.render.format import host_bindings
+from writerprof.render import plots  # the package: no matplotlib until a plot is drawn
+from writerprof.render.evidence import value as evidence_value
+from writerprof.render.fix_once import once_per_process
 from writerprof.units import format_cpu_list, format_size
 
 MAX_ROWS = 40  # beyond this many processes or saves, one row per group
@@ -63,21 +69,6 @@ def _mmm_of(stats: dict | None, digits: int = 3) -> str:
     return f"{stats['mean']:.{digits}f} ({stats['min']:.{digits}f}–{stats['max']:.{digits}f})"
 
 
-def _value(key: str, value) -> str:
-    """An evidence value as text."""
-    if isinstance(value, float):
-        return f"{value:.3f}" if abs(value) >= 0.001 or value == 0 else f"{value:.3g}"
-    if isinstance(value, dict):
-        return ", ".join(f"{k}: {_value(k, v)}" for k, v in value.items()) or "-"
-    if isinstance(value, list):
-        if value and all(isinstance(v, int) and not isinstance(v, bool) for v in value) and "cpu" in key:
-            return format_cpu_list(value)
-        if value and all(isinstance(v, dict) for v in value):  # records, the threads of numa-mismatch
-            return "; ".join(f"({_value(key, v)})" for v in value)
-        return ", ".join(_value(key, v) for v in value) or "-"
-    return "-" if value is None else str(value)
-
-
 # --- diagnoses ---------------------------------------------------------------------------------
 
 _SEVERITY = {"warning": 0, "info": 1}
@@ -89,21 +80,26 @@ def _where(d: dict, run: str | None = None) -> str:
     return " · ".join(p for p in parts if p)
 
 
-def _instance(d: dict, run: str | None = None) -> str:
+def _instance(d: dict, run: str | None, fix: tuple[list[dict], str | None, int]) -> str:
+    """One diagnosis in full; fix: its actions not shown before for its process (fix_once)."""
     cost = f" · cost {d['cost_s']:.3f} s" if d.get("cost_s") is not None else ""
-    evidence = _kv([(k, _value(k, v)) for k, v in (d.get("evidence") or {}).items()])
+    evidence = _kv([(k, evidence_value(k, v)) for k, v in (d.get("evidence") or {}).items()])
     return (f'<div class="instance"><div class="where">{_e(_where(d, run))}{_e(cost)}</div>'
-            f"<div>{_e(d['message'])}</div>{evidence}{_fix(d.get('fix'))}</div>")
+            f"<div>{_e(d['message'])}</div>{evidence}{_fix(*fix)}</div>")
 
 
-def _fix(fix: list[dict] | None, head: str = "fix") -> str:
-    """A fix's actions: what to change, where, and the recovery, estimated or measured."""
-    if not fix:
+def _fix(fix: list[dict] | None, shown_under: str | None = None, shown: int = 0, head: str = "fix") -> str:
+    """A fix's actions: what to change, where, and the recovery, estimated or
+    measured; then, where `shown` more of its actions were listed under an
+    earlier diagnosis (`shown_under`), a pointer to them."""
+    if not fix and not shown:
         return ""
+    same = (f'<li class="same">{"and " if fix else ""}the {shown} action{"s" * (shown != 1)} under '
+            f"<code>{_e(shown_under)}</code> above</li>" if shown else "")
     items = "".join(
         f"<li>{_e(a['what'])}; <b>where</b>: <code>{_e(a['where'])}</code>"
-        + (f" · {_e(recovery(a))}" if recovery(a) else "") + "</li>"
-        for a in fix)
+        + (f" · {_e(recovery_text(a))}" if recovery_text(a) else "") + "</li>"
+        for a in fix or []) + same
     return f'<div class="fix"><b>{_e(head)}</b><ul>{items}</ul></div>'
 
 
@@ -129,9 +125,13 @@ def diagnoses_html(diagnoses: list[dict], runs: list[str | None] | None = None) 
         return sum(d.get("cost_s") or 0 for d, _ in items)
     order = sorted(groups, key=lambda code: (-cost(groups[code]), min(_SEVERITY.get(d["severity"], 2)
                                                                         for d, _ in groups[code]), code))
+    ordered = {code: sorted(groups[code], key=lambda x: (-(x[0].get("cost_s") or 0),
+                                                        _SEVERITY.get(x[0]["severity"], 2))) for code in order}
+    full_of = {code: FULL_INSTANCES if len(items) <= FULL_INSTANCES else 1 for code, items in ordered.items()}
+    fixes = iter(once_per_process([x for code in order for x in ordered[code][:full_of[code]]]))
     out = []
     for code in order:
-        items = sorted(groups[code], key=lambda x: (-(x[0].get("cost_s") or 0), _SEVERITY.get(x[0]["severity"], 2)))
+        items = ordered[code]
         severity = min((d["severity"] for d, _ in items), key=lambda s: _SEVERITY.get(s, 2))
         costs = [d["cost_s"] for d, _ in items if d.get("cost_s") is not None]
         head = (f'<span class="badge {_e(severity)}">{_e(severity)}</span><code>{_e(code)}</code>'
@@ -146,8 +146,8 @@ def diagnoses_html(diagnoses: list[dict], runs: list[str | None] | None = None) 
                 _has_rank(d.get("rank")) for d, _ in items) else "") + _e(
                 f" · hosts {', '.join(hosts)}" if len(hosts) > 1 else "")
         body = [f'<div class="diagnosis {_e(severity)}"><h3>{head}</h3>']
-        full = FULL_INSTANCES if len(items) <= FULL_INSTANCES else 1
-        body += [_instance(d, run) for d, run in items[:full]]
+        full = full_of[code]
+        body += [_instance(d, run, next(fixes)) for d, run in items[:full]]
         rest = items[full:]
         if rest:
             rows = [[_where(d, run), _s(d.get("cost_s")), d["message"]] for d, run in rest[:MAX_INSTANCES]]
@@ -181,6 +181,7 @@ def _header(summary: dict) -> str:
         nodes = "; ".join(f"node {n}: CPUs {format_cpu_list(c)}" for n, c in topo.get("nodes", {}).items())
         rows.append((f"host {host}", f"{topo.get('cpus')} CPUs, {len(topo.get('nodes', {}))} NUMA node(s) "
                                      f"({nodes}){', ' + topo['cpu_model'] if topo.get('cpu_model') else ''}"))
+    rows += [(f"binding {hosts}", bound) for hosts, bound in host_bindings(summary.get("host_binding") or [])]
     if (job := slurm_job(run)) is not None:
         rows.append(("Slurm", job))
     out = [_kv(rows)]
@@ -235,7 +236,7 @@ def _saves(summary: dict) -> str:
             'its fill is no hooked call.</p>')
     if len(saves) <= MAX_ROWS:
         rows = [[s["save"], s["host"], _rank(s["rank"]), s.get("writer_pid") or "-", s.get("start_method") or "-",
-                 _s(s["startup_s"]), _s((s["startup"] or {}).get("main_rerun")),
+                 _s(s["startup_s"]), _s((s["startup"] or {}).get("main_rerun") or None),  # no re-run: "-"
                  ("~" if s.get("gen_from") == BETWEEN else "") + _s(s["gen_s"]),
                  *[_s(s[k]) for k, _ in _SAVE_COLUMNS[2:]], _rate(s.get("gib_s")),
                  save_status(s) or f"{s['bottleneck']} {_s(s['bottleneck_s'])}"]
@@ -286,7 +287,7 @@ def report_html(summary: dict, figures: dict | None = None, image_format: str = 
             f"{len(summary['diagnoses'])} in all; most costly first)</h2>",
             diagnoses_html(summary["diagnoses"]), _processes(summary), _ranks_placement(summary),
             _bindings(summary), _saves(summary),
-            _figures(figures or {}, image_format), _flames(flames or {})]
+            _figures(figures or {}, image_format, plots.left_out(summary)), _flames(flames or {})]
     return _page(f"writerprof report {run.get('path')}", body)
 
 
@@ -311,8 +312,14 @@ def _side_label(side: dict, default: str) -> str:
 
 
 def _part_row(c: dict) -> list:
+    """A component's row; a side where none of its calls was recorded (a
+    phase no hook saw) has "-", and so have the difference and its share."""
     own = (f"; its own calls {c['a_own_s']:.3f} → {c['b_own_s']:.3f} s"
            if c.get("a_own_s") is not None and c.get("b_own_s") is not None else "")
+    unmeasured = {side for side in ("a", "b") if c["name"] in OWN and c.get(f"{side}_own_s") is None}
+    if unmeasured:
+        return [c.get("label") or c["name"], c.get("description", "") + "; not measured: no hooked call",
+                *("-" if side in unmeasured else _s(c[f"{side}_s"]) for side in ("a", "b")), "-", "-"]
     share = "noise" if c.get("significant") is False else _pct(c.get("share"))
     return [c.get("label") or c["name"], c.get("description", "") + own, _s(c["a_s"]), _s(c["b_s"]),
             _signed(c["diff_s"]) + _pm(c), share]
@@ -346,7 +353,8 @@ def _components(comparison: dict, name_a: str, name_b: str) -> str:
 def _startup(comparison: dict, name_a: str, name_b: str) -> str:
     a, b = comparison["a"], comparison["b"]
     rows = [[p, _s(a["startup"].get(p)), _s(b["startup"].get(p)),
-             _signed((b["startup"].get(p) or 0) - (a["startup"].get(p) or 0))]
+             _signed(None if a["startup"].get(p) is None or b["startup"].get(p) is None
+                     else b["startup"][p] - a["startup"][p])]
             for p in STARTUP_PHASES if max(a["startup"].get(p) or 0, b["startup"].get(p) or 0) >= MIN_S]
     if not rows:
         return ""
@@ -412,6 +420,11 @@ def _what_ifs(contrast: dict | None) -> str:
                                          numeric={2}))
 
 
+def verdict_html(verdict: str) -> str:
+    """A comparison's verdict (analysis.compare.verdict), a line each."""
+    return "<br>".join(_e(line) for line in verdict.split("\n"))
+
+
 def contrast_html(comparison: dict, sides: dict[str, list[dict]], figures: dict | None = None,
                   contrast: dict | None = None, image_format: str = "png",
                   flames: dict[str, str] | None = None) -> str:
@@ -423,13 +436,14 @@ def contrast_html(comparison: dict, sides: dict[str, list[dict]], figures: dict 
     name_a, name_b = _side_label(a, "A"), _side_label(b, "B")
     t = comparison["throughput"]
     change = f"{t['change']:+.1%}" if t.get("change") is not None else "-"
+    # A contrast's verdict and fix: the first comparison's, with what its what-ifs measured of the fix.
+    verdict = contrast["verdict"] if contrast and "verdict" in contrast else comparison["verdict"]
     body = [f"<h1>writerprof contrast: {_e(name_a)} vs {_e(name_b)}</h1>",
-            f'<div class="verdict" id="verdict">{_e(comparison["verdict"])}</div>']
+            f'<div class="verdict" id="verdict">{verdict_html(verdict)}</div>']
+    body += [f'<p class="note"><b>{_e(d["heading"])}:</b> ' + "<br>".join(_e(line) for line in d["lines"]) + "</p>"
+             for d in comparison.get("details") or []]
     fix = contrast["fix"] if contrast and "fix" in contrast else comparison.get("fix")
-    body.append(_fix(fix, "What to do"))
-    noise = comparison.get("noise") or {}
-    if noise.get("hides"):
-        body.append(f'<p class="note" id="noise">Noise: {_e(noise["message"])}</p>')
+    body.append(_fix(fix, head="What to do"))
     if contrast and contrast.get("command"):
         body.append(_kv([("command", _Html(f"<code>{_e(_command(contrast['command']))}</code>")),
                          ("methods", ", ".join(contrast.get("methods") or [])),

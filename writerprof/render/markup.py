@@ -34,15 +34,16 @@ code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monosp
 .verdict { font-size: 1.25em; padding: 0.8em 1em; border: 2px solid #333; background: #fffbe6; margin: 1em 0; }
 .notice { padding: 0.5em 0.8em; background: #fdecea; border-left: 5px solid #c62828; }
 .note { color: #555; font-size: 0.9em; }
+.fix li.same { color: #555; }
 figure { margin: 1em 0 2em 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { color: #555; font-size: 0.9em; }
 """
 
 # What each plot shows, under it.
 CAPTIONS = {
-    "affinity_timeline": "Where each process ran over time (sampled CPU, coloured by NUMA node), against the CPUs "
-                         "it was allowed; at scale the share of samples per node by host and role (at most 12 "
-                         "groups: the most spread over nodes).",
+    "affinity_timeline": "Where each process ran over time (sampled CPU, coloured by NUMA node; a grey dot where it "
+                         "was idle), against the CPUs it was allowed; at scale the share of the busy readings per "
+                         "node by host and role (at most 12 groups: the most spread over nodes).",
     "buffer_placement": "Pages of each shared-memory buffer per NUMA node at the end of the writer's loop, and the "
                         "node the writer ran on.",
     "chunk_timeline": "Each producer/writer pair on one time axis: gen, put-wait, the writer's start-up phases, "
@@ -61,6 +62,9 @@ def _e(value) -> str:
 
 
 def _cell(value) -> str:
+    """A table cell: markup made here as it is, None (not measured) as "-", the rest escaped."""
+    if value is None:
+        return "-"
     return value if isinstance(value, _Html) else _e(value)
 
 
@@ -100,7 +104,8 @@ def figure_data_uri(figure, image_format: str = "png", dpi: int = HTML_DPI) -> s
     return f"data:{mime};base64,{base64.b64encode(buffer.getvalue()).decode('ascii')}"
 
 
-def _figures(figures: dict, image_format: str) -> str:
+def _figures(figures: dict, image_format: str, left_out: dict[str, str] | None = None) -> str:
+    """The plots (a None figure is skipped), then a note for each plot left out (name -> why)."""
     if not figures:
         return ""
     out = ["<h2>Plots</h2>"]
@@ -110,6 +115,8 @@ def _figures(figures: dict, image_format: str) -> str:
         out.append(f'<figure id="{_e(name)}"><img alt="{_e(name)}" src="{figure_data_uri(figure, image_format)}">'
                    f"<figcaption><b>{_e(name.replace('_', ' '))}</b>. {_e(CAPTIONS.get(name, ''))}</figcaption>"
                    f"</figure>")
+    out += [f'<p class="note" id="{_e(name)}-left-out"><b>{_e(name.replace("_", " "))}</b>: {_e(why)}.</p>'
+            for name, why in (left_out or {}).items()]
     return "\n".join(out)
 
 
@@ -123,11 +130,18 @@ def _flames(flames: dict[str, str]) -> str:
            "<code>record --stacks-by</code>), blocked threads included: widths are wall-clock time. "
            "Hover a frame for its samples and share; click to zoom.</p>"]
     for name, svg in flames.items():
-        height = re.search(r'<svg[^>]*\sheight="(\d+)"', svg)
-        out.append(f'<figure><iframe title="{_e(name)}" srcdoc="{_e(svg)}" '
-                   f'style="width:100%;border:0;height:{int(height.group(1)) + 20 if height else 600}px"></iframe>'
+        tag = re.search(r"<svg[^>]*>", svg)
+        width, height = (re.search(rf'\s{attr}="(\d+)', tag.group(0)) if tag else None for attr in ("width", "height"))
+        # The graph no wider than its frame (a narrow window scales it down rather than cut its right
+        # side off), the frame in the graph's proportions: nothing inside it scrolls or is cut.
+        shape = f"aspect-ratio:{width.group(1)}/{height.group(1)}" if width and height else "height:600px"
+        out.append(f'<figure><iframe title="{_e(name)}" srcdoc="{_e(_FLAME_STYLE + svg)}" '
+                   f'style="width:100%;border:0;{shape}"></iframe>'
                    f"<figcaption><b>{_e(name)}</b></figcaption></figure>")
     return "\n".join(out)
+
+
+_FLAME_STYLE = "<style>html, body { margin: 0; } svg { display: block; max-width: 100%; height: auto; }</style>"
 
 
 def _page(title: str, body: list[str]) -> str:

@@ -8,37 +8,38 @@ import textwrap
 
 from writerprof.analysis.program import STARTUP
 from writerprof.render.markup import _e, _kv, _page, _table
+from writerprof.render.table import WIDTH, Column, table
 
-WIDTH = 100
 
-
-def contrast_text(result: dict, report) -> str:
+def contrast_text(result: dict, report, width: int = WIDTH) -> str:
     out = []
     for method, c in result["comparisons"].items():
         a, b = c["a"]["name"], c["b"]["name"]
         out.append(f"\n=== {a} vs {b}: CMD's wall time ===\n")
-        out += [line for text in c["verdict"] for line in _wrap(text, "")]
+        out += [line for text in c["verdict"] for line in _wrap(text, "", width)]
         out.append("")
-        out += _parts(c)
+        out += _parts(c, width)
         out.append("")
-        out += _children(c)
-        out += _fix(c["fix"])
+        out += _children(c, width)
+        out += _fix(c["fix"], width)
     for entry in result["what_ifs"]:
-        out += _wrap(f"{entry['method']}: not run: {entry['reason']}", "")
+        out += _wrap(f"{entry['method']}: not run: {entry['reason']}", "", width)
     out.append(f"\nReport: {report}")
     return "\n".join(out) + "\n"
 
 
-def _parts(c: dict) -> list[str]:
+def _parts(c: dict, width: int) -> list[str]:
     a, b = c["a"]["name"], c["b"]["name"]
-    rows = [["wall time, by part (s)", a, b, f"{b} - {a}", "95% interval", "share"]]
+    columns = [Column("wall time, by part (s)", left=True, wrap=True), Column(a), Column(b), Column(f"{b} - {a}"),
+               Column("95% interval", left=True), Column("share")]
+    rows = []
     for p in c["parts"]:
         if p["a_s"] or p["b_s"]:
             rows.append(_cells(p["label"], p["a_s"], p["b_s"], p["diff_s"], p["ci95_s"],
                                f"{p['share']:.0%}" if p["significant"] and p["share"] is not None else ""))
     w = c["wall"]
     rows.append(_cells("total: CMD's wall time", w["a_s"], w["b_s"], w["diff_s"], w["ci95_s"], ""))
-    return _aligned(rows, left=(0, 4))
+    return table(columns, rows, width)
 
 
 def _cells(label, a, b, diff, ci, share) -> list[str]:
@@ -46,17 +47,9 @@ def _cells(label, a, b, diff, ci, share) -> list[str]:
     return [label, f"{a:.3f}", f"{b:.3f}", f"{diff:+.3f}", interval, share]
 
 
-def _aligned(rows: list[list[str]], left=(0,)) -> list[str]:
-    """A table, each column as wide as its widest cell: the `left` columns
-    left-aligned, the rest (numbers) right-aligned."""
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  " + "  ".join(cell.ljust(width) if i in left else cell.rjust(width)
-                             for i, (cell, width) in enumerate(zip(r, widths))).rstrip() for r in rows]
-
-
-def _children(c: dict) -> list[str]:
+def _children(c: dict, width: int = WIDTH) -> list[str]:
     a, b = c["a"], c["b"]
-    rows = [["per child (mean)", a["name"], b["name"]]]
+    rows = []
 
     def row(label, x, y, fmt="{:.3f}"):
         rows.append([label, _fmt(x, fmt), _fmt(y, fmt)])
@@ -75,17 +68,17 @@ def _children(c: dict) -> list[str]:
     row("wait + unpickle, child (s)", a["tasks"]["get_s"], b["tasks"]["get_s"], "{:.4f}")
     row("pickling calls", a["tasks"]["pickled_calls"], b["tasks"]["pickled_calls"], "{:.0f}")
     row("pickling one (s)", a["tasks"]["pickle_s"], b["tasks"]["pickle_s"], "{:.5f}")
-    return _aligned(rows)
+    return table([Column("per child (mean)", left=True, wrap=True), Column(a["name"]), Column(b["name"])], rows, width)
 
 
-def _fix(fix: list[dict]) -> list[str]:
+def _fix(fix: list[dict], width: int) -> list[str]:
     if not fix:
         return []
     out = ["", "fix:"]
     for action in fix:
         rec = (f"; recovers about {action['recovery_s']:.2f} s of the wall time ({action['recovery']})"
                if action.get("recovery_s") is not None else "")
-        out += _wrap(f"- {action['what']}; where: {action['where']}{rec}", "  ")
+        out += _wrap(f"- {action['what']}; where: {action['where']}{rec}", "  ", width)
     return out
 
 
@@ -97,8 +90,9 @@ def _mib(value):
     return value / 2**20 if value is not None else None
 
 
-def _wrap(text: str, indent: str) -> list[str]:
-    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ") or [indent]
+def _wrap(text: str, indent: str, width: int) -> list[str]:
+    return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + "  ",
+                         break_on_hyphens=False) or [indent]
 
 
 def contrast_html(result: dict) -> str:

@@ -1,5 +1,6 @@
-"""Reports as text for a terminal, 100 columns: they format what the analysis
-found and compute nothing of their own. Many processes or saves (MPI runs)
+"""Reports as text for a terminal, 100 columns or the terminal's width where
+it is narrower (render.table): they format what the analysis found and
+compute nothing of their own. Every table is render.table's. Many processes or saves (MPI runs)
 are shown as the summary's rows per host and role (summary["process_groups"])
 and per save index (summary["save_indices"])."""
 
@@ -7,46 +8,57 @@ from __future__ import annotations
 
 import textwrap
 from collections import defaultdict
+from pathlib import Path
 
 from writerprof.analysis.handoffs import BETWEEN
 from writerprof.analysis.saves import COMPONENTS
 from writerprof.render.format import command as _command, placement_value, rank as _rank, rate as _rate
 from writerprof.render.format import binding, host_names, placement, recording_notes, seconds as _sec, shares
-from writerprof.render.format import ending, interval_kind, left_out, recovery, save_cut, save_status, slurm_job
+from writerprof.render.format import host_bindings
+from writerprof.analysis.fixes import recovery_text
+from writerprof.render.format import ending, interval_kind, left_out, save_cut, save_status, slurm_job
+from writerprof.render.stalls import stall_lines
+from writerprof.render.fix_once import once_per_process
+from writerprof.render.table import WIDTH, Column, table
 from writerprof.units import format_cpu_list, format_size
 
-WIDTH = 100
 MAX_ROWS = 40  # beyond this many processes or saves, one row per group
 SAME_CODE_SHOWN = 3  # diagnoses of one code shown in full; the rest are listed by who
 
 
-def report_text(summary: dict) -> str:
-    out = [_header(summary)]
+def report_text(summary: dict, width: int = WIDTH) -> str:
+    out = [_header(summary, width)]
     if summary["run"]["losses"]:
         out.append("\nData lost (the rest is complete and used):")
         out += [f"  - {loss}" for loss in summary["run"]["losses"]]
-    out += ["", _processes(summary), "", _saves(summary)]
+    out += ["", _processes(summary, width), "", _saves(summary, width)]
     if len(summary["ranks"]) > 1:
-        out += ["", _ranks(summary)]
-    out += ["", _diagnoses(summary["diagnoses"])]
+        out += ["", _ranks(summary, width)]
+    out += stall_lines(summary, width)
+    out += ["", _diagnoses(summary["diagnoses"], width)]
     return "\n".join(out).rstrip() + "\n"
 
 
-def _header(summary: dict) -> str:
+def _header(summary: dict, width: int) -> str:
     run, t = summary["run"], summary["throughput"]
     command = _command(run["command"])
-    lines = [_clip(f"writerprof report {run['path']}"), _clip(f"  command   {command}")]
-    lines += _field("ended", ending(run)
-                    + ("   (SYNTHETIC run: generated, not measured)" if run["synthetic"] else ""))
+
+    def field(name: str, text: str) -> list[str]:
+        return _field(name, text, width)
+
+    lines = textwrap.wrap(f"writerprof report {run['path']}", width, subsequent_indent=" " * 18,
+                          break_long_words=False, break_on_hyphens=False)  # a path whole
+    lines.append(_cut(f"  command   {command}", width))
+    lines += field("ended", ending(run) + ("   (SYNTHETIC run: generated, not measured)" if run["synthetic"] else ""))
     left = left_out(run["ending"]["saves"])
     if t["saves"]:
         methods = ", ".join(run["start_methods"]) or "no writer process started"
-        lines += _field("saves", f"{t['saves']}{' complete' * bool(left)} of "
+        lines += field("saves", f"{t['saves']}{' complete' * bool(left)} of "
                                  f"{format_size(t['bytes'] // t['saves'])}, mean {t['mean_save_s']:.3f} s, "
                                  f"{t['gib_s']:.2f} GiB/s ({methods}; Python {', '.join(run['python'])})"
                         + (f"; {left}" if left else ""))
     elif left:
-        lines += _field("saves", f"none complete; {left}")
+        lines += field("saves", f"none complete; {left}")
     else:
         lines.append("  saves     none found (no checkpoint file written: see `record --save-files`)")
     alike = defaultdict(list)  # hosts of one shape on one line
@@ -54,22 +66,24 @@ def _header(summary: dict) -> str:
         nodes = ", ".join(f"node {n}: CPUs {format_cpu_list(c)}" for n, c in topo["nodes"].items())
         alike[f"{topo['cpus']} CPUs, {len(topo['nodes'])} node(s) ({nodes})"].append(host)
     for shape, hosts in alike.items():
-        lines.append(_clip(f"  host      {host_names(hosts)}: {shape}"))
+        lines.append(_cut(f"  host      {host_names(hosts)}: {shape}", width))
+    for hosts, bound in host_bindings(summary.get("host_binding") or []):  # (#201: is each rank bound?)
+        lines += field("binding", f"{hosts}: {bound}")
     if (job := slurm_job(run)) is not None:
-        lines += _field("slurm", job)
+        lines += field("slurm", job)
     for note in recording_notes(run):  # wrapped, not clipped: a note ends with what to do
-        lines += _field("note", note)
+        lines += field("note", note)
     off = [(h, c) for h, c in summary.get("clocks", {}).items() if c["offset_ns"]]
     if off:
         worst = max((c["spread_ns"] or 0) for _, c in off) / 1e6
-        lines.append(_clip(f"  clocks    {len(off)} other host(s) put on this host's time line by their wall-clock "
-                           f"anchors; their anchors agree within {worst:.1f} ms"))
+        lines.append(_cut(f"  clocks    {len(off)} other host(s) put on this host's time line by their wall-clock "
+                          f"anchors; their anchors agree within {worst:.1f} ms", width))
     return "\n".join(lines)
 
 
-def _field(name: str, text: str) -> list[str]:
+def _field(name: str, text: str, width: int) -> list[str]:
     """A header field's lines: wrapped, not clipped (its end says the most)."""
-    return textwrap.wrap(text, WIDTH, initial_indent=f"  {name:<10}", subsequent_indent=" " * 12,
+    return textwrap.wrap(text, width, initial_indent=f"  {name:<10}", subsequent_indent=" " * 12,
                          break_long_words=False, break_on_hyphens=False)
 
 
@@ -77,143 +91,160 @@ def _shares(share: dict, limit: int = 2) -> str:
     return shares(share, limit)
 
 
-def _processes(summary: dict) -> str:
+def _processes(summary: dict, width: int) -> str:
     procs = summary["processes"]
-    head = (f"{'host':<10} {'rank':>4} {'pid':>7} {'role':<16} {'method':<10} {'allowed':<9} "
-            f"{'ran on':<11} {'buffers':<8} {'faults':>8} {'invol.':>7}")
-    rows = [f"Processes ({len(procs)})", head]
+    rows = [f"Processes ({len(procs)})"]
     if len(procs) <= MAX_ROWS:
-        for p in procs:
-            rows.append(
-                f"{_cut(p['host'], 10):<10} {_rank(p['rank']):>4} {p['pid']:>7} {p['role']:<16} "
-                f"{p['start_method'] or '-':<10.10} {format_cpu_list(p['allowed_cpus']) or '-':<9.9} "
-                f"{_shares(p['worked_nodes']):<11.11} {_shares(p['buffer_nodes'], 1):<8.8} "
-                f"{_num(p['minflt']):>8} {_num(p['nonvoluntary_switches']):>7}")
-        return "\n".join(rows)
-    rows[1] = (f"{'host':<10} {'role':<16} {'count':>6} {'methods':<12} {'allowed masks':<16} "
-               f"{'ran on node':<12} {'buffers':<10} {'faults/proc':>11}")
+        columns = [Column("host", left=True, wrap=True), Column("rank"), Column("pid"), Column("role", left=True),
+                   Column("method", left=True), Column("allowed", left=True, wrap=True),
+                   Column("ran on", left=True, drop=1), Column("buffers", left=True, drop=2),
+                   Column("faults", drop=3), Column("invol.", drop=4)]
+        cells = [[p["host"], _rank(p["rank"]), str(p["pid"]), p["role"], p["start_method"] or "-",
+                  format_cpu_list(p["allowed_cpus"]) or "-", _shares(p["worked_nodes"]),
+                  _shares(p["buffer_nodes"], 1), _num(p["minflt"]), _num(p["nonvoluntary_switches"])] for p in procs]
+        return "\n".join(rows + table(columns, cells, width, indent="", gap=1))
+    columns = [Column("host", left=True, wrap=True), Column("role", left=True), Column("count"),
+               Column("methods", left=True, wrap=True), Column("allowed masks", left=True, wrap=True),
+               Column("ran on node", left=True, drop=1), Column("buffers", left=True, drop=2),
+               Column("faults/proc", drop=3)]
+    cells = []
     for g in summary["process_groups"]:
         faults = g["minflt"]
         mask = format_cpu_list(g["allowed_cpus"]) if g["masks"] == 1 else f"{g['masks']} different"
-        rows.append(
-            f"{_cut(g['host'], 10):<10} {g['role']:<16} {g['count']:>6} {','.join(g['start_methods']) or '-':<12.12} "
-            f"{mask:<16.16} {_shares(g['worked_nodes']):<12.12} {_shares(g['buffer_nodes']):<10.10} "
-            f"{_num(int(faults['mean']) if faults else None):>11}")
-    return "\n".join(rows)
+        cells.append([g["host"], g["role"], str(g["count"]), ",".join(g["start_methods"]) or "-", mask,
+                      _shares(g["worked_nodes"]), _shares(g["buffer_nodes"]),
+                      _num(int(faults["mean"]) if faults else None)])
+    return "\n".join(rows + table(columns, cells, width, indent="", gap=1))
 
 
-# What the save tables' last column is: the label (analysis.saves.bound_by) and the seconds it is taken from.
-_BOUND_BY = "put-w/get-w: producer/writer waiting on the queue; bound by: most critical-path seconds"
+# The keys of the save tables' columns: the queue's waits, and the last column, the label
+# (analysis.saves.bound_by) and the seconds it is taken from.
+_PUT_W = "put-w: producer waiting on the queue"
+_GET_W = "get-w: writer waiting on the queue"
+_BOUND_BY = "bound by: most critical-path seconds"
 
 
-def _saves(summary: dict) -> str:
+def _saves(summary: dict, width: int) -> str:
     saves = summary["saves"]
-    head = (f"{'save':>4} {'rank':>4} {'writer':>7} {'start-up':>8} {'re-run':>6} {'gen':>6} "
-            f"{'put-w':>5} {'get-w':>5} {'write':>6} {'fsync':>6} {'total':>6} {'GiB/s':>5} bound by")
-    rows = [f"Saves ({len(saves)}; seconds; start-up: Process.start() to first write; re-run: of __main__)",
-            _BOUND_BY, head]
-    if any(s.get("gen_from") == BETWEEN for s in saves):
-        rows.insert(2, "~gen: the producer's time between its hand-offs (its fill is no hooked call)")
-    if len(saves) <= MAX_ROWS:
-        for s in saves:
-            gen = ("~" if s.get("gen_from") == BETWEEN else "") + _sec(s["gen_s"])
-            rows.append(
-                f"{s['save']:>4} {_rank(s['rank']):>4} {s['writer_pid'] or '-':>7} {_sec(s['startup_s']):>8} "
-                f"{_sec(s['startup'].get('main_rerun') or None):>6} {gen:>6} {_sec(s['put_wait_s']):>5} "
-                f"{_sec(s['get_wait_s']):>5} {_sec(s['write_s']):>6} {_sec(s['fsync_s']):>6} "
-                f"{_sec(s['duration_s']):>6} {_rate(s['gib_s']):>5} "
-                f"{save_status(s) or s['bottleneck'] + ' ' + _sec(s['bottleneck_s'])}")
-        return "\n".join(rows + _cut_saves(saves))
-    rows[0] = (f"Saves ({len(saves)} over {len(summary['ranks'])} producers; seconds, "
-               f"mean over ranks; slowest: the rank whose save took longest)")
-    rows[1] = "put-w: producer waiting on the queue; bound by: most ranks' label, its critical-path mean"
-    rows[2] = (f"{'save':>4} {'ranks':>5} {'start-up':>8} {'re-run':>6} {'gen':>6} {'put-w':>5} "
-               f"{'write':>6} {'fsync':>6} {'mean':>6} {'max':>6} {'slowest':<14} bound by")
+    if len(saves) > MAX_ROWS:
+        return _save_indices(summary, width)
+    between = any(s.get("gen_from") == BETWEEN for s in saves)
+    # Narrower than 100 columns: the rate first (the header's mean says it), the writer's wait, the re-run
+    # (start-up holds it).
+    columns = [Column("save"), Column("rank"), Column("writer"), Column("start-up"), Column("re-run", drop=1),
+               Column("gen", key="~gen: the producer's time between its hand-offs (its fill is no hooked call)"
+                      if between else ""),
+               Column("put-w", key=_PUT_W), Column("get-w", key=_GET_W, drop=2), Column("write"), Column("fsync"),
+               Column("total"), Column("GiB/s", drop=3), Column("bound by", left=True, wrap=True, key=_BOUND_BY)]
+    cells = [[str(s["save"]), _rank(s["rank"]), str(s["writer_pid"] or "-"), _sec(s["startup_s"]),
+              _sec(s["startup"].get("main_rerun") or None),
+              ("~" if s.get("gen_from") == BETWEEN else "") + _sec(s["gen_s"]), _sec(s["put_wait_s"]),
+              _sec(s["get_wait_s"]), _sec(s["write_s"]), _sec(s["fsync_s"]), _sec(s["duration_s"]),
+              _rate(s["gib_s"]), save_status(s) or s["bottleneck"] + " " + _sec(s["bottleneck_s"])] for s in saves]
+    rows = _wrap(f"Saves ({len(saves)}; seconds; start-up: Process.start() to first write; re-run: of __main__)", "",
+                 width)
+    return "\n".join(rows + table(columns, cells, width, indent="", gap=1) + _cut_saves(saves, width))
+
+
+def _save_indices(summary: dict, width: int) -> str:
+    """The saves of many producers, a row per save index: their means, and the slowest rank's."""
+    saves = summary["saves"]
+    rows = _wrap(f"Saves ({len(saves)} over {len(summary['ranks'])} producers; seconds, "
+                 f"mean over ranks; slowest: the rank whose save took longest)", "", width)
+    columns = [Column("save"), Column("ranks"), Column("start-up"), Column("re-run", drop=1), Column("gen"),
+               Column("put-w", key=_PUT_W), Column("write"), Column("fsync"), Column("mean"), Column("max"),
+               Column("slowest", left=True, wrap=True),
+               Column("bound by", left=True, wrap=True, key="bound by: most ranks' label, its critical-path mean")]
+    cells = []
     for row in summary["save_indices"]:
         slowest = row["slowest"]
-        rows.append(
-            f"{row['save']:>4} {row['ranks']:>5} {_sec(_mean(row['startup_s'])):>8} "
-            f"{_sec(_mean(row['main_rerun_s']) or None):>6} "
-            f"{_sec(_mean(row['gen_s'])):>6} {_sec(_mean(row['put_wait_s'])):>5} "
-            f"{_sec(_mean(row['write_s'])):>6} {_sec(_mean(row['fsync_s'])):>6} "
-            f"{_sec(_mean(row['duration_s'])):>6} {_sec(slowest['duration_s']):>6} "
-            f"{_cut('rank ' + _rank(slowest['rank']) + ' ' + slowest['host'], 14):<14} "
-            f"{row['bottleneck']} {_sec(_mean(row['bottleneck_s']))}")
-    return "\n".join(rows + _cut_saves(saves))
+        cells.append([str(row["save"]), str(row["ranks"]), _sec(_mean(row["startup_s"])),
+                      _sec(_mean(row["main_rerun_s"]) or None), _sec(_mean(row["gen_s"])),
+                      _sec(_mean(row["put_wait_s"])), _sec(_mean(row["write_s"])), _sec(_mean(row["fsync_s"])),
+                      _sec(_mean(row["duration_s"])), _sec(slowest["duration_s"]),
+                      f"rank {_rank(slowest['rank'])} {slowest['host']}",
+                      f"{row['bottleneck']} {_sec(_mean(row['bottleneck_s']))}"])
+    return "\n".join(rows + table(columns, cells, width, indent="", gap=1) + _cut_saves(saves, width))
 
 
-def _cut_saves(saves: list[dict]) -> list[str]:
+def _cut_saves(saves: list[dict], width: int) -> list[str]:
     """The saves of a run cut short that are not complete, each with what became of it."""
     cut = [s for s in saves if save_status(s)]
     if not cut:
         return []
     rows = [f"Cut short, not in the figures ({len(cut)}):"]
-    rows += [_clip(f"  {save_cut(s)}") for s in cut[:MAX_ROWS]]
+    rows += [_cut(f"  {save_cut(s)}", width) for s in cut[:MAX_ROWS]]
     if len(cut) > MAX_ROWS:
         rows.append(f"  ... {len(cut) - MAX_ROWS} more (all in --json)")
     return rows
 
 
-def _ranks(summary: dict) -> str:
+def _ranks(summary: dict, width: int) -> str:
     ranks, agg = summary["ranks"], summary["aggregate"]
     rows = [f"Ranks ({len(ranks)}; seconds)"]
     if len(ranks) <= MAX_ROWS:
-        rows.append(f"{'host':<12} {'rank':>5} {'pid':>7} {'saves':>5} {'mean save':>9} {'slowest':>8} {'GiB/s':>6}")
-        for r in ranks:
-            rows.append(f"{_cut(r['host'], 12):<12} {_rank(r['rank']):>5} {r['producer_pid']:>7} {r['saves']:>5} "
-                        f"{r['mean_save_s']:>9.3f} {r['slowest_save_s']:>8.3f} {_rate(r['gib_s']):>6}")
+        rows += table([Column("host", left=True, wrap=True), Column("rank"), Column("pid"), Column("saves"),
+                       Column("mean save"), Column("slowest"), Column("GiB/s")],
+                      [[r["host"], _rank(r["rank"]), str(r["producer_pid"]), str(r["saves"]),
+                        f"{r['mean_save_s']:.3f}", f"{r['slowest_save_s']:.3f}", _rate(r["gib_s"])] for r in ranks],
+                      width, indent="", gap=1)
     else:
-        rows.append(f"{'host':<12} {'ranks':>5} {'mean save':>9} {'slowest':>8} {'slowest rank':>12}")
-        for h in summary["ranks_per_host"]:
-            rows.append(f"{_cut(h['host'], 12):<12} {h['ranks']:>5} {h['mean_save_s']:>9.3f} "
-                        f"{h['slowest_save_s']:>8.3f} {_rank(h['slowest_rank']):>12}")
-    rows += ["", "Aggregate, as the benchmark reports it: the size summed over ranks / rank 0's save time",
-             f"{'save':>4} {'ranks':>5} {'size':>10} {'rank 0 s':>9} {'GiB/s':>7} {'span s':>8} {'GiB/s':>7}  "
-             f"(span: first rank's start to last rank's end)"]
-    for a in agg["saves"]:
-        rows.append(f"{a['save']:>4} {a['ranks']:>5} {format_size(a['bytes']):>10} {a['rank0_s']:>9.3f} "
-                    f"{_rate(a['gib_s']):>7} {a['span_s']:>8.3f} {_rate(a['span_gib_s']):>7}")
+        rows += table([Column("host", left=True, wrap=True), Column("ranks"), Column("mean save"),
+                       Column("slowest"), Column("slowest rank")],
+                      [[h["host"], str(h["ranks"]), f"{h['mean_save_s']:.3f}", f"{h['slowest_save_s']:.3f}",
+                        _rank(h["slowest_rank"])] for h in summary["ranks_per_host"]], width, indent="", gap=1)
+    rows += ["", *_wrap("Aggregate, as the benchmark reports it: the size summed over ranks / rank 0's save time", "",
+                        width)]
+    rows += table([Column("save"), Column("ranks"), Column("size"), Column("rank 0 s"), Column("GiB/s"),
+                   Column("span s", key="span: first rank's start to last rank's end"), Column("GiB/s")],
+                  [[str(a["save"]), str(a["ranks"]), format_size(a["bytes"]), f"{a['rank0_s']:.3f}",
+                    _rate(a["gib_s"]), f"{a['span_s']:.3f}", _rate(a["span_gib_s"])] for a in agg["saves"]],
+                  width, indent="", gap=1)
     if agg["mean_gib_s"] is not None:
         rows.append(f"  mean of the per-save rates: {agg['mean_gib_s']:.2f} GiB/s")
     if summary["stragglers"]:
-        rows += ["", "Stragglers (the rank whose save took longest, against the median rank)"]
+        rows += ["", *_wrap("Stragglers (the rank whose save took longest, against the median rank)", "", width)]
         for st in summary["stragglers"]:
-            rows.append(_clip(f"  save {st['save']:<3} rank {_rank(st['rank'])} on {st['host']}: "
-                              f"{st['duration_s']:.3f} s, +{st['excess_s']:.3f} s over the median; most of it "
-                              f"{st['component']} (+{st['component_excess_s']:.3f} s)"))
-    rows += ["", *_wrap("Placement: " + placement(summary["placement"]), "")]
+            rows += _wrap(f"save {st['save']:<3} rank {_rank(st['rank'])} on {st['host']}: "
+                          f"{st['duration_s']:.3f} s, +{st['excess_s']:.3f} s over the median; most of it "
+                          f"{st['component']} (+{st['component_excess_s']:.3f} s)", "  ", width)
+    rows += ["", *_wrap("Placement: " + placement(summary["placement"]), "", width)]
     for b in summary.get("binding") or []:  # wrapped, not clipped: its end says whether the writers inherit it
-        rows += _wrap(binding(b), "  ")
-    return "\n".join(_clip(r) for r in rows)
+        rows += _wrap(binding(b), "  ", width)
+    return "\n".join(rows)
 
 
-def _diagnoses(diagnoses: list[dict]) -> str:
+def _diagnoses(diagnoses: list[dict], width: int) -> str:
     if not diagnoses:
         return "Diagnoses: none. No warning applies to this run."
     warnings = sum(d["severity"] == "warning" for d in diagnoses)
     rows = [f"Diagnoses ({warnings} warning{'s' * (warnings != 1)}, most costly first)"]
     shown: dict = defaultdict(int)
     alike: dict = defaultdict(list)
-    fixed: dict = {}  # a fix printed in full -> the code it was printed under
+    in_full = []
     for d in diagnoses:
         key = (d["code"], d["severity"])
         shown[key] += 1
         if shown[key] > SAME_CODE_SHOWN:  # many ranks, one finding: the costliest in full, then who else
             alike[key].append(d)
-            continue
+        else:
+            in_full.append(d)
+    # Each action once per process: writer-startup's fix begins with main-reimport's.
+    for d, (fix, earlier, count) in zip(in_full, once_per_process([(d, None) for d in in_full])):
         where = " ".join(x for x in (f"host {d['host']}" if d["host"] else "",
                                      f"rank {d['rank']}" if d["rank"] is not None and d["rank"] >= 0 else "",
                                      f"pid {d['pid']}" if d["pid"] else "") if x)
-        cost = f"  cost {d['cost_s']:.2f} s" if d.get("cost_s") is not None else ""
-        rows.append(f"  {d['severity'].upper():<7} {d['code']:<22} {where}{cost}")
-        rows += _wrap(d["message"], "      ")
-        rows += _wrap("evidence: " + _evidence(d["evidence"]), "      ")
-        key = tuple((a["what"], a["where"]) for a in d.get("fix") or [])
-        if key and key in fixed:  # the start-up's fix is the re-run's: once in full
-            rows += _wrap(f"fix: as for {fixed[key]} above", "      ")
+        # cost_s: the critical-path seconds of all the saves it is about, not of one.
+        cost = f"  cost {d['cost_s']:.2f} s over its saves" if d.get("cost_s") is not None else ""
+        rows += _wrap(f"{d['severity'].upper():<7} {d['code']:<22} {where}{cost}", "  ", width)
+        rows += _wrap(d["message"], "      ", width)
+        rows += _wrap("evidence: " + _evidence(d["evidence"]), "      ", width)
+        if earlier:
+            rows += _wrap(f"fix: the {count} action{'s' * (count != 1)} under {earlier} above"
+                          + (", and:" if fix else ""), "      ", width)
+            rows += _fix_lines(fix, "      ", width)[1:]  # its own actions, under that line
         else:
-            fixed.setdefault(key, d["code"])
-            rows += _fix_lines(d.get("fix"), "      ")
+            rows += _fix_lines(fix, "      ", width)
     for (code, severity), more in alike.items():
         by_host = defaultdict(set)
         for d in more:
@@ -221,24 +252,24 @@ def _diagnoses(diagnoses: list[dict]) -> str:
         # Ranks as ranges (the kernel's list format reads as well for them as for CPUs).
         who = "; ".join(f"{host} ranks {format_cpu_list(r for r in ranks if r >= 0) or '-'}"
                         for host, ranks in sorted(by_host.items()))
-        rows += _wrap(f"... and {len(more)} more {severity} {code} alike ({who}; all in --json)", "  ")
+        rows += _wrap(f"... and {len(more)} more {severity} {code} alike ({who}; all in --json)", "  ", width)
     return "\n".join(rows)
 
 
-def _fix_lines(fix: list[dict] | None, indent: str) -> list[str]:
+def _fix_lines(fix: list[dict] | None, indent: str, width: int) -> list[str]:
     """A fix's actions, one bullet each: what, where, and the recovery, estimated or measured."""
     if not fix:
         return []
-    rows = _wrap("fix:", indent)
+    rows = _wrap("fix:", indent, width)
     for action in fix:
-        recovers = recovery(action)
+        recovers = recovery_text(action)
         rows += _wrap(f"- {action['what']}; where: {action['where']}" + (f"; {recovers}" if recovers else ""),
-                      indent + "  ")
+                      indent + "  ", width)
     return rows
 
 
 def _pm(c: dict) -> str:
-    """A component's interval as ±half its width (blank without one)."""
+    """A part's interval as ±half its width (blank without one)."""
     ci = c.get("ci95_s")
     if ci is None:
         return ""
@@ -246,83 +277,105 @@ def _pm(c: dict) -> str:
     return f"±{half:.2f}" if half >= 0.01 else f"±{half:.3f}"
 
 
-def _part_row(c: dict) -> str:
-    share = f"{c['share']:.0%}" if c["share"] is not None and c["significant"] is not False else "noise"
+def _part_row(c: dict, total: dict) -> list[str]:
+    """total: the difference's own; a share of a difference that is noise is none."""
+    share = ("noise" if c["significant"] is False else "-" if total["significant"] is False or c["share"] is None
+             else f"{c['share']:.0%}")
     own = f"{c['own_diff_s']:+.3f}" if c["own_diff_s"] is not None else "-"
-    return (f"  {c['label']:<32} {c['a_s']:>9.3f} {c['b_s']:>9.3f} {c['diff_s']:>+9.3f} {_pm(c):<7} "
-            f"{share:>5}  {own:>9}")
+    return [c["label"], f"{c['a_s']:.3f}", f"{c['b_s']:.3f}", f"{c['diff_s']:+.3f}", _pm(c), share, own]
 
 
-def compare_text(comparison: dict, fix: list[dict] | None = None) -> str:
-    """fix: the verdict's fix (default: the comparison's; contrast gives its measured one)."""
+def compare_text(comparison: dict, width: int = WIDTH) -> str:
+    """A comparison (writerprof.compare/1): its tables, then its verdict, the verdict's details and the fix."""
     a, b = comparison["a"], comparison["b"]
-    name_a, name_b = a["name"], b["name"]
     t = comparison["throughput"]
-    rows = [
-        _clip(f"A  {name_a:<12} {', '.join(a['runs'])}"),
-        _clip(f"B  {name_b:<12} {', '.join(b['runs'])}"),
-        "",
-        f"{'':<44} {'A':>9} {'B':>9} {'B - A':>9}",
-        f"{'saves':<44} {a['saves']:>9} {b['saves']:>9}",
-        f"{'throughput (GiB/s)':<44} {_rate(t['a_gib_s']):>9} {_rate(t['b_gib_s']):>9} "
-        f"{format(t['change'], '+.1%') if t['change'] is not None else '-':>9}",
-        f"{'mean save (s)':<44} {a['mean_save_s']:>9.3f} {b['mean_save_s']:>9.3f} {comparison['difference_s']:>+9.3f}"
-        f" {_pm(comparison['total'])}".rstrip(),
-        "",
-        f"Where the time of a save goes (critical path, mean per save; seconds) {'95%':>6} {'share':>5}  own B - A",
-    ]
-    rows += [_part_row(c) for c in comparison["components"] if max(abs(c["a_s"]), abs(c["b_s"])) >= 0.0005]
+    named = max(len(a["name"]), len(b["name"]))
+    rows = [*_runs_lines("A", a, named, width), *_runs_lines("B", b, named, width), ""]
+    rows += table([Column("", left=True), Column("A"), Column("B"), Column("B - A"), Column("±95%")], [
+        ["saves", str(a["saves"]), str(b["saves"]), "", ""],
+        ["throughput (GiB/s)", _rate(t["a_gib_s"]), _rate(t["b_gib_s"]),
+         format(t["change"], "+.1%") if t["change"] is not None else "-", ""],
+        ["mean save (s)", f"{a['mean_save_s']:.3f}", f"{b['mean_save_s']:.3f}", f"{comparison['difference_s']:+.3f}",
+         _pm(comparison["total"])]], width, indent="")
+    rows += ["", "Where the time of a save goes (critical path, mean per save; seconds)"]
+    parts = [_part_row(c, comparison["total"]) for c in comparison["components"]
+             if max(abs(c["a_s"]), abs(c["b_s"])) >= 0.0005]
     unexplained = comparison["unexplained_s"]
-    share = f"{unexplained / comparison['difference_s']:.0%}" if comparison["difference_s"] else "-"
-    rows.append(f"  {'unexplained (no recorded activity)':<32} {a['unexplained_s']:>9.3f} "
-                f"{b['unexplained_s']:>9.3f} {unexplained:>+9.3f} {'':<7} {share:>5}")
+    share = (f"{unexplained / comparison['difference_s']:.0%}"
+             if comparison["difference_s"] and comparison["total"]["significant"] is not False else "-")
+    parts.append(["unexplained (no recorded activity)", f"{a['unexplained_s']:.3f}", f"{b['unexplained_s']:.3f}",
+                  f"{unexplained:+.3f}", "", share, ""])
     total = sum(c["diff_s"] for c in comparison["components"]) + unexplained
-    # Its interval before the sum, which ends the line.
-    rows.append(f"  {'total (= the difference in mean save)':<32} {'':>9} {_pm(comparison['total']):>9} "
-                f"{total:>+9.3f}")
+    parts.append(["total: the mean save", f"{a['mean_save_s']:.3f}", f"{b['mean_save_s']:.3f}", f"{total:+.3f}",
+                  _pm(comparison["total"]), "", ""])
     startup = comparison["writer_startup"]
     if max(abs(startup["a_s"]), abs(startup["b_s"])) >= 0.0005:
-        rows.append(_part_row(startup))
-    rows += _wrap(f"95%: {interval_kind(comparison)} of B - A, ± half its width; share: of the difference, "
-                  "'noise' where the interval includes zero; own: the component's own calls' duration (B - A), "
-                  "critical path or not", "  ")
+        parts.append(_part_row(startup, comparison["total"]))
+    rows += table([Column("part", left=True, wrap=True), Column("A"), Column("B"), Column("B - A"),
+                   Column("±95%", key=f"±95%: {interval_kind(comparison)} of B - A, half its width"),
+                   Column("share", key="share: of the difference, 'noise' where the interval includes zero (or the "
+                                       "part is negligible), over 100% where other parts went the other way, '-' "
+                                       "where the difference is noise"),
+                   Column("own B - A", drop=1, key="own: the part's own calls' duration, critical path or not")],
+                  parts, width)
     rows += ["", "Start-up phases (mean per writer, seconds)"]
-    for phase in a["startup"]:
-        if max(a["startup"][phase], b["startup"][phase]) >= 0.0005:
-            rows.append(f"  {phase:<42} {a['startup'][phase]:>9.3f} {b['startup'][phase]:>9.3f} "
-                        f"{b['startup'][phase] - a['startup'][phase]:>+9.3f}")
-    rows += ["", "Placement and kernel"]
-    for key in ("writer_cpus", "producer_cpus", "writer_parent", "writer_nodes", "buffer_nodes"):
-        rows.append(f"  {key.replace('_', ' '):<20} A {_cut(placement_value(a['placement'][key]), 33):<34} "
-                    f"B {_cut(placement_value(b['placement'][key]), 33)}")
-    for key, value in a["kernel"].items():
-        rows.append(f"  {key.replace('_', ' '):<32} {_num(value):>9} {_num(b['kernel'][key]):>9}")
-    rows.append(f"  {'warnings':<20} A {_cut(', '.join(a['diagnoses']) or 'none', 33):<34} "
-                f"B {_cut(', '.join(b['diagnoses']) or 'none', 33)}")
+    rows += table([Column("phase", left=True), Column("A"), Column("B"), Column("B - A")],
+                  [[phase, f"{a['startup'][phase]:.3f}", f"{b['startup'][phase]:.3f}",
+                    f"{b['startup'][phase] - a['startup'][phase]:+.3f}"]
+                   for phase in a["startup"] if max(a["startup"][phase], b["startup"][phase]) >= 0.0005], width)
+    rows += ["", "Placement (each side's writers and producers)"]
+    place = [[key.replace("_", " "), placement_value(a["placement"][key]), placement_value(b["placement"][key])]
+             for key in ("writer_cpus", "producer_cpus", "writer_parent", "writer_nodes", "buffer_nodes")]
+    place.append(["warnings", ", ".join(a["diagnoses"]) or "none", ", ".join(b["diagnoses"]) or "none"])
+    rows += table([Column("", left=True), Column("A", left=True, wrap=True), Column("B", left=True, wrap=True)],
+                  place, width)
+    rows += ["", "Kernel counts"]
+    rows += table([Column("", left=True), Column("A"), Column("B")],
+                  [[key.replace("_", " "), _num(value), _num(b["kernel"][key])] for key, value in a["kernel"].items()],
+                  width)
+    labels = {c["name"]: c["label"] for c in comparison["components"]}
+    per = [Column("", left=True), Column("A"), Column("B"), Column("B - A"), Column("largest part", left=True, wrap=True)]
     if comparison["per_save"] and len(comparison["per_save"]) > 1:
-        rows += ["", f"{'Per save (matched by order; seconds)':<38} {'A':>8} {'B':>8} {'B - A':>8}  largest part"]
+        rows += ["", "Per save (matched by order; seconds)"]
+        saves = []
         for s in comparison["per_save"]:
             top = max(COMPONENTS, key=lambda c: abs(s["components"][c]))
-            rows.append(_clip(f"  save {s['save']:<31} {s['a_s']:>8.3f} {s['b_s']:>8.3f} {s['diff_s']:>+8.3f}  "
-                              f"{top} {s['components'][top]:+.3f}"))
+            saves.append([f"save {s['save']}", f"{s['a_s']:.3f}", f"{s['b_s']:.3f}", f"{s['diff_s']:+.3f}",
+                          f"{labels[top]} {s['components'][top]:+.3f}"])
+        rows += table(per, saves, width)
     if len(comparison["per_rank"]) > 1:
-        rows += ["", f"{'Per rank (mean save; seconds)':<38} {'A':>8} {'B':>8} {'B - A':>8}  largest part"]
+        rows += ["", "Per rank (mean save; seconds)"]
         shown = sorted(comparison["per_rank"], key=lambda r: -abs(r["diff_s"]))[:MAX_ROWS]
-        for r in sorted(shown, key=lambda r: r["rank"]):
-            rows.append(_clip(f"  rank {r['rank']:<31} {r['a_s']:>8.3f} {r['b_s']:>8.3f} {r['diff_s']:>+8.3f}  "
-                              f"{r['top']} {r['top_s']:+.3f}"))
+        rows += table(per, [[f"rank {r['rank']}", f"{r['a_s']:.3f}", f"{r['b_s']:.3f}", f"{r['diff_s']:+.3f}",
+                             f"{labels[r['top']]} {r['top_s']:+.3f}"] for r in sorted(shown, key=lambda r: r["rank"])],
+                      width)
         if len(comparison["per_rank"]) > len(shown):
             rows.append(f"  ... {len(comparison['per_rank']) - len(shown)} more ranks (all in --json)")
     if a.get("aggregate_gib_s") and b.get("aggregate_gib_s"):
-        rows += ["", f"Aggregate as the benchmark reports it (mean of per-save rates): "
-                     f"A {a['aggregate_gib_s']:.2f} GiB/s, B {b['aggregate_gib_s']:.2f} GiB/s "
-                     f"({b['aggregate_gib_s'] / a['aggregate_gib_s'] - 1:+.1%})"]
-    noise = comparison["noise"]
-    if noise["hides"] and noise["message"] not in comparison["verdict"]:
-        rows += [""] + _wrap("Noise: " + noise["message"], "")
-    rows += [""] + _wrap("Verdict: " + comparison["verdict"], "")
-    rows += _fix_lines(comparison["fix"] if fix is None else fix, "")
-    return "\n".join(rows) + "\n"
+        rows += [""] + _wrap(f"Aggregate as the benchmark reports it (mean of per-save rates): "
+                             f"A {a['aggregate_gib_s']:.2f} GiB/s, B {b['aggregate_gib_s']:.2f} GiB/s "
+                             f"({b['aggregate_gib_s'] / a['aggregate_gib_s'] - 1:+.1%})", "", width)
+    return "\n".join(rows + [""] + _verdict_lines(comparison, width)) + "\n"
+
+
+def _verdict_lines(comparison: dict, width: int) -> list[str]:
+    """The verdict's lines, then its details under their headings, then the fix in full."""
+    lines = comparison["verdict"].split("\n")
+    rows = [row for i, line in enumerate(lines) for row in _wrap(("Verdict: " if i == 0 else "") + line, "", width)]
+    for section in comparison["details"]:
+        rows.append(section["heading"] + ":")
+        rows += [row for line in section["lines"] for row in _wrap(line, "  ", width)]
+    return rows + _fix_lines(comparison["fix"], "", width)
+
+
+def _runs_lines(letter: str, side: dict, named: int, width: int) -> list[str]:
+    """A side's runs, whole: the run directories' names under their one parent, else their paths."""
+    runs = [Path(r) for r in side["runs"]]
+    parents = {r.parent for r in runs}
+    said = (f"{len(runs)} runs in {parents.pop()}: " + ", ".join(r.name for r in runs)
+            if len(runs) > 1 and len(parents) == 1 else ", ".join(map(str, runs)))
+    return textwrap.wrap(said, width, initial_indent=f"{letter}  {side['name']:<{named}}  ",
+                         subsequent_indent=" " * (named + 5), break_long_words=False, break_on_hyphens=False)
 
 
 def _evidence(evidence: dict) -> str:
@@ -341,8 +394,9 @@ def _evidence(evidence: dict) -> str:
     return ", ".join(parts)
 
 
-def _wrap(text: str, indent: str) -> list[str]:
-    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ") or [indent]
+def _wrap(text: str, indent: str, width: int) -> list[str]:
+    return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + "  ",
+                         break_on_hyphens=False) or [indent]
 
 
 def _mean(stats: dict | None):
@@ -359,28 +413,28 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _clip(line: str) -> str:
-    return _cut(line, WIDTH)
-
-
-def contrast_text(result: dict, report) -> str:
+def contrast_text(result: dict, report, width: int = WIDTH) -> str:
     """A contrast (writerprof.contrast/1): each comparison against the
-    reference, what each what-if recovered, and where its HTML report is."""
+    reference (the first with the contrast's verdict: its fix as the
+    what-ifs measured it), what each what-if recovered, and where its HTML
+    report is."""
     reference = result["methods"][0]
     parts = []
     for i, (method, comparison) in enumerate(result["comparisons"].items()):
         parts.append(f"\n=== {reference} vs {method} ===\n")
-        parts.append(compare_text(comparison, result["fix"] if i == 0 else None))
+        if i == 0:
+            comparison = {**comparison, "verdict": result["verdict"], "fix": result["fix"]}
+        parts.append(compare_text(comparison, width))
+    lines = []
     for entry in result["what_ifs"]:
         if not entry["ran"]:
-            parts.append(f"{entry['method']}: not run: {entry['reason']}\n")
+            lines += _wrap(f"{entry['method']}: not run: {entry['reason']}", "", width)
         elif entry.get("recovered_share") is not None:
             ci = entry.get("recovered_ci95_s")
-            parts.append(f"{entry['method']}: recovers {entry['recovered_s']:.3f} s per save"
-                         + (f" (95% interval {ci[0]:.3f} to {ci[1]:.3f})" if ci else "")
-                         + f", {entry['recovered_share']:.0%} of what forkserver lost against {reference}"
-                         + (f"; ran with {entry['modules']!r}" if entry.get("modules") else "") + "\n")
-    for warning in result["noise"]["warnings"]:
-        parts.append("\n".join(_wrap(f"Noise, {warning}", "")) + "\n")
+            lines += _wrap(f"{entry['method']}: recovers {entry['recovered_s']:.3f} s per save"
+                           + (f" (95% interval {ci[0]:.3f} to {ci[1]:.3f} s)" if ci else "")
+                           + f", {entry['recovered_share']:.0%} of what forkserver lost against {reference}"
+                           + (f"; ran with {entry['modules']!r}" if entry.get("modules") else ""), "", width)
+    parts += [line + "\n" for line in lines]
     parts.append(f"\nReport: {report}\n")
     return "".join(parts)

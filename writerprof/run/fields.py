@@ -101,6 +101,10 @@ EVENT_FIELDS: dict[str, Check] = {
     "events_dropped": optional(is_count), "records_dropped": optional(is_count), "error": is_str,
     "where": is_str, "forced": optional(is_str), "requested": optional(is_str), "samples": is_count,
     "cpu_ns": is_count,
+    # The resource tracker's (the probe's tracker.py).
+    "rtype": is_str, "tracker": optional(is_count), "caller": optional(is_str), "site": optional(is_str),
+    "opened": is_str, "outcome": is_str, "errno": optional(is_int), "category": is_str, "message": is_str,
+    "pipe": is_count, "fd": is_int,
 }
 KIND_FIELDS: dict[tuple[str, str], Check] = {
     ("phase", "code"): is_count,

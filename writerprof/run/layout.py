@@ -13,6 +13,7 @@ RUN/
     cpus.bin                   the host's CPU times while recorded threads waited (CPUS_HEADER,
                                then CPU_SAMPLE); absent in runs from before it
     sampled.jsonl              the sampler's rare records (kinds below)
+    stalls.jsonl               stall snapshots (STALLS_FILE below), if a save stalled
     procs/PID-CREATED.events.jsonl, .chunks.bin   per probed process
     procs/PID-CREATED.shm.bin, .placement.bin     ... and its buffers' records, if it mapped any
     stacks/                    Python stacks of CMD's Python processes
@@ -30,11 +31,13 @@ distinct stack, `FRAME;FRAME;...;FRAME COUNT\n`, root first, COUNT the samples
 that had exactly that stack. The stack begins with the chain of processes from
 CMD down to the one sampled (put at the root of every line by record, as
 py-spy --subprocesses writes it), each `process PID:"CMDLINE"` (CMDLINE may hold `;`
-but not `";`), then its Python frames, each `FUNCTION (FILE:LINE)` with FILE
+but not `";`), then its thread (py-spy --threads: `thread (TID): NAME`, or
+`thread (TID)` before Python named it; absent in older runs, whose threads
+are summed), then its Python frames, each `FUNCTION (FILE:LINE)` with FILE
 shortened by py-spy to its part below the sys.path entry it was found on
 (`writerprof/repro/main.py`, `numpy/__init__.py`, `<frozen importlib._bootstrap>`);
 with --native, native frames too. A sample of a process with no Python frame
-(starting, exiting) is its process chain alone. Threads are summed. Lines are
+(starting, exiting) is its process chain alone. Lines are
 in no particular order; py-spy writes the file once, when it stops, and
 record then compresses it (the chains repeat long command lines on every line).
 
@@ -75,6 +78,14 @@ THREADS_FILE = "threads.bin"
 CPUS_FILE = "cpus.bin"
 SAMPLED_FILE = "sampled.jsonl"
 AGENT_ERROR_FILE = "agent.error"  # a host's sampler agent failed: its traceback
+# One JSON object a line per stall snapshot (record --stall; writerprof.record.snapshot):
+# t_ns (when the stall was found), wall_ns, last_progress_ns, stall_ns, window_ns
+# (the CPU window), machine, py_spy (version; None: no stacks), stacks_error,
+# processes: [{pid, ppid, created_ns, comm, window_ns, state, role (its journal's; None:
+# unprobed), cmdline, exe, stack_error, threads: [{tid, name, state, cpu,
+# window_cpu_ns, window_delay_ns, syscall (None: running), syscall_name, syscall_args, wchan,
+# python_name, frames: [{function, file, line}] innermost first}]}].
+STALLS_FILE = "stalls.jsonl"
 STACKS_DIR = journal.STACKS_DIR
 STACKS_INDEX = "stacks.json"
 STACKS_SUFFIX = ".raw"  # py-spy's own file; STACKS_SUFFIX + ".gz" once record has compressed it
@@ -89,7 +100,7 @@ STACKS_SUFFIX = ".raw"  # py-spy's own file; STACKS_SUFFIX + ".gz" once record h
 # came, so that it outlives a SIGKILL of record), slurm (null outside a Slurm
 # job; else writerprof.record.slurm.context's: job_id, step_id, array_job_id,
 # array_task_id, nodelist, nnodes, ntasks, tasks_per_node, time_limit_s,
-# end_wall_ns), interval_ns, sampler (bool), probes (added specs), env (allow-listed),
+# end_wall_ns), interval_ns, stall_ns (record --stall: 0 off; absent in runs before it), sampler (bool), probes (added specs), env (allow-listed),
 # what_if (the probe's what-if variables set for CMD by contrast: name -> value),
 # stacks (null in runs that predate it; else writerprof.record.stackoptions.StackOptions's
 # settings: enabled, rate_hz, native, idle, nonblocking, sparse_rate_hz; and

@@ -22,11 +22,18 @@ the last of them, and run.losses says so. A pid that no probe journaled (a
 shell, mpiexec, an interpreter started with -I) keeps proc -1 and role
 "other".
 
-The probe's own frames (its wrappers around the hooked calls, its
-sitecustomize) are folded out of what load_stacks returns unless asked for
-(probe_frames=True): each such frame is removed and its callees attach to its
-caller, so the samples stay and only the frame goes (without_probe_frames).
-The raw files keep them.
+The probe's own frames (its wrappers around the hooked calls, compiled
+under pseudo-file names, its modules, its sitecustomize: is_probe_frame) are
+folded out of what load_stacks returns unless asked for (probe_frames=True):
+each such frame is removed and its callees attach to its caller, so the
+samples stay and only the frame goes (without_probe_frames). The raw files
+keep them.
+
+Each stack's root frame is its thread where the recording told threads apart
+(py-spy --threads, the probe: "thread (TID): NAME"): a ProcessStacks holds
+its stacks summed over its threads (samples) and each thread's apart
+(threads, split_threads); a graph that adds several up says so
+(threads_added).
 
 What could not be read is appended to run.losses (once per run), like the rest
 of the loader's losses: a missing segment file, a cut-off last line (py-spy
@@ -39,13 +46,13 @@ import json
 import os
 import re
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from writerprof.errors import WriterprofError
-from writerprof.probes.writerprof_probe.format import STACKS_SUFFIX
+from writerprof.probes.writerprof_probe.format import COMPILED_FILE_PREFIX, STACKS_SUFFIX
 from writerprof.run import fields, layout, ownfile
 from writerprof.run import roles as run_roles
 
@@ -55,15 +62,25 @@ NO_PYTHON_FRAME = "(no Python frame)"  # the stack of a sample that had none (a 
 # character is given this name, so that such samples stay counted and show as
 # what they are.
 TORN_FRAME = "(torn frame)"
-# Where py-spy says a frame of writerprof's probe is: a module of the
-# writerprof_probe package, or the sitecustomize beside it in probes/. py-spy
-# shortens a frame's file by the sys.path entry it is under (site-packages,
-# the probe directory on PYTHONPATH, an editable install's root), so the file
-# is matched by its last path components whatever the prefix: a frame named
-# like a probe wrapper in any other file is the target's and stays.
-PROBE_FILE = re.compile(r"(?:^|/)(?:writerprof_probe/[^/]+|probes/sitecustomize)\.py$")
+# Where a stack says a frame of writerprof's probe is: the pseudo-file of the
+# code the probe compiles itself (its timing wrappers: "<writerprof_probe
+# timed-...>", format.COMPILED_FILE_PREFIX), a module of the writerprof_probe
+# package, or the sitecustomize beside it in probes/. py-spy shortens a
+# frame's file by the sys.path entry it is under (site-packages, the probe
+# directory on PYTHONPATH, an editable install's root), so a file is matched
+# by its last path components whatever the prefix: a frame named like a
+# probe wrapper in any other file is the target's and stays.
+PROBE_FILE = re.compile(rf"^{re.escape(COMPILED_FILE_PREFIX)}"
+                        r"|(?:^|/)(?:writerprof_probe/[^/]+|probes/sitecustomize)\.py$")
 # The stack of a sample all of whose frames were the probe's.
 PROBE_ONLY = "(writerprof probe)"
+# A stack's root frame where the recording told threads apart: "thread (TID):
+# NAME" (format.THREAD_FRAME; py-spy --threads), "thread (TID)" while the
+# thread had no Python name, TID the kernel's id or (0x...) Python's.
+_THREAD = re.compile(r"thread \((\d+|0x[0-9a-fA-F]+)\)(?:: (.*))?", re.DOTALL)
+# The thread of the stacks of a recording that did not tell threads apart
+# (py-spy without --threads, the probe before it did).
+UNTOLD = "(threads not told apart)"
 _PROCESS = re.compile(r'process (\d+):"')
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -79,10 +96,20 @@ class ProcessStacks:
     ppid: int = -1  # the parent in py-spy's process chain (-1: CMD itself)
     cmdline: str = ""
     rank: int = -1
+    # Each thread's stacks by its name, without their thread frame, and how many
+    # threads they were (split_threads); samples is their sum. Where threads were
+    # not told apart, all UNTOLD's and 0 (in one made by hand: empty and 0).
+    threads: dict[str, dict[tuple[str, ...], int]] = field(default_factory=dict)
+    thread_ids: int = 0
 
     @property
     def total(self) -> int:
         return sum(self.samples.values())
+
+    @property
+    def thread_stacks(self) -> dict[str, dict[tuple[str, ...], int]]:
+        """Its stacks by thread (threads, or all UNTOLD's)."""
+        return self.threads or {UNTOLD: self.samples}
 
     @property
     def label(self) -> str:
@@ -129,7 +156,8 @@ def frame_parts(frame: str) -> tuple[str, str | None, int | None]:
 
 
 def is_probe_frame(frame: str) -> bool:
-    """Whether a frame is in writerprof's probe (PROBE_FILE), by its file."""
+    """Whether a frame is writerprof's probe's (PROBE_FILE), by its file:
+    the one test of every graph and export."""
     file = frame_parts(frame)[1]
     return file is not None and PROBE_FILE.search(file) is not None
 
@@ -141,6 +169,63 @@ def without_probe_frames(samples: dict[tuple[str, ...], int]) -> dict[tuple[str,
     for frames, count in samples.items():
         key = tuple(f for f in frames if not is_probe_frame(f)) or (PROBE_ONLY,)
         out[key] = out.get(key, 0) + count
+    return out
+
+
+def split_threads(samples: dict[tuple[str, ...], int], pid: int) -> tuple[dict[str, dict[tuple[str, ...], int]], int]:
+    """Process pid's stacks by thread, each without its thread frame, and how
+    many threads (ids) they were. A thread is "thread NAME", the name it had
+    in most of its samples, and threads of one name are one (a queue's
+    feeder thread, one per queue; as every writer's MainThread is across
+    processes and runs); without one, "thread MainThread" if its id is the
+    pid (Linux's main thread), else "thread TID". Stacks without a thread
+    frame are UNTOLD's, and no thread is counted for them."""
+    by_tid: dict[str | None, dict[tuple[str, ...], int]] = {}
+    names: dict[str, dict[str, int]] = {}
+    for frames, count in samples.items():
+        match = _THREAD.fullmatch(frames[0]) if frames else None
+        tid = match.group(1) if match else None
+        table = by_tid.setdefault(tid, {})
+        key = (frames[1:] if match else frames) or (NO_PYTHON_FRAME,)
+        table[key] = table.get(key, 0) + count
+        if match and match.group(2) is not None:
+            seen = names.setdefault(tid, {})
+            seen[match.group(2)] = seen.get(match.group(2), 0) + count
+    out: dict[str, dict[tuple[str, ...], int]] = {}
+    for tid, table in by_tid.items():
+        if tid is None:
+            name = UNTOLD
+        elif tid in names:
+            name = f"thread {max(names[tid], key=names[tid].get)}"
+        else:
+            name = f"thread {'MainThread' if tid == str(pid) else tid}"
+        out[name] = _summed([out.get(name, {}), table])
+    return out, len(by_tid) - (None in by_tid)
+
+
+def threads_added(stacks: list[ProcessStacks]) -> int | None:
+    """How many threads the stacks add up; None if some were recorded
+    without being told apart."""
+    return None if any(not s.thread_ids for s in stacks) else sum(s.thread_ids for s in stacks)
+
+
+def how_many(stacks: list[ProcessStacks], how: str = "") -> str:
+    """How many threads and processes stacks add up, then how (" added up"):
+    "3 threads", "2 threads of 2 processes", "2 processes (threads not told
+    apart)" where the recording did not; "" for one thread."""
+    threads = threads_added(stacks)
+    parts = [f"{threads} threads"] * (threads is not None and threads > 1)
+    parts += [f"{len(stacks)} processes"] * (len(stacks) > 1)
+    if not parts:
+        return ""
+    return " of ".join(parts) + how + (" (threads not told apart)" if threads is None else "")
+
+
+def _summed(tables) -> dict[tuple[str, ...], int]:
+    out: dict[tuple[str, ...], int] = {}
+    for table in tables:
+        for frames, count in table.items():
+            out[frames] = out.get(frames, 0) + count
     return out
 
 
@@ -240,9 +325,11 @@ def load_stacks(run, probe_frames: bool = False) -> list[ProcessStacks]:
     for loss in losses:
         if loss not in run.losses:
             run.losses.append(loss)
-    if not probe_frames:
-        for process in found.values():
-            process.samples = without_probe_frames(process.samples)
+    for process in found.values():
+        process.threads, process.thread_ids = split_threads(process.samples, process.pid)
+        if not probe_frames:
+            process.threads = {thread: without_probe_frames(samples) for thread, samples in process.threads.items()}
+        process.samples = _summed(process.threads.values())
     return sorted(found.values(), key=lambda s: (s.proc < 0, s.proc, run.hosts.index(s.host), s.pid))
 
 
@@ -350,16 +437,30 @@ def select(stacks: list[ProcessStacks], role: str | None = None, pid: int | None
     return out
 
 
-def merged(stacks: list[ProcessStacks], by: str = "none") -> dict[tuple[str, ...], int]:
+def merged(stacks: list[ProcessStacks], by: str = "none", threads: bool = False,
+           each=None) -> dict[tuple[str, ...], int]:
     """The stacks of several processes as one count table. by: "none" sums
-    them, "role" puts a root frame per role, "process" one per process."""
+    them, "role" puts a root frame per role, "process" one per process;
+    threads: a root frame per thread above it (split_threads' names: the
+    same-named threads of several processes, every writer's MainThread,
+    share one, as they do across runs). each: what is done to each process's
+    (or thread's) table before it is added (from_child_start)."""
     out: dict[tuple[str, ...], int] = {}
     for s in stacks:
         prefix = {"none": (), "role": (s.role,), "process": (s.label,)}[by]
-        for frames, count in s.samples.items():
-            key = prefix + frames
-            out[key] = out.get(key, 0) + count
+        tables = [(prefix + (thread,), table) for thread, table in s.thread_stacks.items()] if threads else [
+            (prefix, s.samples)]
+        for root, table in tables:
+            for frames, count in (each(table) if each else table).items():
+                key = root + frames
+                out[key] = out.get(key, 0) + count
     return out
+
+
+def recorded_s(run) -> float | None:
+    """How long the recording lasted (run.json), or None if it did not say."""
+    start, end = run.meta.get("started_ns"), run.meta.get("ended_ns")
+    return (end - start) / 1e9 if isinstance(start, int) and isinstance(end, int) and end > start else None
 
 
 class NoStacks(WriterprofError):

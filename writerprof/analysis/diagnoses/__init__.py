@@ -12,8 +12,8 @@ Severity: "warning" costs throughput or is a hazard; "info" says what bounds
 a run that is otherwise healthy (a checkpoint is meant to be I/O-bound).
 
 The checks live by the kind of cause they find: placement, start-up, the
-pipeline and CPU contention (base has what they share). CHECKS lists them
-in report order.
+pipeline, the generator's size, CPU contention and the resource tracker
+(base has what they share). CHECKS lists them in report order.
 """
 
 from __future__ import annotations
@@ -21,17 +21,21 @@ from __future__ import annotations
 from writerprof.analysis import fixes
 from writerprof.analysis.diagnoses.base import INFO, SEVERITIES, WARNING, Code
 from writerprof.analysis.diagnoses.contention import CONTENTION_FLOOR_S, CONTENTION_SHARE, cpu_contention
+from writerprof.analysis.diagnoses.generation import IDLE_CPUS, generation_undersized
 from writerprof.analysis.diagnoses.pipeline import (FAULTS_FLOOR, FAULTS_PER_PAGE, FSYNC_SHARE, IO_SHARE, QUEUE_SHARE,
                                                     WAIT_SHARE, fsync_bound, page_fault_storm, pipeline_balance)
 from writerprof.analysis.diagnoses.migration import pages_migrated
 from writerprof.analysis.diagnoses.placement import (MIGRATION_SHARE, NUMA_MAJORITY, affinity_divergence,
                                                      numa_mismatch, writer_migration)
+from writerprof.analysis.diagnoses.stall import stalled
 from writerprof.analysis.diagnoses.startup import (REIMPORT_SHARE, STARTUP_SHARE, fork_with_threads,
                                                    main_reimport, writer_startup)
+from writerprof.analysis.diagnoses.tracker import attach_registered, leaked_at_exit, unlink_failed, unregister_unknown
 from writerprof.analysis.shapes import Diagnosis
 
-CHECKS = (numa_mismatch, affinity_divergence, writer_migration, pages_migrated, writer_startup, main_reimport,
-          fork_with_threads, pipeline_balance, cpu_contention, page_fault_storm, fsync_bound)
+CHECKS = (stalled, numa_mismatch, affinity_divergence, writer_migration, pages_migrated, writer_startup, main_reimport,
+          fork_with_threads, pipeline_balance, generation_undersized, cpu_contention, page_fault_storm, fsync_bound,
+          attach_registered, unlink_failed, leaked_at_exit, unregister_unknown)
 # Every code, in the order of its check: code -> its Code (severities, meaning).
 CODES: dict[str, Code] = {c.code: c for check in CHECKS for c in check.codes}
 
@@ -48,4 +52,4 @@ def diagnose(run, procs: list[dict], saves: list[dict]) -> list[Diagnosis]:
 __all__ = ["CHECKS", "CODES", "Code", "SEVERITIES", "WARNING", "INFO", "diagnose",
            "NUMA_MAJORITY", "MIGRATION_SHARE", "STARTUP_SHARE", "REIMPORT_SHARE", "WAIT_SHARE", "IO_SHARE",
            "QUEUE_SHARE", "CONTENTION_SHARE", "CONTENTION_FLOOR_S", "FAULTS_PER_PAGE", "FAULTS_FLOOR",
-           "FSYNC_SHARE", *(check.__name__ for check in CHECKS)]
+           "FSYNC_SHARE", "IDLE_CPUS", *(check.__name__ for check in CHECKS)]

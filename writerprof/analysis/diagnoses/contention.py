@@ -103,7 +103,7 @@ def _save(run, procs, s) -> dict:
     host = s["host"]
     producer, writer = s["producer"], s["writer"]
     rows = [producer] + ([writer] if writer is not None and writer != producer else [])
-    calls = {row: _calls(run, row, a, b) for row in rows}
+    calls = {row: save_calls(run, row, a, b) for row in rows}
     gen = calls[producer]["gen"]
     edges = np.append(np.arange(a, b, run.meta.get("interval_ns") or BIN_NS), b)
     t = runqueue.in_window(run, host, a, b, spans=gen, edges=edges)
@@ -149,7 +149,7 @@ def _thread(t, i, side, host, cpu_s=None) -> dict:
             "involuntary": int(t.involuntary[i])}
 
 
-def _calls(run, row: int, a: int, b: int) -> dict:
+def save_calls(run, row: int, a: int, b: int) -> dict:
     """The process's hooked calls in (a, b]: tid -> the side they are
     ("writer" for a writer's calls), and its gen calls' spans, merged."""
     c = run.chunk_columns

@@ -42,13 +42,12 @@ def pipeline_balance(run, procs, saves):
     out = []
     for group in per_producer(saves):
         proc = producer_of(procs, group)
-        timed = [s for s in group if s["writer"] is not None and s["duration_s"] > 0]
+        timed = piped(group)
         if not timed:
             continue
         got = [s for s in timed if s["get_wait_s"] is not None]  # the writer's side measured
         put = [s for s in timed if s["put_wait_s"] is not None]  # the producer's
-        loop = sum(s["write_s"] + s["get_wait_s"] + s["fsync_s"] + s["close_s"] + s["fadvise_s"] for s in got)
-        get_wait = sum(s["get_wait_s"] for s in got)
+        get_wait, loop = chunk_waits(timed)
         # The producer's loop: its gen and put; where its gen was not measured, the whole save
         # (the loop's upper bound: the put's share is then a lower bound, never an overstatement).
         producer_loop = sum(s["duration_s"] if s["gen_s"] is None else s["gen_s"] + s["put_wait_s"] for s in put)
@@ -58,7 +57,7 @@ def pipeline_balance(run, procs, saves):
         evidence = {"gen_s": sum(gens) if gens else None, "put_wait_s": put_wait if put else None,
                     "get_wait_s": get_wait if got else None,
                     "write_s": sum(s["write_s"] for s in timed), "saves": len(timed)}
-        if loop and get_wait / loop >= WAIT_SHARE:
+        if generation_bound(get_wait, loop):
             out.append(diagnosis(
                 "generation-bound", proc,
                 f"the writers waited for chunks {get_wait / loop:.0%} of their loop ({get_wait:.2f} s): "
@@ -85,6 +84,24 @@ def pipeline_balance(run, procs, saves):
                 f"({queue / both_total:.0%} of the save time): chunks are slow to cross the queue",
                 dict(evidence, queue_s=queue), cost_s=queue))
     return out
+
+
+def piped(group: list[dict]) -> list[dict]:
+    """The saves of a group that went through a writer and took time: those the queue's waits are read from."""
+    return [s for s in group if s["writer"] is not None and s["duration_s"] > 0]
+
+
+def chunk_waits(timed: list[dict]) -> tuple[float, float]:
+    """The writers' wait for chunks and their loop (its writes, waits, fsync,
+    close and fadvise), summed over the saves that measured the wait (s)."""
+    got = [s for s in timed if s["get_wait_s"] is not None]
+    loop = sum(s["write_s"] + s["get_wait_s"] + s["fsync_s"] + s["close_s"] + s["fadvise_s"] for s in got)
+    return sum(s["get_wait_s"] for s in got), loop
+
+
+def generation_bound(get_wait: float, loop: float) -> bool:
+    """Whether the writers waited for chunks WAIT_SHARE of their loop: generation set the pace."""
+    return bool(loop) and get_wait / loop >= WAIT_SHARE
 
 
 @emits(Code("page-fault-storm", (WARNING,),

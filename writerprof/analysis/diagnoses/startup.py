@@ -53,9 +53,17 @@ def writer_startup(run, procs, saves):
             f"phases took {own:.3f} s, most of it in {top} ({phases[top]:.3f} s)",
             {"critical_s": float(np.median(held)), "startup_s": own, "save_s": duration, "share": share,
              "share_low": low, "share_high": high, "interval_coverage": coverage, "phases_s": phases,
-             "first_chunk_s": float(np.median([s["startup"]["first_chunk"] for s in timed])),
+             "first_chunk_s": _first_chunk(timed),
              "saves": len(timed), "start_method": timed[0]["start_method"]}, cost_s=sum(held)))
     return out
+
+
+def _first_chunk(saves: list[dict]) -> float | None:
+    """The median wait for the first chunk over the saves that measured it:
+    a writer whose gets no hook saw reads 0 there (its first write ends its
+    start-up), not measured, so None."""
+    measured = [s["startup"]["first_chunk"] for s in saves if s["get_wait_s"] is not None]
+    return float(np.median(measured)) if measured else None
 
 
 @emits(Code("main-reimport", (WARNING,),

@@ -121,6 +121,11 @@ class Total(TypedDict):
     significant: bool | None
 
 
+class VerdictDetail(TypedDict):
+    heading: str  # "Other causes", "Offsets", "Noise", "Not distinguishable from noise", ...
+    lines: list[str]
+
+
 class Comparison(TypedDict):
     schema: str  # "writerprof.compare/1"
     a: Side
@@ -136,7 +141,8 @@ class Comparison(TypedDict):
     noise: Noise
     causes: list[str]  # the components the verdict names as causes, largest first
     fix: list[CodedFix]  # what to do about the causes, from the slower side's warnings
-    verdict: str
+    verdict: str  # at most three lines, "\n" between them: the difference, the top cause, the best fix
+    details: list[VerdictDetail]  # what the verdict leaves out, under headings
 
 
 class ContrastRun(TypedDict):
@@ -174,4 +180,5 @@ class ContrastResult(TypedDict):
     noise: ContrastNoise
     fix: list[CodedFix]  # the first comparison's, with recovery_s from the what-ifs that measured it
     placement_costs: list[Diagnosis]  # plain forkserver's numa-mismatch, affinity-divergence with cost_s
-    verdict: str  # the first comparison's
+    verdict: str  # the first comparison's, its best fix with what the what-ifs measured
+    details: list[VerdictDetail]  # the first comparison's, and the what-ifs not tested

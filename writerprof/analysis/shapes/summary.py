@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+from writerprof.analysis.shapes.stalls import Stalls
 from writerprof.analysis.shapes.views import (AffinityBins, AffinityProcesses, ChunkTimeline, PlacementPerNode,
                                               PlacementPerSave, ProcessGroup, RankPerHost, SaveIndex)
 
@@ -79,6 +80,13 @@ class ThreadWork(TypedDict):
     nodes: dict[str, float]  # node -> share of that CPU time
 
 
+class MemoryBinding(TypedDict):
+    """A process's memory binding as the probe read it (its identity's "memory")."""
+    policy: str | None  # the memory policy's mode: default, bind, interleave, prefer, local, ...; None: not read
+    nodes: list[int] | None  # the policy's nodes; None: it names none
+    allowed: list[int] | None  # the nodes its cpuset allows (Mems_allowed_list); None: not read
+
+
 class Process(TypedDict):
     id: int  # its row in the run (saves' producer/writer, processes' parent)
     host: str
@@ -93,6 +101,7 @@ class Process(TypedDict):
     exited_s: float | None
     allowed_cpus: list[int]  # what it worked with: the inherited CPUs, or the pin what-if's
     inherited_cpus: list[int]  # its affinity when the probe started in it
+    memory: MemoryBinding | None  # its memory binding when the probe started in it; None: not recorded
     allowed_nodes: list[int]
     affinity_changes: list[AffinityChange]  # seen by the sampler during its life
     samples: int  # the sampler's readings of it
@@ -278,6 +287,36 @@ class Binding(TypedDict):
     writer_cpus: list[list[int]]  # the distinct masks its writers started with
 
 
+class WriterMemory(TypedDict):
+    memory: MemoryBinding
+    bound: bool | None  # as RankBinding's memory_bound
+
+
+class RankBinding(TypedDict):
+    """A rank's CPU and memory binding at its start, and whether its writers
+    inherited it (analysis.binding.per_host). A rank: a producer."""
+    rank: int  # -1 without MPI
+    pid: int
+    cpus: list[int]  # its allowed CPUs when it started its last writer (at its start where it started none)
+    started_cpus: list[int]  # those it started with (the launcher's binding)
+    cpus_bound: bool  # fewer than its host's
+    cpu_nodes: list[int]  # the nodes of those CPUs
+    memory: MemoryBinding | None  # None: not recorded (a run from before it, a rank the probe was not in)
+    memory_bound: bool | None  # a policy that names nodes, or a cpuset of fewer nodes than the host's; None: not recorded
+    writers: int  # its writers seen
+    writers_inherit_cpus: bool | None  # every writer started with its CPUs; None: no writer
+    writers_inherit_memory: bool | None  # ... with its memory binding; None: no writer, or not recorded
+    writer_cpus: list[list[int]]  # the CPUs its writers started with, where any differ from its own
+    writer_memory: list[WriterMemory]  # ... their memory bindings, where any differ
+
+
+class HostBinding(TypedDict):
+    host: str
+    cpus: int  # the host's
+    nodes: list[int]  # the host's
+    ranks: list[RankBinding]
+
+
 class NumaSave(TypedDict):
     """One save's NUMA counter deltas (analysis.numa_activity); None: not measured."""
     save: int
@@ -308,6 +347,7 @@ class Summary(TypedDict):
     placement: Placement
     diagnoses: list[Diagnosis]  # warnings first, then by cost
     binding: list[Binding]  # ranks bound by their launcher, by rank
+    host_binding: list[HostBinding]  # every rank's CPU and memory binding, per host (the report's first lines)
     ranks_per_host: list[RankPerHost]
     process_groups: list[ProcessGroup]
     save_indices: list[SaveIndex]
@@ -315,3 +355,4 @@ class Summary(TypedDict):
     buffer_placement: PlacementPerSave | PlacementPerNode
     chunk_timeline: ChunkTimeline
     numa_activity: NumaActivity
+    stalls: Stalls  # record --stall's snapshots, each with the waits it names

@@ -71,6 +71,7 @@ class AffinityRow(TypedDict):
     t_s: list[float]
     cpu: list[int]
     node: list[int]  # -1: no known node
+    busy: list[bool]  # it used CPU time since its previous reading (else: where it last ran, idle)
     host_nodes: list[int]
     cpus: list[int]
 
@@ -88,7 +89,7 @@ class AffinityGroup(TypedDict):
     allowed_cpus: list[int] | None
     allowed_nodes: list[int]
     spanning: int
-    counts: list[list[int]]  # per node lane (then "no known node"): readings per time bin; [] for none
+    counts: list[list[int]]  # per node lane (then "no known node"): busy readings per time bin; [] for none
     alive: list[int]  # processes alive per time bin
 
 

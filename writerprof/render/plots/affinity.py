@@ -4,22 +4,26 @@ from __future__ import annotations
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from writerprof.analysis.affinity import bin_shares
-from writerprof.render.plots.style import NO_NODE, empty, figure, node_colour, node_legend, title, who
+from writerprof.render.plots.style import NO_NODE, Uncrowded, empty, figure, node_colour, node_legend, title, who
 from writerprof.units import format_cpu_list
 
 # At most this many (host, role) groups drawn: each is two axes, and
 # matplotlib's cost is per axes (a 1024-rank run has hundreds of groups).
 MAX_PLOTTED_GROUPS = 12
+IDLE = "#aaaaaa"  # a reading of a process that used no CPU since the one before
 
 
 def affinity_timeline(summary: dict) -> Figure:
     """Where each process ran: the CPU of every sampler tick, coloured by its
-    NUMA node, over the CPUs it was allowed (shaded by node); on a producer's
-    row its writers' lifetimes. Many processes: one row per (host, role), the
-    share of samples on each node over time, with the number of live processes."""
+    NUMA node where it used CPU since the tick before, a small grey dot where
+    it was idle, over the CPUs it was allowed (shaded by node); on a
+    producer's row its writers' lifetimes. Many processes: one row per (host,
+    role), the share of its busy readings on each node over time, with the
+    number of live processes."""
     found = summary.get("affinity")
     if not found:
         return empty("Where each process ran", "no sampler readings in this run (recorded with --no-sampler?)")
@@ -36,7 +40,7 @@ def _per_process(summary: dict, found: dict) -> Figure:
     row_height = 0.55 if ncpus <= 4 else 0.8 if ncpus <= 32 else 1.2
     fig = figure(12, 1.3 + row_height * len(rows))
     axes = fig.subplots(len(rows), 1, sharex=True, squeeze=False)[:, 0]
-    seen_nodes = set()
+    seen_nodes, idle_drawn = set(), False
     for ax, row in zip(axes, rows):
         proc = procs[row["id"]]
         # The CPUs it was allowed, shaded by node, per interval between affinity changes.
@@ -45,17 +49,22 @@ def _per_process(summary: dict, found: dict) -> Figure:
                 ax.broken_barh([(a, b - a)], (first - 0.5, last - first + 1), facecolor=node_colour(node),
                                alpha=0.15, edgecolor="none")
         # Its writers' lifetimes, on a producer's row.
-        for created, stop, save in row["writers"]:
+        for created, stop, _ in row["writers"]:
             ax.axvspan(created, stop, color="#000000", alpha=0.06, lw=0)
-            ax.text(created, 1.0, f" w{save if save is not None else ''}", transform=ax.get_xaxis_transform(),
-                    fontsize=7, va="top", color="#333333")
+        marks = [(created, 1.0, f" w{save if save is not None else ''}") for created, _, save in row["writers"]]
+        Uncrowded(ax, marks, transform=ax.get_xaxis_transform(), fontsize=7, va="top", color="#333333")
         for edge in (proc["created_s"], proc["exited_s"]):
             if edge is not None:
                 ax.axvline(edge, color="#333333", lw=0.8, ls=":")
-        if row["t_s"]:
-            ax.scatter(np.array(row["t_s"]), np.array(row["cpu"]), c=[node_colour(n) for n in row["node"]], s=9,
+        busy = np.array(row["busy"], dtype=bool)
+        t, cpu = np.array(row["t_s"]), np.array(row["cpu"])
+        if busy.any():
+            ax.scatter(t[busy], cpu[busy], c=[node_colour(n) for n, b in zip(row["node"], busy) if b], s=9,
                        marker="s", linewidths=0)
-            seen_nodes.update(n for n in row["node"] if n >= 0)
+            seen_nodes.update(n for n, b in zip(row["node"], busy) if b and n >= 0)
+        if not busy.all():  # where it last ran, asleep: not where it worked
+            ax.scatter(t[~busy], cpu[~busy], c=IDLE, s=2, marker="o", linewidths=0)
+            idle_drawn = True
         seen_nodes.update(row["host_nodes"])
         if row["cpus"]:
             ax.set_ylim(min(row["cpus"]) - 0.6, max(row["cpus"]) + 0.6)
@@ -69,9 +78,12 @@ def _per_process(summary: dict, found: dict) -> Figure:
         ax.grid(axis="x", color="#eeeeee", lw=0.5)
     axes[-1].set_xlabel("seconds since the recording started")
     title(axes[0], f"Where each process ran ({len(rows)} processes): the sampled CPU (y) coloured by its "
-                   f"NUMA node; shading = the CPUs it was allowed; grey bands on a producer = its writers' "
+                   f"NUMA node where it used CPU since the reading before (a small grey dot: idle, on the CPU it "
+                   f"last ran on); shading = the CPUs it was allowed; grey bands on a producer = its writers' "
                    f"lifetimes (w<save>)")
     handles = node_legend(seen_nodes, summary["topology"])
+    if idle_drawn:
+        handles.append(Line2D([], [], marker="o", markersize=3, color=IDLE, lw=0, label="idle"))
     handles.append(Patch(facecolor="#000000", alpha=0.1, label="writer alive"))
     fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 6), fontsize=8)
     fig.supylabel("CPU", fontsize=8)
@@ -122,8 +134,9 @@ def _per_group(summary: dict, found: dict) -> Figure:
     axes[-1].set_xlabel("seconds since the recording started")
     shown = (f"{len(found['groups'])} groups; the {len(groups)} most spread over nodes shown" if capped
              else f"{len(groups)} groups")
-    title(axes[0], f"Where the processes ran, by host and role ({found['processes']} processes in {shown}): share of sampler ticks on each NUMA node over time (left axis); "
-                   f"black line = processes alive (right axis)")
+    title(axes[0], f"Where the processes ran, by host and role ({found['processes']} processes in {shown}): share "
+                   f"of the busy sampler readings (CPU used since the reading before) on each NUMA node over time "
+                   f"(left axis; blank: all idle); black line = processes alive (right axis)")
     handles = node_legend(all_nodes, summary["topology"])
     handles.append(Patch(facecolor=NO_NODE, label="no known node"))
     fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 6), fontsize=8)

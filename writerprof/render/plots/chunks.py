@@ -8,7 +8,11 @@ from matplotlib.patches import Patch
 from writerprof.analysis.saves import COMPONENTS, STARTUP_PHASES
 from writerprof.analysis.timeline import PRODUCER_PHASES, WRITER_PHASES
 from writerprof.render.format import rank_label
-from writerprof.render.plots.style import ALIASES, COLOURS, colour, empty, figure, name, title
+from writerprof.render.plots.style import (ALIASES, COLOURS, MIN_VISIBLE_SHARE, Uncrowded, colour, empty, figure,
+                                           name, title)
+
+# At most this many "save N" labels are offered; of those, the ones that fit are drawn (Uncrowded).
+MAX_SAVE_LABELS = 200
 
 
 def chunk_timeline(summary: dict) -> Figure:
@@ -27,11 +31,16 @@ def chunk_timeline(summary: dict) -> Figure:
         save_marks += [(len(lanes), t, f"save {save}") for t, save in pair["saves"]]
         who = _who(proc)
         where = f" ({proc['host']})" if multi_host else ""
-        lanes.append((f"producer {who}{where}", pair["producer_spans"]))
+        # A producer whose fill no hook sees has no gen bars: its row says so rather than look idle.
+        unhooked = "" if "gen" in pair["producer_spans"] else "\ngen not hooked"
+        lanes.append((f"producer {who}{where}{unhooked}", pair["producer_spans"]))
         lanes.append((f"writers of {who}{where}", pair["writer_spans"]))
     n = len(lanes)
     fig = figure(12, 1.5 + 0.55 * n)
     ax = fig.add_subplot()
+    # The legend names the phases one can see: all their spans in a lane together a pixel or two wide.
+    every = [x for _, bars in lanes for spans in bars.values() for x in spans]
+    least = MIN_VISIBLE_SHARE * (max(a + w for a, w in every) - min(a for a, _ in every)) if every else 0.0
     used = set()
     for i, (_, bars) in enumerate(lanes):
         y = n - 1 - i
@@ -39,10 +48,11 @@ def chunk_timeline(summary: dict) -> Figure:
             spans = bars.get(key)
             if spans:
                 ax.broken_barh(spans, (y - 0.38, 0.76), facecolors=colour(key), edgecolor="none")
-                used.add(ALIASES.get(key, key))
-    if len(save_marks) <= 40:
-        for lane, t, text in save_marks:
-            ax.text(t, n - 1 - lane + 0.42, text, fontsize=7, va="bottom", color="#333333")
+                if sum(w for _, w in spans) >= least:
+                    used.add(ALIASES.get(key, key))
+    step = max(1, -(-len(save_marks) // MAX_SAVE_LABELS))  # a long run's every step-th: each is measured
+    Uncrowded(ax, [(t, n - 1 - lane + 0.42, text) for lane, t, text in save_marks[::step]], fontsize=7,
+              va="bottom", color="#333333")
     ax.set_yticks([n - 1 - i for i in range(n)], [label for label, _ in lanes], fontsize=8)
     ax.set_ylim(-0.6, n - 0.1 + 0.35)
     ax.set_xlabel("seconds since the recording started")

@@ -43,8 +43,11 @@ class Rendered:
             target.write(data)
 
 
-def _images(make, summary, formats) -> dict[tuple[str, int], bytes]:
+def _images(make, summary, formats) -> dict[tuple[str, int], bytes] | None:
+    """A figure's images; None for a figure its maker leaves out."""
     figure = make(summary)
+    if figure is None:
+        return None
     out = {}
     for fmt, dpi in formats:
         buffer = io.BytesIO()
@@ -125,12 +128,14 @@ class Pending:
             except OSError:  # the worker died: collect() makes its figures here
                 pass
 
-    def collect(self) -> dict[str, Rendered]:
+    def collect(self) -> dict[str, Rendered | None]:
+        """Every figure's images, None for one its maker left out."""
         self._unsent()
         worker, self.worker = self.worker, None
         done = forked.collect(*worker, {}) if worker else {}
-        return {name: Rendered(done[name] if name in done else _images(make, self.summary, self.formats))
-                for name, make in self.makers.items()}
+        images = {name: done[name] if name in done else _images(make, self.summary, self.formats)
+                  for name, make in self.makers.items()}
+        return {name: None if found is None else Rendered(found) for name, found in images.items()}
 
     def close(self) -> None:
         """End a worker that will not be collected (the caller failed)."""

@@ -9,6 +9,8 @@ from writerprof.analysis import placement
 from writerprof.render.format import rank_label
 from writerprof.render.plots.style import NO_NODE, empty, figure, node_colour, node_legend, title
 
+MIN_SAVE_SLOT = 3.6  # bar widths: a save's buffers and its label's room
+
 
 def buffer_placement(summary: dict) -> Figure:
     """Pages of each buffer per NUMA node at the end of the writer's loop,
@@ -27,11 +29,16 @@ def _per_buffer(summary, saves, unit) -> Figure:
     multi_rank = len({(s["host"], s["producer"]) for s in saves}) > 1
     nodes = sorted({int(n) for s in saves for b in s["buffers"] for n in b["nodes"]}
                    | {s["writer_node"] for s in saves if s["writer_node"] is not None})
-    fig = figure(max(6.0, 1.2 + 0.35 * sum(len(s["buffers"]) + 1 for s in saves)), 4.2)
+    # A bar and its gap are 0.35 in; a save's slot at least MIN_SAVE_SLOT of them, so
+    # that its label ("writer: node 1 (100%)") stays over its own buffers.
+    slots = [max(len(s["buffers"]) + 0.8, MIN_SAVE_SLOT) for s in saves]
+    fig = figure(max(6.0, 3.5 + 0.35 * sum(slots)), 4.2)  # 3.5 in: the y axis and the legend
     ax = fig.add_subplot()
     x, centres, labels = 0.0, [], []
     top = max(sum(b["nodes"].values()) + b["unfaulted"] for s in saves for b in s["buffers"]) or 1
-    for s in saves:
+    for s, slot in zip(saves, slots):
+        pad = (slot - len(s["buffers"]) - 0.8) / 2
+        x += pad
         xs = []
         for b in s["buffers"]:
             bottom = 0.0
@@ -54,7 +61,7 @@ def _per_buffer(summary, saves, unit) -> Figure:
         where = (f"writer: node {s['writer_node']} ({s['writer_share']:.0%})" if s["writer_node"] is not None
                  else "writer: node ?")
         ax.text(centre, top * 1.1, where, ha="center", va="bottom", fontsize=7)
-        x += 0.8
+        x += 0.8 + pad
     ax.set_xticks(centres, labels, fontsize=8)
     ax.set_ylim(0, top * 1.25)
     ax.set_ylabel(f"{unit} per node (estimated from sampled pages)" if unit == "pages" else unit)
@@ -64,7 +71,7 @@ def _per_buffer(summary, saves, unit) -> Figure:
     handles = node_legend(nodes, summary["topology"])
     if any(b["unfaulted"] for s in saves for b in s["buffers"]):
         handles.append(Patch(facecolor=NO_NODE, hatch="//", edgecolor="#999999", label="not faulted in"))
-    ax.legend(handles=handles, fontsize=8, loc="upper right", framealpha=0.9)
+    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # off the bars' labels
     return fig
 
 
@@ -99,5 +106,5 @@ def _per_node(summary, groups) -> Figure:
     handles = node_legend(nodes, summary["topology"])
     if any(g["shares"].get("-1") for g in groups):
         handles.append(Patch(facecolor=NO_NODE, hatch="//", edgecolor="#999999", label="not faulted in"))
-    ax.legend(handles=handles, fontsize=8, loc="upper right", framealpha=0.9)
+    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # off the bars' labels
     return fig

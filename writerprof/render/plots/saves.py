@@ -11,7 +11,7 @@ from matplotlib.patches import Patch
 
 from writerprof.analysis.ending import complete
 from writerprof.analysis.saves import COMPONENTS
-from writerprof.render.plots.style import COLOURS, SIDE_COLOUR, empty, figure, name, title
+from writerprof.render.plots.style import COLOURS, MIN_VISIBLE_SHARE, SIDE_COLOUR, empty, figure, name, title
 
 MAX_SAVE_BARS = 12  # save decomposition: one bar per save, per side, up to this many
 MAX_INDEX_BARS = 30  # ... and at most this many save-index bars (consecutive indices pooled beyond)
@@ -66,7 +66,7 @@ def save_decomposition(sides: dict[str, list[dict]], max_bars: int = MAX_SAVE_BA
     made = {label: m for label, m in made.items() if m[0]}
     if not made:
         return empty(heading, "no saves")
-    keys = [c for c in (*COMPONENTS, "unexplained") if any(v[c] > 0 for m in made.values() for v in m[1])]
+    keys, legend = visible_parts([v for m in made.values() for v in m[1]])
     widths = [max(3, len(m[0])) for m in made.values()]
     width = max(8.0, 1.5 + 0.5 * sum(widths))
     fig = figure(width, 5.4)
@@ -78,7 +78,7 @@ def save_decomposition(sides: dict[str, list[dict]], max_bars: int = MAX_SAVE_BA
         for key in keys:
             heights = np.array([v[key] for v in values])
             if heights.any():
-                ax.bar(x, heights, bottom=bottom, color=COLOURS[key], width=0.75, label=name(key), gid=key)
+                ax.bar(x, heights, bottom=bottom, color=COLOURS[key], width=0.75, label=legend[key], gid=key)
             bottom += heights
         for xi, total in zip(x, bottom):
             ax.text(xi, total, f"{total:.2f}", ha="center", va="bottom", fontsize=7)
@@ -90,9 +90,27 @@ def save_decomposition(sides: dict[str, list[dict]], max_bars: int = MAX_SAVE_BA
         ax.margins(y=0.12)
     axes[0].set_ylabel("seconds")
     fig.suptitle(f"{heading}: {'; '.join(sorted(hows))}", fontsize=10)
-    fig.legend(handles=[Patch(facecolor=COLOURS[k], label=name(k)) for k in keys], loc="outside lower center",
+    fig.legend(handles=[Patch(facecolor=COLOURS[k], label=legend[k]) for k in keys], loc="outside lower center",
                fontsize=8, ncols=max(1, min(len(keys), int(width / 2.0))))
     return fig
+
+
+def visible_parts(bars: list[dict]) -> tuple[list[str], dict[str, str]]:
+    """The parts to draw, in stacking order, and their legend labels: each
+    part a pixel or two high somewhere (MIN_VISIBLE_SHARE of the tallest
+    bar), then "other" for the rest that are not zero, each bar's "other"
+    their sum (added to the bars here). Parts zero in every bar are left out."""
+    tallest = max((sum(v.values()) for v in bars), default=0.0)
+    parts = [c for c in (*COMPONENTS, "unexplained") if any(v[c] > 0 for v in bars)]
+    thin = [c for c in parts if max(v[c] for v in bars) < MIN_VISIBLE_SHARE * tallest]
+    for v in bars:
+        v["other"] = sum(v[c] for c in thin)
+    keys = [c for c in parts if c not in thin] + (["other"] if thin else [])
+    labels = {k: name(k) for k in keys}
+    if thin:
+        labels["other"] = f"other ({', '.join(name(c) for c in thin)}: each too thin to see)" if len(thin) <= 2 \
+            else f"other ({len(thin)} parts, each too thin to see)"
+    return keys, labels
 
 
 # --- comparison waterfall ----------------------------------------------------------------------
@@ -117,7 +135,7 @@ def compare_waterfall(comparison: dict) -> Figure:
              for c in shown]
     if rest:
         steps.append(("other", f"other ({len(rest)} components < {cutoff * 1000:.1f} ms)",
-                      sum(c["diff_s"] for c in rest), "#cccccc"))
+                      sum(c["diff_s"] for c in rest), COLOURS["other"]))
     steps.append(("unexplained", "unexplained", comparison["unexplained_s"], COLOURS["unexplained"]))
     fig = figure(max(7.0, 2.5 + 1.0 * (len(steps) + 2)), 4.8)
     ax = fig.add_subplot()

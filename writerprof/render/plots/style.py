@@ -1,41 +1,48 @@
 """What every plot shares: one colour per critical-path component or hooked
 phase (COLOURS) and one per NUMA node (node_colour), the legend's names,
-and figures made with matplotlib.figure.Figure, never pyplot (no display is
-needed and a caller's pyplot state is left alone)."""
+labels of marks that keep off each other (Uncrowded), and figures made with
+matplotlib.figure.Figure, never pyplot (no display is needed and a caller's
+pyplot state is left alone)."""
 
 from __future__ import annotations
 
 import textwrap
 
+from matplotlib.artist import Artist
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+from matplotlib.text import Text
 
 from writerprof.analysis.saves import STARTUP_PHASES
 from writerprof.render.format import rank_label
 from writerprof.units import format_cpu_list
 
 # One colour per component of the critical path, per phase of a hooked call
-# and per start-up phase, the same in every plot. Start-up phases are warm
-# (the __main__ re-run the strongest), the writer's I/O cool, the producer's
-# work green.
+# and per start-up phase, the same in every plot: Paul Tol's colour-blind-safe
+# palettes (bright, muted, light and vibrant), picked so that any two differ
+# in hue or lightness for every reader, those with a red or green or blue
+# deficiency included (tests/unit/test_plots_legible.py checks it). Start-up
+# phases are warm (the __main__ re-run red), the writer's I/O blue, the
+# producer's work green, what is no part of either grey.
 COLOURS = {
-    "setup": "#b0b0b0",
-    "startup:start": "#fdd49e",
-    "startup:interpreter": "#fdbb84",
-    "startup:main_rerun": "#d7301f",
-    "startup:unpickle": "#fc8d59",
-    "startup:bootstrap": "#ef6548",
-    "startup:target_setup": "#990000",
-    "generation": "#2ca02c",
-    "put-wait": "#b8e0b0",
-    "queue": "#bcbd22",
-    "get-wait": "#e6e68a",
-    "write": "#1f77b4",
-    "fadvise": "#17becf",
-    "fsync": "#6a3d9a",
-    "close": "#e377c2",
-    "teardown": "#8c564b",
-    "unexplained": "#404040",
+    "setup": "#898989",
+    "startup:start": "#EEDD88",
+    "startup:interpreter": "#EE8866",
+    "startup:main_rerun": "#CC3311",
+    "startup:unpickle": "#EE3377",
+    "startup:bootstrap": "#FFAABB",
+    "startup:target_setup": "#882255",
+    "generation": "#117733",
+    "put-wait": "#44BB99",
+    "queue": "#999933",
+    "get-wait": "#BBCC33",
+    "write": "#0077BB",
+    "fadvise": "#99DDFF",
+    "fsync": "#332288",
+    "close": "#77AADD",
+    "teardown": "#AA4499",
+    "unexplained": "#000000",
+    "other": "#DDDDDD",
 }
 # Other names of the same things: hooked phases, start-up phases.
 ALIASES = {"gen": "generation", "put": "put-wait", "get": "get-wait", "first_chunk": "get-wait",
@@ -47,13 +54,16 @@ NAMES = {
     "startup:bootstrap": "start-up: bootstrap", "startup:target_setup": "start-up: target setup",
     "generation": "gen", "put-wait": "put-wait (producer blocked)", "queue": "queue (both waiting)",
     "get-wait": "get-wait (writer waiting)", "write": "write", "fadvise": "fadvise", "fsync": "fsync",
-    "close": "close", "teardown": "teardown", "unexplained": "unexplained",
+    "close": "close", "teardown": "teardown", "unexplained": "unexplained", "other": "other",
 }
 # One colour per NUMA node (Dark2, then tab10's), and for pages on no node yet.
 NODE_COLOURS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666",
                 "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 NO_NODE = "#dddddd"
-SIDE_COLOUR = "#e0e0e0"  # a waterfall's whole-save bars
+# A part under this share of its axis (a bar's height, a timeline's span) is a
+# pixel or two: it has no legend entry of its own.
+MIN_VISIBLE_SHARE = 0.005
+SIDE_COLOUR = "#ffffff"  # a waterfall's whole-save bars (outlined)
 
 
 def colour(name: str) -> str:
@@ -109,3 +119,31 @@ def node_legend(nodes, topology: dict | None = None) -> list[Patch]:
         handles.append(Patch(facecolor=node_colour(node), label=f"node {node}{cpus}"))
     return handles
 
+
+class Uncrowded(Artist):
+    """Labels of marks along an axes (a save's start, a writer's birth),
+    each drawn only where it lies inside the axes and overlaps none drawn
+    before it: decided as the figure is drawn, after its layout, on the
+    labels' real boxes, so that marks a few pixels apart keep a readable few
+    rather than a smear of text."""
+
+    def __init__(self, ax, labels, transform=None, **style):
+        """labels: [(x, y, text)] in the order they are kept; style: Text's."""
+        super().__init__()
+        self.texts = [Text(x, y, text, transform=transform or ax.transData, **style) for x, y, text in labels]
+        for text in self.texts:
+            text.set_figure(ax.figure)
+        self.set_zorder(3)
+        self.set_in_layout(False)
+        ax.add_artist(self)
+
+    def draw(self, renderer):
+        if not self.get_visible():
+            return
+        room, kept = self.axes.bbox, []
+        for text in self.texts:
+            box = text.get_window_extent(renderer)
+            inside = room.x0 <= box.x0 and box.x1 <= room.x1 and room.y0 <= box.y0 and box.y1 <= room.y1
+            if inside and not any(box.overlaps(other) for other in kept):
+                kept.append(box)
+                text.draw(renderer)
