@@ -38,7 +38,8 @@ def test_a_cmd_that_record_s_additions_would_take_over_the_kernels_limit_runs_un
     true = shutil.which("true")
     record = writerprof_command() + ["record", "-o", str(tmp_path / "r"), "--"]
     # Room for record's own exec, not for its additions to CMD's environment.
-    args = _arguments(true, room=_records_own(record) + 16)
+    room = _records_own(record) + 16
+    args = _arguments(true, room=room)
     assert subprocess.run([true, *args]).returncode == 0  # plainly, it runs
     done = subprocess.run(record + [true, *args], capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr  # as plainly
@@ -49,7 +50,7 @@ def test_a_cmd_that_record_s_additions_would_take_over_the_kernels_limit_runs_un
     assert "Traceback" not in done.stderr
 
     # Over the limit without record's additions too: the kernel's words, not a claim about record's.
-    args += ["z" * 300]
+    args += ["z" * (room + 300)]  # more than the room left for record's own words
     assert not execlimit.fits(true, [true, *args], dict(os.environ))
     script = os.path.join(os.path.dirname(writerprof_command()[0]), "python")
     # record started through a small launcher that has the room record itself needs (its arguments are

@@ -240,8 +240,10 @@ def test_plot_command_leaves_the_affinity_timeline_out_and_says_why(tmp_path_fac
 
     recorded(tmp_path_factory, **ONE_NODE)
     run_dir = _cache[repr(sorted(ONE_NODE.items()))][0].path
+    # From tmp_path: `-m writerprof` in a checkout would import its source, not the installed package.
     done = subprocess.run([sys.executable, "-m", "writerprof", "plot", str(run_dir), "-o", str(tmp_path / "p")],
-                          capture_output=True, text=True, timeout=120, env={**os.environ, "MPLBACKEND": "Agg"})
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "MPLBACKEND": "Agg"},
+                          cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert sorted(p.stem for p in (tmp_path / "p").iterdir()) == sorted(
         ["buffer_placement", "chunk_timeline", "save_decomposition"] * 2)
