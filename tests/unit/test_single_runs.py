@@ -77,7 +77,7 @@ def test_a_difference_clear_of_the_spread_whose_parts_are_not_names_none_and_say
 
 def test_a_difference_well_above_the_spread_is_named(root, pairs):
     a = pairs[0][0]
-    b = recorded(root, 99, start_method="forkserver", main_rerun_s=0.3)
+    b = recorded(root, 99, start_method="forkserver", main_rerun_s=0.6)  # +70%: over the 10% floor
     for result, sign in ((compare([a], [b]), 1), (compare([b], [a]), -1)):
         assert result["causes"][0] == "startup:main_rerun", result["verdict"]
         assert sign * result["total"]["ci95_s"][0] > 0 or sign * result["total"]["ci95_s"][1] < 0
@@ -112,12 +112,17 @@ def test_the_interval_of_one_run_a_side_is_its_saves_spread_not_that_of_their_me
 def test_a_run_varies_as_its_saves_of_one_size_do_and_several_runs_as_their_means():
     # Columns: a part steady within the run, and the save's time. Two sizes, each steady but for
     # ±0.1 s: their difference is no spread.
-    run = np.array([[0.5, 1.0], [0.5, 1.1], [0.5, 0.9], [1.5, 3.0], [1.5, 3.1], [1.5, 2.9]])
+    run = np.array([[0.5, 1.0], [0.5, 1.3], [0.5, 0.7], [1.5, 3.0], [1.5, 3.3], [1.5, 2.7]])
     sizes = np.array([1, 1, 1, 2, 2, 2])
     sd = noise.run_sd([run], [sizes], whole=1)
-    assert sd[1] == pytest.approx(0.1)
+    assert sd[1] == pytest.approx(0.3)
     # The steady part moves with its run as the whole save does, relative to its mean.
-    assert sd[0] == pytest.approx(0.1 / 2.0 * 1.0)
+    assert sd[0] == pytest.approx(0.3 / 2.0 * 1.0)
+    # Saves steadier than that: the run still varies by the floor, relative to its mean (2.0 s).
+    steady = run.copy()
+    steady[:, 1] = [1.0, 1.05, 0.95, 3.0, 3.05, 2.95]
+    assert noise.run_sd([steady], [sizes], whole=1) == pytest.approx([noise.RUN_CV_FLOOR * 1.0,
+                                                                       noise.RUN_CV_FLOOR * 2.0])
     assert np.isnan(noise.run_sd([run[:2]], [np.array([1, 2])], whole=1)).all()  # no two saves of one size
     means = [np.array([[1.0], [1.2]]), np.array([[2.0], [2.2]]), np.array([[3.0], [3.2]])]
     assert noise.run_sd(means, [np.array([1, 1])] * 3, whole=0)[0] == pytest.approx(1.0)

@@ -12,7 +12,8 @@ variation, and one run a side shows nothing of the first: a side of one run
 is taken to vary from run to run as much as one of its saves varies within
 it (run_sd: the standard deviation of its saves about the mean of their
 size, so that saves of different sizes add nothing; a part of the save at
-least as much, relative to its mean, as the whole save). Its intervals
+least as much, relative to its mean, as the whole save), and by at least
+RUN_CV_FLOOR of its mean save time. Its intervals
 (run_intervals) are the difference ± z * sqrt(sd_A² / runs_A + sd_B² / runs_B),
 a side of several runs bringing the standard deviation of its runs' means.
 
@@ -40,6 +41,13 @@ from writerprof.analysis.shapes import Noise, Spread
 
 Z = 1.96  # 95%, two-sided
 Z_POWER = 0.84  # 80% power
+# A side of one run varies from run to run by at least this share of its mean
+# save time, however steady its saves are within it: other programs' load
+# changes between runs and a run's saves all feel it. Measured: the
+# throughput's coefficient of variation over the repeats of 60 contrast sides
+# recorded on this project's shared 2-CPU machine, quartiles 0.077, 0.148 and
+# 0.296; two fork runs of the same saves differed by 29% under such load.
+RUN_CV_FLOOR = 0.10
 
 
 def needed(sd: float, effect: float, z: float = Z) -> int | None:
@@ -76,8 +84,9 @@ def run_sd(runs: list[np.ndarray], sizes: list[np.ndarray], whole: int) -> np.nd
     run; sizes: each run's saves' bytes; whole: the column of the save's
     time. Several runs: the standard deviation of their means. One run: that
     of its saves about the mean of their size (each size's squared deviations
-    pooled over the saves less one a size), and for a part at least the
-    whole save's relative spread times the part's mean: what carries over
+    pooled over the saves less one a size), at least RUN_CV_FLOOR of the
+    whole save's mean, and for a part at least the whole save's relative
+    spread times the part's mean: what carries over
     between runs slows every part of a save, and a part steady within a run
     (a final fsync, to the millisecond) still moves with its run."""
     if len(runs) > 1:
@@ -91,7 +100,7 @@ def run_sd(runs: list[np.ndarray], sizes: list[np.ndarray], whole: int) -> np.nd
     if not freedom:
         return np.full(x.shape[1], np.nan)
     sd, mean = np.sqrt(squares / freedom), x.mean(axis=0)
-    relative = sd[whole] / mean[whole] if mean[whole] else 0.0
+    relative = max(sd[whole] / mean[whole], RUN_CV_FLOOR) if mean[whole] else 0.0
     return np.maximum(sd, relative * np.abs(mean))
 
 
