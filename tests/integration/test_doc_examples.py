@@ -54,3 +54,10 @@ def test_the_shape_check_sees_a_renamed_heading():
 def test_the_verdicts_finding_is_one_shape_whichever_it_is():
     printed = "Verdict: forkserver saves are 0.20 s slower\nClear of the noise though the difference is not: x\n"
     assert not examples.drift(["Verdict: forkserver saves are 0.51 s slower", "Top cause: the writer"], printed)
+
+
+def test_a_fix_is_checked_only_where_the_run_found_a_cause():
+    block = ["Verdict: forkserver saves are 0.51 s slower", "Top cause: the writer", "Best fix: guard", "fix:"]
+    assert not examples.drift(block, "Verdict: forkserver saves are 0.2 s slower\nThat is within the noise\n")
+    printed = "Verdict: forkserver saves\nTop cause: y\nfix:\nBest fix: z\n"
+    assert examples.drift(block, printed) == ["fix:"]  # out of order
