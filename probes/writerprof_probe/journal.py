@@ -1,6 +1,8 @@
 """This process's journal: rare events written as they happen, chunk records
 buffered and appended in batches, so that nothing blocks on I/O per chunk
-and a SIGKILL loses at most one batch.
+and a SIGKILL loses at most one batch; and before each queue get the
+target waits in (queues.waiting_from_target: one small write a get, where
+records are queued), since a pool terminates its workers while they wait.
 
 A journal write that fails (a full, read-only or vanished run directory)
 never reaches the target: the journal stops in this process, says so in one

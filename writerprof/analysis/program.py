@@ -45,12 +45,13 @@ def program(run) -> dict:
     per child, each phase's own time), the tasks they took."""
     offsets = host_offsets(run)
     t0, t1 = _span(run)
-    children = _children(run, offsets)
+    starts = _starts(run, offsets)
+    children = _children(run, offsets, starts)
     intervals: dict[str, list[tuple[int, int]]] = {p: [] for p in PARTS}
     for child in children:
         for part, spans in child["spans"].items():
             intervals[part] += spans
-    for start in _starts(run, offsets):
+    for start in starts:
         pickled = min(start["end"], start["start"] + start["pickle_ns"])
         intervals["start:pickle"].append((start["start"], pickled))
         intervals["start"].append((pickled, start["end"]))
@@ -119,14 +120,14 @@ def _forkserver_starts(run, offsets) -> list[tuple[int, int]]:
     return out
 
 
-def _children(run, offsets) -> list[dict]:
+def _children(run, offsets, starts: list[dict]) -> list[dict]:
     """Each started child with its phases' spans (by part) and own seconds."""
     procs = run.processes
     chunks = run.chunk_columns
     codes = {name: code for code, name in run.phase_names.items()}
     get = codes.get("get")
     out = []
-    for start in _starts(run, offsets):
+    for start in starts:
         rows = np.flatnonzero((procs["host"] == start["host"]) & (procs["pid"] == start["child_pid"])
                               & (procs["created_ns"] + offsets.get(start["host"], 0) >= start["start"] - 10**9))
         if not len(rows):
@@ -200,7 +201,7 @@ def _child_stats(children: list[dict]) -> dict:
         "tasks_per_child": float(np.mean(tasks)) if n else None,
         "phases": {p: float(np.mean([c["phases"][p] for c in children])) if n else 0.0 for p in STARTUP},
         "startup_s": float(np.mean([c["startup_s"] for c in children])) if n else None,
-        "first_task_s": _mean_of(c["first_task_s"] for c in children),
+        "first_task_s": mean_of(c["first_task_s"] for c in children),
         "start_call_s": float(np.mean([c["start_call_s"] for c in children])) if n else None,
         "pickle_s": float(np.mean([c["pickle_s"] for c in children])) if n else None,
         "pickle_bytes": float(np.mean([c["pickle_bytes"] for c in children])) if n else None,
@@ -221,7 +222,7 @@ def _task_stats(run, children: list[dict]) -> dict:
             "pickled_bytes": sum(int(e["data"].get("pickled_bytes") or 0) for e in pickled) / calls if calls else None}
 
 
-def _mean_of(values) -> float | None:
+def mean_of(values) -> float | None:
     """The mean of the values measured (None: none was)."""
     measured = [v for v in values if v is not None]
     return float(np.mean(measured)) if measured else None

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from writerprof.analysis import fixes, intervals
-from writerprof.analysis.program import PARTS, STARTUP
+from writerprof.analysis.program import PARTS, STARTUP, mean_of
 
 SCHEMA = "writerprof.contrast-program/1"
 LABELS = {
@@ -54,30 +54,26 @@ _WALL, _METRIC = len(PARTS), len(PARTS) + 1
 
 def side(runs: list[dict], name: str) -> dict:
     """runs: analysis.program's dicts, each with its "metric" (None: none asked for or found)."""
-    def mean(values):
-        values = [v for v in values if v is not None]
-        return float(np.mean(values)) if values else None
-
     children = [r["children"] for r in runs]
     return {
         "name": name,
         "runs": len(runs),
-        "wall_s": mean(r["wall_s"] for r in runs),
-        "metric": mean(r.get("metric") for r in runs),
-        "parts": {p: mean(r["parts"][p] for r in runs) for p in PARTS},
+        "wall_s": mean_of(r["wall_s"] for r in runs),
+        "metric": mean_of(r.get("metric") for r in runs),
+        "parts": {p: mean_of(r["parts"][p] for r in runs) for p in PARTS},
         "children": {
-            "started": mean(c["started"] for c in children),
-            "took_tasks": mean(c["took_tasks"] for c in children),
-            "tasks_per_child": mean(c["tasks_per_child"] for c in children),
-            "phases": {p: mean(c["phases"][p] for c in children if c["started"]) for p in STARTUP},
-            "startup_s": mean(c["startup_s"] for c in children),
-            "first_task_s": mean(c.get("first_task_s") for c in children),
-            "start_call_s": mean(c["start_call_s"] for c in children),
-            "pickle_s": mean(c["pickle_s"] for c in children),
-            "pickle_bytes": mean(c["pickle_bytes"] for c in children),
+            "started": mean_of(c["started"] for c in children),
+            "took_tasks": mean_of(c["took_tasks"] for c in children),
+            "tasks_per_child": mean_of(c["tasks_per_child"] for c in children),
+            "phases": {p: mean_of(c["phases"][p] for c in children if c["started"]) for p in STARTUP},
+            "startup_s": mean_of(c["startup_s"] for c in children),
+            "first_task_s": mean_of(c.get("first_task_s") for c in children),
+            "start_call_s": mean_of(c["start_call_s"] for c in children),
+            "pickle_s": mean_of(c["pickle_s"] for c in children),
+            "pickle_bytes": mean_of(c["pickle_bytes"] for c in children),
             "methods": sorted({m for c in children for m in c["methods"]}),
         },
-        "tasks": {k: mean(r["tasks"][k] for r in runs) for k in ("gets", "get_s", "pickled_calls", "pickle_s",
+        "tasks": {k: mean_of(r["tasks"][k] for r in runs) for k in ("gets", "get_s", "pickled_calls", "pickle_s",
                                                                   "pickled_bytes")},
         "main": next((r["main"] for r in runs if r["main"]), None),
     }
