@@ -61,3 +61,8 @@ def test_a_fix_is_checked_only_where_the_run_found_a_cause():
     assert not examples.drift(block, "Verdict: forkserver saves are 0.2 s slower\nThat is within the noise\n")
     printed = "Verdict: forkserver saves\nTop cause: y\nfix:\nBest fix: z\n"
     assert examples.drift(block, printed) == ["fix:"]  # out of order
+
+
+def test_a_one_line_verdict_has_no_finding_to_check():
+    block = ["Verdict: B (fork) saves are 0.01 s slower", "No cause is named: more runs are needed"]
+    assert not examples.drift(block, "Verdict: B (fork) and A (fork) saves take the same time within 1%\n")
