@@ -22,8 +22,13 @@ from helpers import writerprof_command
 TARGETS = Path(__file__).parent / "targets"
 MIB = 1 << 20
 # The target times its calls from Python, the interposer from inside libc:
-# the difference is the Python call around it (tofile: its dup and fdopen).
-SHARE, SLACK_S = 0.05, 0.001
+# the difference is the Python call around it (tofile: its dup and fdopen),
+# and, after each call, the wait to take back the GIL from another thread of
+# the process (the probe's sampler, which a loaded machine may have
+# descheduled while it held it): up to a switch interval a call. That wait
+# is only ever on the target's side of the figure.
+SHARE, SLACK_S, GIL_WAIT_S = 0.05, 0.001, 0.005
+CHUNK = 4 * MIB  # any_writer.py's: a write call each
 
 
 def record(run_dir, *command, options=()):
@@ -42,8 +47,10 @@ def _recorded(tmp_path, mode, method="forkserver", files_n=3, size=16 * MIB):
     return load(tmp_path / "run"), own, done
 
 
-def _close(measured, truth):
-    return abs(measured - truth) <= SHARE * truth + SLACK_S
+def _close(measured, truth, calls=1):
+    """The interposer's seconds against the target's own over `calls` calls."""
+    near = SHARE * truth + SLACK_S
+    return -near - calls * GIL_WAIT_S <= measured - truth <= near
 
 
 @pytest.mark.parametrize("mode", ["buffered", "tofile", "pwritev", "pool", "thread", "self"])
@@ -57,7 +64,7 @@ def test_every_file_is_one_save_with_the_targets_own_figures(tmp_path, mode):
         s = by_path[o["path"]]
         assert s["bytes"] == os.path.getsize(o["path"]) == o["bytes"]
         assert s["writer_pid"] == o["pid"] and pid[o["pid"]] == "writer"
-        assert _close(s["write_s"], o["write_s"]), (s["write_s"], o["write_s"])
+        assert _close(s["write_s"], o["write_s"], -(-o["bytes"] // CHUNK)), (s["write_s"], o["write_s"])
         assert _close(s["fsync_s"], o["fsync_s"]), (s["fsync_s"], o["fsync_s"])
         # The accounting closes: the critical path and the unexplained are the save.
         assert sum(s["critical_path"].values()) + s["unexplained_s"] == pytest.approx(s["duration_s"], abs=1e-6)

@@ -51,21 +51,30 @@ def test_unknown_subcommand_and_version():
     assert run_writerprof("--version").stdout.startswith("writerprof ")
 
 
+def _is_writer(child: psutil.Process, repro: psutil.Process, method: str) -> bool:
+    parent = child.parent()
+    cmdline = child.cmdline()
+    forked = cmdline == repro.cmdline() and parent.pid == repro.pid
+    from_daemon = "forkserver" in " ".join(cmdline) and parent.pid != repro.pid
+    spawned = "--multiprocessing-fork" in cmdline and parent.pid == repro.pid
+    return {"fork": forked, "forkserver": from_daemon, "spawn": spawned}[method]
+
+
 def _find_writer(repro: psutil.Process, method: str, deadline: float) -> psutil.Process:
     """The writer child: a fork of the repro process, a fork of its forkserver,
-    or a spawned interpreter of its own."""
+    or a spawned interpreter of its own. A child that still is one a quarter
+    of a second later: between its fork and its exec, the resource tracker
+    (or any other helper started by fork and exec) has the repro's command
+    line too, and killing it is not killing the writer."""
     while time.monotonic() < deadline:
         for child in repro.children(recursive=True):
             try:
-                parent = child.parent()
-                cmdline = child.cmdline()
-                forked = cmdline == repro.cmdline() and parent.pid == repro.pid
-                from_daemon = "forkserver" in " ".join(cmdline) and parent.pid != repro.pid
-                spawned = "--multiprocessing-fork" in cmdline and parent.pid == repro.pid
+                if _is_writer(child, repro, method):
+                    time.sleep(0.25)
+                    if child.is_running() and _is_writer(child, repro, method):
+                        return child
             except psutil.NoSuchProcess:
                 continue
-            if {"fork": forked, "forkserver": from_daemon, "spawn": spawned}[method]:
-                return child
         time.sleep(0.02)
     raise AssertionError("no writer process appeared")
 
