@@ -37,9 +37,12 @@ def deferred():
 
 
 def install() -> None:
-    """From the main thread, before the job starts."""
+    """From the main thread, before the job starts. Not for a signal the
+    command came with ignored (nohup): it stays ignored, for the command
+    and for what it starts."""
     for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, _handler)
+        if signal.getsignal(signum) != signal.SIG_IGN:
+            signal.signal(signum, _handler)
 
 
 def check() -> None:

@@ -211,3 +211,32 @@ def test_record_passes_signals_on_though_its_parent_blocked_them(tmp_path):
     recorder.send_signal(signal.SIGUSR1)
     out, err = recorder.communicate(timeout=60)
     assert (recorder.returncode, out) == (0, "got SIGUSR1\n"), err
+
+
+def test_a_signal_record_came_with_ignored_stays_ignored_for_the_command(tmp_path):
+    """`nohup writerprof record -- CMD`, or a background job of a shell
+    without job control (SIGINT and SIGQUIT ignored): CMD comes with the same
+    signals ignored as it does run plainly, and a SIGINT sent to record ends
+    neither."""
+    import subprocess
+
+    code = ("import signal, sys\n"
+            "print([signal.getsignal(s) == signal.SIG_IGN for s in (signal.SIGINT, signal.SIGQUIT, "
+            "signal.SIGHUP, signal.SIGTERM)], flush=True)\n"
+            "sys.stdin.readline()\n")
+    ignored = (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP)
+
+    def ignoring():
+        for signum in ignored:
+            signal.signal(signum, signal.SIG_IGN)
+
+    seen = {}
+    for how, prefix in (("plain", []), ("recorded", writerprof_command() + ["record", "-o", str(tmp_path / "run"),
+                                                                             "--"])):
+        child = subprocess.Popen(prefix + [sys.executable, "-c", code], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ignoring)
+        seen[how] = child.stdout.readline()
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate("\n", timeout=60)
+        assert (child.returncode, out) == (0, ""), (how, err)
+    assert seen["recorded"] == seen["plain"] == "[True, True, True, False]\n"

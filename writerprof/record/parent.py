@@ -46,7 +46,11 @@ class Forwarding:
         self.received: list[int] = []  # the ENDING signals passed on
         self._early: list[int] = []
         self._mask: set | None = None  # record's signal mask before follow()
-        self._previous = {s: signal.signal(s, self._forward) for s in FORWARDED}
+        # A signal record came with ignored (nohup, a background job of a shell
+        # without job control) stays so: CMD inherits it ignored across its exec,
+        # as it would without record, and none of it comes to be passed on.
+        self._previous = {s: signal.signal(s, self._forward) for s in FORWARDED
+                          if signal.getsignal(s) != signal.SIG_IGN}
         return self
 
     def __exit__(self, *exc_info) -> None:
