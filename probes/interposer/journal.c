@@ -235,9 +235,86 @@ static int map_file(int fd) {
     return 1;
 }
 
+/* --- the host's part: one recording's ------------------------------------ */
+/* RUN/hosts/HOST/ carries its recording's id from the moment it appears; a
+ * part of another recording found there is moved aside whole to
+ * RUN/previous/ID/ first, so that two recordings never share a part. The
+ * steps of probes/writerprof_probe/part.py (which says why), taken here
+ * because the interposer journals before the Python probe starts. */
+static char run_id[65];                 /* WRITERPROF_RUN_ID; "" when record did not start this */
+#define PART_PATH 4608                  /* room for RUN (< 4096), a host (< 256) and the names below */
+static int part_owned;                  /* this process image found or made it (a fork child inherits it) */
+
+/* 1 and the id host_dir carries ("" for none) and its inode; 0: no host_dir. */
+static int held_by(const char *host_dir, char *found, size_t size, unsigned long long *inode) {
+    struct stat st;
+    if (syscall(SYS_newfstatat, AT_FDCWD, host_dir, &st, AT_SYMLINK_NOFOLLOW) != 0) return 0;
+    *inode = (unsigned long long)st.st_ino;
+    found[0] = 0;
+    if (!S_ISDIR(st.st_mode)) return 1; /* a link planted at its name, say: never followed, moved aside */
+    char path[PART_PATH + 8];
+    snprintf(path, sizeof path, "%s/run_id", host_dir);
+    int fd = raw_open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
+    if (fd < 0) return 1;
+    ssize_t n = syscall(SYS_read, fd, found, size - 1);
+    raw_close(fd);
+    while (n > 0 && (found[n - 1] == '\n' || found[n - 1] == ' ')) n--;
+    found[n > 0 ? n : 0] = 0;
+    return 1;
+}
+
+static void move_aside(const char *host, const char *host_dir, const char *found, unsigned long long inode) {
+    int plain_id = *found && strlen(found) <= 64;
+    for (const char *c = found; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9'))) plain_id = 0;
+    char aside[2 * PART_PATH];
+    if (plain_id) snprintf(aside, sizeof aside, "%s/previous/%s/hosts/%s", run_dir, found, host);
+    else snprintf(aside, sizeof aside, "%s/previous/unknown-%llu/hosts/%s", run_dir, inode, host);
+    make_dirs(aside);
+    /* fails where another process moved it: gone, or its new part there, which the taken name keeps */
+    syscall(SYS_renameat, AT_FDCWD, host_dir, AT_FDCWD, aside);
+}
+
+/* 1 where this process made host_dir with run_id in it; 0 where a part is
+ * there (not empty) or it cannot be made. */
+static int make_part(const char *host, char *host_dir) {
+    char fresh[PART_PATH], id_path[PART_PATH + 8];
+    snprintf(fresh, sizeof fresh, "%s/.%s-%d-%lld.new", run_dir, host, (int)syscall(SYS_getpid), (long long)now_ns());
+    snprintf(id_path, sizeof id_path, "%s/run_id", fresh);
+    make_dirs(id_path);
+    int fd = raw_open(id_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int ok = 0;
+    if (fd >= 0) {
+        char line[80];
+        int n = snprintf(line, sizeof line, "%s\n", run_id);
+        ok = syscall(SYS_write, fd, line, (size_t)n) == n;
+        raw_close(fd);
+    }
+    /* host_dir's parents first: make_dirs makes a path's directories, not its last component */
+    make_dirs(host_dir);
+    if (ok && syscall(SYS_renameat, AT_FDCWD, fresh, AT_FDCWD, host_dir) == 0) return 1;
+    syscall(SYS_unlinkat, AT_FDCWD, id_path, 0);
+    syscall(SYS_unlinkat, AT_FDCWD, fresh, AT_REMOVEDIR);
+    return 0;
+}
+
+static int own_part(const char *host) {
+    if (!run_id[0] || part_owned) return 1;
+    char host_dir[PART_PATH], found[80];
+    unsigned long long inode = 0;
+    if (snprintf(host_dir, sizeof host_dir, "%s/hosts/%s", run_dir, host) >= (int)sizeof host_dir) return 0;
+    for (int tries = 0; tries < 4; tries++) { /* another recording taking it back each time: give up rather than mix */
+        int held = held_by(host_dir, found, sizeof found, &inode);
+        if ((held && strcmp(found, run_id) == 0) || make_part(host, host_dir)) return part_owned = 1;
+        if (held) move_aside(host, host_dir, found, inode);
+    }
+    return 0;
+}
+
 static int make_file(void) {
     char host[256];
     safe_host(host, sizeof host);
+    if (!own_part(host)) return 0;
     if (snprintf(io_path, sizeof io_path, "%s/hosts/%s/io/%d-%lld.io", run_dir, host, (int)owner,
                  (long long)journal_init_ns) >= (int)sizeof io_path)
         return 0;
@@ -456,6 +533,8 @@ __attribute__((constructor)) static void start(void) {
         run_dir_len = strlen(run_dir);
         while (run_dir_len > 1 && run_dir[run_dir_len - 1] == '/') run_dir[--run_dir_len] = 0;
         write_through = !plain(run_dir);
+        const char *id = getenv("WRITERPROF_RUN_ID");
+        if (id && strlen(id) < sizeof run_id) snprintf(run_id, sizeof run_id, "%s", id);
         begin(1, 0);
         pthread_atfork(NULL, NULL, after_fork_child);
     }

@@ -245,12 +245,22 @@ LAUNCH_HOST_ENV = "WRITERPROF_LAUNCH_HOST"
 AGENT_PYTHON_ENV = "WRITERPROF_AGENT_PYTHON"
 INTERVAL_ENV = "WRITERPROF_INTERVAL_NS"
 STALL_ENV = "WRITERPROF_STALL_NS"
-AGENT_LOCK = "agent.lock"  # in RUN/hosts/HOST/: who started that host's agent
-# The recording's id (run.json's run_id), which the process that starts a
-# host's agent writes beside its lock: a host's part of a recording made
-# without a shared run directory says whose it is (writerprof merge checks).
+AGENT_LOCK = "agent.lock"  # in RUN/hosts/HOST/: who started that host's agent, and the agent (agent.py)
+# The recording's id (run.json's run_id), which every host's part carries
+# from its making (RUN/hosts/HOST/run_id: part.py): a part says whose it is
+# (writerprof merge checks), and another recording's part found there is
+# moved aside to RUN/previous/ID/ before this one's is made.
 RUN_ID_ENV = "WRITERPROF_RUN_ID"
 RUN_ID_FILE = "run_id"
+PREVIOUS_DIR = "previous"
+# Set by `writerprof record` where CMD may start ranks on other hosts: where
+# a host's agent sends its part home ("ADDRESS:PORT,[ADDRESS6]:PORT,..."),
+# and the recording's secret that proves it is this recording's agent (hex;
+# never in argv or a file of the run: identity records no variable named
+# *KEY*). The process that starts a host's agent hands both on to it
+# (writerprof.record.homecoming).
+HOMECOMING_ENV = "WRITERPROF_HOMECOMING"
+HOMECOMING_KEY_ENV = "WRITERPROF_HOMECOMING_KEY"
 
 
 _FORMATS = {"CHUNK": CHUNK_FORMAT, "SHM": SHM_FORMAT, "PLACEMENT": PLACEMENT_FORMAT}

@@ -13,7 +13,7 @@ import os
 import sys
 import time
 
-from . import format
+from . import format, part
 from .jsonline import dumps
 
 # The target's own calls to these may be hooked; the journal uses the originals.
@@ -103,6 +103,7 @@ class Journal:
         directory = format.procs_dir(self.run, self.host)
         self.base = os.path.join(directory, "%d-%d" % (pid, created_ns))
         try:
+            part.claim(self.run, self.host, os.environ.get(format.RUN_ID_ENV))  # never into another recording's part
             make_dirs(directory)
             # The chunks file at its first batch: most processes have none, and a file costs ~0.1 ms.
             self._fd(format.EVENTS_SUFFIX)

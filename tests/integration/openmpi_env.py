@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from rig import FAKE_SSH as _RIG_SSH, fake_ssh
 from testcache import CACHE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,13 +87,9 @@ def environment(**extra) -> dict:
 
 # --- a host that does not inherit mpirun's environment ---------------------------------------
 
-FAKE_SSH = """#!/bin/sh
-# ssh to a host that inherits nothing: the command runs here in an environment
-# as empty as a remote login's, so only what mpirun forwards reaches it.
-while [ $# -gt 0 ]; do case "$1" in -*) shift;; *) break;; esac; done
-shift
-exec env -i PATH="$PATH" HOME="$HOME" sh -c "$*"
-"""
+# ssh to a host that inherits nothing (of no rig: the command runs here, in an environment
+# as empty as a remote login's, so only what mpirun forwards reaches it).
+FAKE_SSH = _RIG_SSH.format(hosts="")
 # Inside the namespace: loopback, and a veth pair whose address Open MPI's
 # daemons use between "hosts" (it does not use loopback for another host).
 NETNS_SETUP = ("ip link set lo up && ip link add wp0 type veth peer name wp1 && "
@@ -110,7 +107,4 @@ def stand_in_host(tmp_path: Path) -> tuple[list[str], Path]:
     probe = subprocess.run([*prefix, "true"], capture_output=True, text=True)
     if probe.returncode != 0:
         pytest.skip(f"cannot make a network namespace with a veth pair here: {probe.stderr.strip()}")
-    ssh = tmp_path / "fake-ssh"
-    ssh.write_text(FAKE_SSH)
-    ssh.chmod(0o755)
-    return prefix, ssh
+    return prefix, fake_ssh(tmp_path / "fake-ssh")  # no host of a rig: it runs the command here

@@ -99,7 +99,7 @@ def test_of_launchers_given_one_directory_at_once_one_records(tmp_path):
     assert len(recorded) == 1, ended
     for n, (code, stdout, stderr) in enumerate(ended):
         if n != recorded[0]:
-            assert code == 1 and stdout == "" and len(stderr.splitlines()) == 1, stderr
+            assert code == 2 and stdout == "" and len(stderr.splitlines()) == 1, stderr  # holds a recording
     assert json.loads((out / "run.json").read_text())["command"][-1] == f"print({recorded[0]})"
 
 

@@ -1,18 +1,21 @@
 """Many hosts, on one machine: processes told to file themselves under
 another host name (WRITERPROF_HOST) are that host's. Their first probed
 process starts that host's sampler agent; without a shared run directory
-their part is merged into the launcher's with `writerprof merge`."""
+their part is merged into the launcher's with `writerprof merge`. A part is
+one recording's: recorded into again, its directory never mixes two."""
 
 from __future__ import annotations
 
 import filecmp
 import json
 import os
+import sys
 import time
 
 import psutil
 
 from helpers import run_writerprof, writerprof_command
+from writerprof.probes.writerprof_probe.format import HOMECOMING_ENV
 from writerprof.run import load
 
 REPRO = ["repro", "--saves", "2", "--size", "128MiB", "--chunk-size", "32MiB"]
@@ -24,7 +27,10 @@ def _shell(*commands: str) -> list[str]:
 
 def _repro(host: str | None = None, run: str | None = None) -> str:
     env = "".join(f"{k}={v} " for k, v in (("WRITERPROF_HOST", host), ("WRITERPROF_RUN", run)) if v)
-    return env + " ".join(writerprof_command() + REPRO)
+    # A run directory of its own stands for a host without shared storage that cannot reach
+    # record (a firewall): its part stays there, for merge (parts that come home: test_multihost).
+    unreachable = "env -u WRITERPROF_HOMECOMING " if run else ""
+    return unreachable + env + " ".join(writerprof_command() + REPRO)
 
 
 def _agents_gone(timeout_s: float = 30) -> bool:
@@ -95,3 +101,78 @@ def test_merge_refuses_what_is_not_one_recording(tmp_path):
     empty.mkdir()
     done = run_writerprof("merge", out, empty, "-o", tmp_path / "m2", check=False)
     assert done.returncode == 2 and "not a part of a recording" in done.stderr
+
+
+# --- one recording's part, never two: a node-local run directory recorded into again ----------------
+
+def _files(top) -> dict:
+    return {str(p.relative_to(top)): p.read_bytes() for p in top.rglob("*") if p.is_file()}
+
+
+def _stays(command: str) -> str:
+    """command, its host's part left where it is: as a host that cannot reach record (no homecoming)."""
+    return f"env -u {HOMECOMING_ENV} {command}"
+
+
+def test_a_rerun_into_the_same_node_local_directory_never_mixes_two_recordings(tmp_path):
+    """hostb's run directory is its own (not the launcher's) and has the same
+    path both times: the second recording moves the first's part aside whole,
+    makes its own and starts its own agent there (the old agent.lock stopped
+    it before); merge tells the two apart."""
+    part = tmp_path / "hostb-part"
+    part.mkdir()
+    first, second = tmp_path / "first", tmp_path / "second"
+    run_writerprof("record", "-o", first, "--", *_shell(_repro(), _stays(_repro("hostb", str(part)))))
+    assert _agents_gone()
+    before = _files(part / "hosts")
+    assert before
+    run_writerprof("record", "-o", second, "--", *_shell(_repro(), _stays(_repro("hostb", str(part)))))
+    assert _agents_gone()
+    ids = [load(out).meta["run_id"] for out in (first, second)]
+    aside = part / "previous" / ids[0]
+    assert _files(aside / "hosts") == before  # the first recording's part, whole and as it was
+    assert (part / "hosts" / "hostb" / "run_id").read_text() == ids[1] + "\n"
+    launcher = load(second).meta["host"]
+    for out, hostb_part in ((second, part), (first, aside)):
+        merged = tmp_path / f"merged-{out.name}"
+        run_writerprof("merge", out, hostb_part, "-o", merged)
+        run = load(merged)
+        assert _hosts_of_producers(run) == {launcher: 2, "hostb": 2}  # each recording's saves alone
+        assert [e["data"]["started"] for e in run.events_of("agent")] == [True]  # hostb's agent, each time
+    refused = run_writerprof("merge", first, part, "-o", tmp_path / "stale", check=False)
+    assert refused.returncode == 2 and len(refused.stderr.splitlines()) == 1, refused.stderr
+    assert all(text in refused.stderr for text in (*ids, f"merge {aside}"))
+    again = run_writerprof("record", "-o", second, "--", "true", check=False)
+    assert again.returncode == 2 and f"holds recording {ids[1]} already" in again.stderr
+
+
+def test_the_interposer_alone_never_journals_into_another_recordings_part(tmp_path):
+    """No Python process on hostb: its shell and `head` journal their writes
+    through the interposer only, which moves the earlier recording's part
+    aside as the probe does."""
+    part = tmp_path / "hostb-part"
+    written = tmp_path / "written"
+    hostb = f"WRITERPROF_HOST=hostb WRITERPROF_RUN={part} sh -c 'head -c 2097152 /dev/zero > {written}'"
+    journals = []
+    for out in (tmp_path / "first", tmp_path / "second"):
+        run_writerprof("record", "--no-stacks", "-o", out, "--", "sh", "-c", hostb)
+        journals.append(set(os.listdir(part / "hosts" / "hostb" / "io")))
+    first_id = load(tmp_path / "first").meta["run_id"]
+    assert set(os.listdir(part / "previous" / first_id / "hosts" / "hostb" / "io")) == journals[0]
+    assert journals[1] and not journals[1] & journals[0]  # the second part holds the second's journals alone
+    assert (part / "hosts" / "hostb" / "run_id").read_text() == load(tmp_path / "second").meta["run_id"] + "\n"
+
+
+def test_a_job_step_after_the_hosts_agent_ended_gets_an_agent_of_its_own(tmp_path):
+    """Two steps on hostb in one recording, the second after the first's
+    agent ended with the first's processes (its lock names it, gone: an agent
+    with no homecoming to wait for ends so): the second takes the lock over."""
+    out = tmp_path / "run"
+    lock = out / "hosts" / "hostb" / "agent.lock"
+    step = _stays(f"WRITERPROF_HOST=hostb {sys.executable} -c pass")
+    ended = (f"pid=$(tail -n 1 {lock} | cut -d' ' -f2); "
+             f"while [ -e /proc/$pid ] && ! grep -q ') Z' /proc/$pid/stat; do sleep 0.05; done")
+    run_writerprof("record", "--interval", "10ms", "-o", out, "--", "sh", "-c", f"{step}; {ended}; {step}")
+    assert _agents_gone()
+    agents = [e["data"] for e in load(out).events_of("agent")]
+    assert [a["started"] for a in agents] == [True, True] and agents[0]["pid"] != agents[1]["pid"]

@@ -157,11 +157,14 @@ def test_x_forwards_a_variable_to_a_host_that_inherits_nothing(ompi, elsewhere):
     assert listed.stdout.strip() == "FOO=foo BAR=bar", listed.stderr  # -x and the list add up
 
 
-@pytest.mark.parametrize("user_x", [[], ["-x", "PYTHONPATH", "-x", "WRITERPROF_RUN"]],
-                         ids=["record-forwards", "user-x-too"])
+@pytest.mark.parametrize("user_x", [[], ["-x", "PYTHONPATH", "-x", "WRITERPROF_RUN"],
+                                    ["--mca", "mca_base_env_list", "HOME"]],
+                         ids=["record-forwards", "user-x-too", "user-list-on-the-command-line"])
 def test_record_reaches_ranks_on_a_host_that_inherits_nothing(ompi, elsewhere, tmp_path, user_x):
     """Only record's forwarded list (OMPI_MCA_mca_base_env_list) brings the
-    probe to these ranks; naming the same variables with -x as well is harmless."""
+    probe to these ranks; naming the same variables with -x as well is
+    harmless; a list on mpirun's command line, which outranks the
+    environment's, gets record's names added."""
     prefix, remote = elsewhere
     out = tmp_path / "run"
     _run(ompi, "record", "-o", out, "--", ompi / "mpirun", "-n", "2", *remote, "--bind-to", "none", *user_x,

@@ -104,11 +104,12 @@ def test_one_record_per_rank_says_nothing_of_the_other_ranks(tmp_path):
     assert NOT_PROBED not in done.stderr and _ranks_probed(tmp_path / "run-1") == {1}
 
 
-@pytest.mark.parametrize("form", ["-x VAR", "list in the environment"])
+@pytest.mark.parametrize("form", ["-x VAR", "list in the environment", "--mca list"])
 def test_a_rank_on_another_host(tmp_path, form):
     """Rank 0 here, rank 1 on a host that inherits nothing. With -x, Open MPI 4
     takes no list from record: rank 1 goes unprobed and the summary says so;
-    the user's list in the environment carries record's variables too."""
+    the user's list, in the environment or on mpirun's command line (where
+    record adds its names), carries record's variables too."""
     prefix, ssh = stand_in_host(tmp_path)
     options, env = _form(tmp_path, form)
     command = [str(MPIRUN), "--mca", "plm_rsh_agent", str(ssh), "--host", f"{socket.gethostname()}:1,elsewhere:1",

@@ -61,6 +61,17 @@ def test_record_passes_the_commands_output_through(recorded_repro):
     assert run.losses == []
 
 
+def test_the_summary_counts_recording_problems_apart_from_the_reports_diagnoses(recorded_repro):
+    """Two words for two things: what the recording missed, and the
+    diagnoses of the run, counted as `report` lists them."""
+    _, run, _, done = recorded_repro
+    diagnoses = json.loads(run_writerprof("report", "--json", run.path).stdout)["diagnoses"]
+    summary = done.stderr[done.stderr.index(f"writerprof record: {run.path}\n"):].splitlines()
+    assert len([line for line in summary if line.startswith("  recording problems ")]) == 1
+    (counted,) = [line.split()[1] for line in summary if line.startswith("  diagnoses ")]
+    assert counted == (str(len(diagnoses)) if diagnoses else "none")
+
+
 def test_per_save_figures_match_the_reproducers_own(recorded_repro):
     method, run, saves, _ = recorded_repro
     (producer,) = [p for p in run.processes if p["role"] == "main" and any(

@@ -63,5 +63,7 @@ def test_contrast_under_mpi_explains_per_rank_and_in_aggregate(tmp_path):
     assert comparison["a"]["saves"] == comparison["b"]["saves"] == 4  # 2 ranks x 2 saves
     assert comparison["a"]["aggregate_gib_s"] and comparison["b"]["aggregate_gib_s"]
     assert "Per rank (mean save" in done.stdout and "Aggregate as the benchmark reports it" in done.stdout
+    assert done.stdout.startswith("World: 2 of 2 ranks, all recorded; hosts: ")  # every recording whole
+    assert not any(r["world"]["partial"] for r in result["runs"]) and "PARTIAL" not in done.stderr
     total = sum(c["diff_s"] for c in comparison["components"]) + comparison["unexplained_s"]
     assert total == pytest.approx(comparison["difference_s"])

@@ -83,3 +83,54 @@ def test_a_parameter_files_list_is_kept(mpis, tmp_path):
     files = f"{tmp_path / 'absent.conf'},{named}"
     assert _forwarded(prrte, HOME=str(home), OMPI_MCA_mca_base_param_files=files) == "GIVEN;WRITERPROF_RUN;PYTHONPATH"
     assert _forwarded(prrte, HOME=str(home), OMPI_MCA_mca_base_param_files="none") == "WRITERPROF_RUN;PYTHONPATH"
+
+
+# --- a list of variables on the launcher's command line, which outranks the environment's ---------------
+
+def _on_command_line(*command):
+    return launchers.on_command_line(list(command), OURS)
+
+
+def test_open_mpis_list_on_the_command_line_gets_records_names_after_the_users():
+    for option in ("--mca", "-mca", "--gmca", "--omca"):
+        command, changed = _on_command_line("mpirun", "-n", "2", option, "mca_base_env_list", "FOO;PYTHONPATH",
+                                            "python", "x.py")
+        assert command == ["mpirun", "-n", "2", option, "mca_base_env_list", "FOO;PYTHONPATH;WRITERPROF_RUN",
+                           "python", "x.py"]
+        assert changed == [f"{option} mca_base_env_list"]
+    assert _on_command_line("mpirun", "--mca", "mca_base_env_list", "", "a")[0][3] == "WRITERPROF_RUN;PYTHONPATH"
+    # Another parameter, or the program's own arguments (after no launcher), are left as they are.
+    for command in (["mpirun", "--mca", "btl", "self", "a"], ["python", "x.py", "--mca", "mca_base_env_list", "A"]):
+        assert _on_command_line(*command) == (command, [])
+
+
+def test_hydras_lists_get_records_names_and_none_becomes_a_list_of_them():
+    command, changed = _on_command_line("mpiexec", "-genvlist", "A", "-n", "1", "a", ":", "-n", "1",
+                                        "--envlist=B,PYTHONPATH", "b", ":", "-envnone", "c")
+    assert command == ["mpiexec", "-genvlist", "A,WRITERPROF_RUN,PYTHONPATH", "-n", "1", "a", ":", "-n", "1",
+                       "--envlist=B,PYTHONPATH,WRITERPROF_RUN", "b", ":", "-envlist", "WRITERPROF_RUN,PYTHONPATH", "c"]
+    assert changed == ["-genvlist", "--envlist", "-envnone, as -envlist"]
+    # Hydra refuses -genvnone beside -genvlist: the one option becomes the other.
+    assert _on_command_line("mpiexec.hydra", "--genvnone", "-n", "2", "a")[0] == [
+        "mpiexec.hydra", "--genvlist", "WRITERPROF_RUN,PYTHONPATH", "-n", "2", "a"]
+
+
+def test_a_shell_strings_list_is_rewritten_in_place_and_the_rest_kept():
+    script = "cd /x && mpirun -n 2 --mca mca_base_env_list FOO\\;BAR python x.py; echo --mca mca_base_env_list X"
+    command, changed = _on_command_line("sh", "-c", script)
+    assert command == ["sh", "-c", "cd /x && mpirun -n 2 --mca mca_base_env_list 'FOO;BAR;WRITERPROF_RUN;PYTHONPATH' "
+                                   "python x.py; echo --mca mca_base_env_list X"]  # echo's is no launcher's
+    assert changed == ["--mca mca_base_env_list"]
+    # A list the shell makes when it runs: record's names appended, which the shell joins to it.
+    command, _ = _on_command_line("bash", "-c", 'mpirun --mca mca_base_env_list "$MINE" python -c "print(1)"')
+    assert command[2] == """mpirun --mca mca_base_env_list "$MINE"';WRITERPROF_RUN;PYTHONPATH' python -c "print(1)\""""
+    command, _ = _on_command_line("bash", "-c", "mpiexec -genvnone -n 2 python -c 'print(1)'")
+    assert command[2] == "mpiexec -genvlist WRITERPROF_RUN,PYTHONPATH -n 2 python -c 'print(1)'"
+
+
+def test_only_a_shells_script_is_read_as_one():
+    code = "x = '-genvnone'"  # python's -c: no shell reads it
+    assert _on_command_line("mpiexec", "-n", "2", "python", "-c", code) == (
+        ["mpiexec", "-n", "2", "python", "-c", code], [])
+    command, _ = _on_command_line("srun", "bash", "-l", "-c", "mpiexec -genvnone python x.py")
+    assert command[-1] == "mpiexec -genvlist WRITERPROF_RUN,PYTHONPATH python x.py"

@@ -84,6 +84,34 @@ def test_parts_of_one_recording_merge_and_keep_its_id(split, tmp_path):
     assert load(merge.merge(parts, tmp_path / "merged")).meta["run_id"] == "1111111111111111"
 
 
+def test_the_launchers_own_host_carries_the_id_too(split, tmp_path):
+    """record writes the launcher host's id as every other host's: a
+    launcher's part holding another recording's host is refused; one without
+    an id there is of a recording from before the launcher's host had one."""
+    _, launcher, other = split
+    _with_ids(launcher, other)
+    (launcher / "hosts" / "host0" / RUN_ID_FILE).write_text("3333333333333333\n")
+    with pytest.raises(UsageError, match=re.escape(f"{launcher}: host host0 is of another recording: its "
+                                                   "recording id is 3333333333333333")):
+        merge.find_parts([launcher, other])
+    (launcher / "hosts" / "host0" / RUN_ID_FILE).unlink()
+    assert merge.find_parts([launcher, other]).hosts == {"host0": launcher, "host1": other}
+
+
+def test_a_part_moved_aside_by_a_later_recording_is_named(split, tmp_path):
+    """A later recording into the same node-local directory moved this
+    recording's part to previous/ID/: the refusal says where it is."""
+    _, launcher, other = split
+    _with_ids(launcher, other, part_id="2222222222222222")
+    aside = other / "previous" / "1111111111111111"
+    shutil.copytree(other / "hosts", aside / "hosts")
+    (aside / "hosts" / "host1" / RUN_ID_FILE).write_text("1111111111111111\n")
+    with pytest.raises(UsageError, match=re.escape(f"not merged (a later recording moved this one's part of host1 "
+                                                   f"aside: merge {aside})")):
+        merge.find_parts([launcher, other])
+    assert merge.find_parts([launcher, aside]).hosts == {"host0": launcher, "host1": aside}
+
+
 @pytest.mark.parametrize("where", ["host", "file", "hosts"])
 def test_a_link_out_of_a_part_is_refused_not_followed(split, tmp_path, where):
     _, launcher, other = split

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from writerprof.probes.writerprof_probe.format import host_name
+from writerprof.probes.writerprof_probe.format import RUN_ID_FILE, host_name
 from writerprof.run import RunDirectoryError, directory, layout, load
 
 OPTIONS = dict(interval_ns=50_000_000, sampler=True, probes=["m:f=phase"], env={"OMP_NUM_THREADS": "4"})
@@ -66,6 +66,25 @@ def test_refuses_a_directory_that_is_not_empty(tmp_path):
     with pytest.raises(RunDirectoryError, match="exists and is not empty"):
         directory.create(tmp_path, ["python"], **OPTIONS)
     assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
+
+
+def test_the_launchers_host_part_carries_the_recording_id(tmp_path):
+    run_dir = directory.create(tmp_path / "run", ["python"], **OPTIONS)
+    run_id = json.loads((run_dir / layout.RUN_FILE).read_text())["run_id"]
+    assert (layout.host_dir(run_dir, host_name()) / RUN_ID_FILE).read_text() == run_id + "\n"
+    assert sorted(os.listdir(run_dir)) == [layout.HOSTS_DIR, layout.RUN_FILE]  # nothing made beside it
+
+
+def test_a_directory_holding_a_recording_or_a_part_of_one_is_refused_as_bad_input(tmp_path):
+    run_dir = directory.create(tmp_path / "run", ["python"], **OPTIONS)
+    run_id = json.loads((run_dir / layout.RUN_FILE).read_text())["run_id"]
+    with pytest.raises(directory.RunDirectoryTaken, match=f"run: holds recording {run_id} already") as taken:
+        directory.create(run_dir, ["python"], **OPTIONS)
+    assert taken.value.exit_code == 2
+    (run_dir / layout.RUN_FILE).unlink()  # a host's part, as a node-local directory of another host holds it
+    with pytest.raises(directory.RunDirectoryTaken, match=f"holds a part of recording {run_id} "
+                                                          f"\\(hosts/{host_name()}\\) already"):
+        directory.create(run_dir, ["python"], **OPTIONS)
 
 
 def test_refuses_a_file(tmp_path):

@@ -37,6 +37,8 @@ def test_probe_environment(tmp_path):
     forwarded = env[launchers.OMPI_ENV_LIST].split(";")
     assert forwarded[:2] == ["OMP_NUM_THREADS", "PYTHONPATH"] and len(forwarded) == len(set(forwarded))
     assert {k for k in env if k.startswith("WRITERPROF_")} <= set(forwarded)
+    # Record's first: MPICH Hydra's -genvlist would not pass on the last (test_launcher_lists.py).
+    assert list(env)[:len(session.forwarded(env))] == session.forwarded(env)
     added = session.probe_environment(tmp_path, ["m:f=a", "m:g=b"], {})
     assert added["WRITERPROF_PROBES"] == "m:f=a\nm:g=b" and added["PYTHONPATH"] == session.PROBE_DIR
 

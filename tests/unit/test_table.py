@@ -150,7 +150,7 @@ def test_a_programs_contrast_text_is_aligned_and_fits(width, tmp_path):
 
     slow = [run(1.81, main_rerun=0.30), run(1.83, main_rerun=0.32), run(1.80, main_rerun=0.29)]
     comparison = program_contrast.compare(FORK, slow, ("fork", "forkserver"), fix_context=CONTEXT)
-    text = programs.contrast_text({"comparisons": {"forkserver": comparison}, "what_ifs": []},
+    text = programs.contrast_text({"comparisons": {"forkserver": comparison}, "what_ifs": [], "runs": []},
                                   tmp_path / "contrast.html", width)
     lines = text.splitlines()
     for header in ("  wall time", "  per child"):  # (a header wraps too, at 80 columns)

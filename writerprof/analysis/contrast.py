@@ -112,8 +112,8 @@ def result(command: list[str], methods: list[str], repeat: int, runs: list[dict]
         "methods": list(methods),
         "repeat": repeat,
         "runs": [{"method": r["method"], "repeat": r["repeat"], "path": r["path"],
-                  "saves": r["summary"]["throughput"]["saves"], "gib_s": r["summary"]["throughput"]["gib_s"]}
-                 for r in runs],
+                  "saves": r["summary"]["throughput"]["saves"], "gib_s": r["summary"]["throughput"]["gib_s"],
+                  "world": r["summary"]["world"]} for r in runs],
         "comparisons": comparisons,
         "what_ifs": what_ifs,
         "noise": _noise(sides, comparisons),

@@ -10,7 +10,7 @@ import numpy as np
 
 from writerprof import forked
 from writerprof.analysis import affinity, binding, clocks, diagnoses, ending, groups, hostwise, placement, processes
-from writerprof.analysis import numa_activity, ranks, saves, stalls, starts, timeline
+from writerprof.analysis import numa_activity, ranks, saves, stalls, starts, timeline, world
 from writerprof.analysis.hooks import unmatched_in
 from writerprof.analysis.unprobed import not_probed
 from writerprof.analysis.shapes import Summary, Throughput
@@ -62,6 +62,7 @@ def summarize(run) -> Summary:
         forked.beside if big else forked.in_turn)(lambda: diagnoses.diagnose(run, procs, kept), plotted)
     return {
         "schema": SCHEMA,
+        "world": world.world(run),
         "run": {
             "path": str(run.path),
             "command": run.meta.get("command"),

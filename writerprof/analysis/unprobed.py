@@ -16,6 +16,7 @@ OPTIONS, PYTHONPATH, UNKNOWN = "options", "pythonpath", "unknown"
 _KEEPING_OUT = "IES"  # the interpreter's options that keep the probe out
 _WITH_VALUE = "WX"  # options whose value may be the next argument
 _LAST = "cm"  # -c and -m: the rest is the program's
+AGENT_MODULE = "writerprof.record.agent"  # (probes/writerprof_probe/agent.py runs it so)
 
 
 def not_probed(run) -> list[dict]:
@@ -39,6 +40,8 @@ def not_probed(run) -> list[dict]:
         if (not program["exec"] and parent is not None and programs[host, ppid, parent]["cmdline"] == program["cmdline"]
                 and _journaled(journaled, starts, host, ppid, parent)):
             continue  # a probed process's fork on its way to exec another program
+        if program["cmdline"][1:3] == ["-m", AGENT_MODULE]:
+            continue  # a host's sampler agent: writerprof's own, kept out of the probe on purpose
         options = keeping_out(program["cmdline"])
         why = OPTIONS if options else PYTHONPATH if program["pythonpath_has_probe"] is False else UNKNOWN
         entry = entries.setdefault((why, options), {"why": why, **({"options": options} if options else {}),

@@ -206,6 +206,7 @@ def _record_one(runs_dir: Path, command: list[str], method: str, repeat: int, co
     runs the fix's advice with its modules), its progress line, and its summary."""
     from writerprof.record import interposer
     from writerprof.record import session as recording
+    from writerprof.render import world as world_text
     from writerprof.run import directory
 
     base, what_if = WHAT_IFS.get(method, (method, None))
@@ -235,7 +236,8 @@ def _record_one(runs_dir: Path, command: list[str], method: str, repeat: int, co
     print(f" {time.monotonic() - t0:5.1f} s, {summary['throughput']['saves']} saves"
           + (f", {rate:.2f} GiB/s" if rate else "") + f"   (elapsed {time.monotonic() - started:.0f} s)",
           file=sys.stderr)
-    for note in recorded.notes + recorded.recording_notes():  # held by record while the command ran
+    partial = world_text.headline(summary["world"]) if summary["world"]["partial"] else None
+    for note in [partial] * bool(partial) + recorded.notes + recorded.recording_notes():  # held while CMD ran
         print(f"      {note}", file=sys.stderr)
     if status != 0:
         raise WriterprofError(f"the {method} recording failed: the command exited with status "
@@ -348,7 +350,8 @@ def _program_contrast(out: Path, command: list[str], methods: list[str], repeat:
     result = {"schema": contrast.SCHEMA, "mode": "program", "command": list(command), "methods": list(methods),
               "repeat": repeat, "metric": metric.pattern if metric else None,
               "runs": [{"method": r["method"], "repeat": r["repeat"], "path": r["path"],
-                        "wall_s": r["program"]["wall_s"], "metric": r["program"]["metric"]} for r in runs],
+                        "wall_s": r["program"]["wall_s"], "metric": r["program"]["metric"],
+                        "world": r["summary"]["world"]} for r in runs],
               "comparisons": comparisons,
               "what_ifs": [{"method": m, "ran": False, "reason": why} for m, why in skipped.items()],
               "verdict": first["verdict"]}

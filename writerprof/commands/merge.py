@@ -3,8 +3,10 @@ directories were not shared: the launcher's run directory (with run.json)
 and, from every other host, the directory its processes wrote to (holding
 hosts/HOST/ only). The result is the run directory a shared filesystem would
 have held: run.json from the launcher's part, each host's subtree as it was.
-Each other host's part must carry the launcher's recording id, and hold
-directories and regular files only.
+Each host's part must carry the launcher's recording id (a later recording
+into the same node-local directory moved an earlier one's to
+PART/previous/ID/, which the refusal names), and hold directories and
+regular files only.
 
     writerprof merge RUN_LAUNCHER RUN_HOST_B RUN_HOST_C ... -o RUN
 """

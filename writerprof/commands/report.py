@@ -1,7 +1,9 @@
 """Turn a run directory into an answer: a process table (who ran where, where
 their buffers are), a save table (start-up, generation, waits, write, fsync,
 throughput, bottleneck) and the diagnoses that apply, most costly first,
-each with the numbers it was computed from.
+each with the numbers it was computed from. An MPI job's ranks and hosts
+come first (analysis.world): a run that lacks some of them says PARTIAL in
+its first line, and its figures say they are over the ranks recorded.
 
 --json prints the summary ("schema": "writerprof.summary/1"); --html FILE
 writes one self-contained HTML report with the plots; --plots DIR writes the

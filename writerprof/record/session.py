@@ -102,9 +102,19 @@ def probe_environment(run: Path, added: list[str], environ=os.environ, extra: di
     else:
         env.pop(journal_format.PROBES_ENV, None)
     env.update(extra or {})
-    ours = sorted(k for k in env if k.startswith("WRITERPROF_")) + ["PYTHONPATH"] + ["LD_PRELOAD"] * bool(preload)
+    ours = forwarded(env)
     launchers.forward(env, ours, command)
-    return env
+    # Record's variables first: MPICH Hydra 5.0's -genvlist passes on every variable it lists but the
+    # environment's last (tests/integration/test_launcher_lists.py).
+    return {**{name: env[name] for name in ours}, **{k: v for k, v in env.items() if k not in ours}}
+
+
+def forwarded(env: dict) -> list[str]:
+    """The names of record's variables in CMD's environment, which a
+    launcher is told to pass on to ranks on other hosts: every WRITERPROF_*,
+    PYTHONPATH, and LD_PRELOAD where it holds the interposer."""
+    return (sorted(k for k in env if k.startswith("WRITERPROF_")) + ["PYTHONPATH"]
+            + ["LD_PRELOAD"] * (interposer.LIBRARY in env.get("LD_PRELOAD", "").split()))
 
 
 def run(output: Path | None, command: list[str], *, interval_ns: int, probes: list[str], sampler: bool,
@@ -143,11 +153,15 @@ class Recorded:
         self.sampler_ticks: dict | None = None  # the sampler thread's timing (Sampler.timing())
         self.cmd_usage: resource.struct_rusage | None = None  # CMD's (and its waited-for descendants'), from wait4
         self.stacks_threads_s = 0.0  # the CPU seconds of record's thread that drives py-spy (StackRecorder)
+        self.came_home: dict | None = None  # the other hosts' parts (homecoming.Listener.collect), where it listened
+        # The hosts whose parts did not come home, and the merge that brings them in (in run.json's
+        # "homecoming" alone: once merged, a part is no longer missing).
+        self.parts_missing: list[str] = []
 
     def recording_notes(self) -> list[str]:
         """What went wrong with the recording itself, a line each (not the
         report's warnings, which are diagnoses of the run)."""
-        lines = [f"recording incomplete: {why}" for why in self.incomplete]
+        lines = [f"recording incomplete: {why}" for why in self.incomplete] + self.parts_missing
         ticks = self.sampler_ticks
         if ticks and ticks["ticks"] and ticks["late"] >= _LATE_SHARE * ticks["ticks"]:
             lines.append(f"the sampler fell behind its {_ms(ticks['interval_ns'])} interval: {ticks['late']} "
@@ -177,15 +191,23 @@ def record(run_dir: Path, command: list[str], interval_ns: int, probes: list[str
         directory.write_topology(run_dir, host, topology.snapshot())
     except RunDirectoryError as exc:
         recorded.incomplete.append(f"no topology: {exc}")
+    home = None
+    if launchers.may_reach_other_hosts(command, os.environ):  # their parts come home to a listener of this run's
+        from writerprof.record import homecoming  # (sockets, HMAC: ~8 ms of start-up, only where it is used)
+
+        home = homecoming.Listener.open(run_dir, meta.run_id(run_dir), host)
     env = probe_environment(run_dir, probes, extra={**(extra_env or {}), **(
-        probestacks.environment(stacks) if stacks.by_probe else {})}, interval_ns=interval_ns, command=command,
-        stall_ns=stall_ns if sampler else 0)
+        probestacks.environment(stacks) if stacks.by_probe else {}), **(home.environment() if home else {})},
+        interval_ns=interval_ns, command=command, stall_ns=stall_ns if sampler else 0)
     ending = _Ending(run_dir, recorded)
     with parent.Forwarding(on_ending=ending.received) as signals:
         child = _start(run_dir, command, env, output, stacks, recorded)
         signals.follow(child.pid)
         status, stacks_taken = _follow(child, run_dir, host, interval_ns, sampler, stacks, recorded, signals,
-                                       ending, stall_ns)
+                                       ending, stall_ns, home)
+    if recorded.came_home is not None:
+        notes, recorded.parts_missing = homecoming.said(recorded.came_home, str(run_dir))
+        recorded.notes += notes
     recorded.signals = list(signals.received)
     recorded.exit_status = 128 - status if status < 0 else status
     recorded.killed_by = -status if status < 0 else None
@@ -195,7 +217,7 @@ def record(run_dir: Path, command: list[str], interval_ns: int, probes: list[str
                          signal=signal_name(-status) if status < 0 else None,
                          signals=recorded.signals_at, stacks=stacks_taken, incomplete=recorded.incomplete, outlived_cmd=recorded.outlived,
                          sampler_ticks=recorded.sampler_ticks, record_cpu=_record_cpu(*before, recorded),
-                         stall_ns=stall_ns if sampler else 0)
+                         stall_ns=stall_ns if sampler else 0, homecoming=recorded.came_home)
     except RunDirectoryError as exc:
         recorded.incomplete.append(f"run.json not finished: {exc}")
     return recorded
@@ -236,8 +258,10 @@ def _start(run_dir: Path, command: list[str], env: dict, output, stacks: StackOp
     of CMD, not only its leader. If it cannot be started, the run directory is
     finished as not started and CommandNotRunnable raised; if only record's
     additions to its environment keep it from starting (E2BIG: execlimit),
-    it is started without them, unprobed and sampled, and said so: the
-    probe never costs the target its run.
+    it is started without them (and as given: record's names in a launcher's
+    list on its command line (launchers.on_command_line) would name variables
+    it has not), unprobed and sampled, and said so: the probe never costs the
+    target its run.
 
     CMD gets the fds it would get without record: those record inherited
     (close_fds=False: a make jobserver's, a scheduler's), not record's own
@@ -245,10 +269,18 @@ def _start(run_dir: Path, command: list[str], env: dict, output, stacks: StackOp
     closed stays closed (writerprof.streams holds it close-on-exec)."""
     group = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
     streams = {"stdout": output, "stderr": subprocess.STDOUT} if output is not None else {}
+    # A list of variables on a launcher's command line outranks the environment's: record's names join it.
+    listed, options = launchers.on_command_line(command, forwarded(env))
     try:
-        return subprocess.Popen(command, env=env, close_fds=False, **group, **streams)
+        child = subprocess.Popen(listed, env=env, close_fds=False, **group, **streams)
     except OSError as exc:
         failure = exc
+    else:
+        if options:
+            recorded.notes.append(f"record added its variables to the list on CMD's command line "
+                                  f"({'; '.join(options)}), which outranks the environment: ranks on other "
+                                  f"hosts get them")
+        return child
     from writerprof.record import execlimit  # (only for a command that did not start)
 
     why = execlimit.over_by_additions(shutil.which(command[0]) or command[0], command, env, os.environ) if (
@@ -271,11 +303,13 @@ def _start(run_dir: Path, command: list[str], env: dict, output, stacks: StackOp
 
 def _follow(child: subprocess.Popen, run_dir: Path, host: str, interval_ns: int, sampler: bool,
             stacks: StackOptions, recorded: Recorded, signals: parent.Forwarding,
-            ending: _Ending, stall_ns: int = 0) -> tuple[int, dict]:
+            ending: _Ending, stall_ns: int = 0, home=None) -> tuple[int, dict]:
     """Follow CMD with py-spy and the sampler until it ends; its wait status,
     and what py-spy took (what record has to say, and what could not be
     written, into `recorded`). If record itself fails meanwhile, CMD is
-    ended too: it must not outlive record."""
+    ended too: it must not outlive record. Once CMD has ended, the other
+    hosts' agents are told at once (home: a homecoming.Listener, or None),
+    to send their parts while record finishes its own."""
     running = stack_recorder = None
     procs = layout.procs_dir(run_dir, host)
     tree = procfs.ProcessTree(HOST, child.pid)  # looked at by py-spy's watch and the sampler, once for both
@@ -301,6 +335,8 @@ def _follow(child: subprocess.Popen, run_dir: Path, host: str, interval_ns: int,
     finally:
         if child.returncode is None:
             _end(child)
+        if home is not None:
+            home.end()
         recorded.outlived = _outliving(procs, child.pid, running)
         ending.sampler = None
         if running is not None:
@@ -310,6 +346,8 @@ def _follow(child: subprocess.Popen, run_dir: Path, host: str, interval_ns: int,
                 recorded.incomplete.append(f"samples end early: {running.write_error}")
             if running.stalls is not None:
                 _stall_notes(running.stalls, host, recorded)
+        if home is not None:  # before the stacks are counted: the other hosts' are in their parts
+            recorded.came_home = home.collect()
         if stack_recorder is not None:  # CMD has ended: py-spy writes its file
             # py-spy follows what is left of the tree: once that is only what outlived CMD, it is stopped.
             stacks_taken = stack_recorder.stop(grace_s=0.0 if recorded.outlived else None)
@@ -443,7 +481,7 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
     try:
         recorded = load(run_dir)
     except (WriterprofError, OSError) as exc:  # a run directory gone or damaged under us
-        lines = head + [f"  recording notes  {len(done.recording_notes()) + 1}",
+        lines = head + [f"  recording problems {len(done.recording_notes()) + 1}",
                         f"    cannot read the recording: {exc}"]
         return "\n".join(lines + [f"    {note}" for note in done.recording_notes()])
     codes = {name: code for code, name in recorded.phase_names.items()}
@@ -467,6 +505,12 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
                  for e in recorded.events_of("hook") if e["data"].get("status") == "failed"]
     problems += recorded.losses
     problems += launchers.unprobed_ranks(recorded)
+    from writerprof.analysis.world import world  # the report's own
+    from writerprof.render import world as world_text
+
+    job = world(recorded)
+    if (ranks := world_text.headline(job)) is not None:  # first: what the rest of the summary is of
+        head.insert(1, f"  world            {ranks}")
     from writerprof.analysis.unprobed import not_probed  # (the report's own, as unmatched_in)
     from writerprof.render.format import not_probed as not_probed_line
 
@@ -482,15 +526,16 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
         if writers != len(starts) else f"  writers started  {writers}",
         f"  saves            {saves}" + (f" (CMD cut short by {cut}: the report tells complete saves from "
                                              f"interrupted ones)" if saves and (cut := cut_signal(recorded.meta))
-                                             else ""),
+                                             else "") + (f", {over}" if (over := world_text.seen_only(job)) else ""),
         f"  file writes      {len(written)}, {format_size(int(written.clip(0).sum()))}",
     ]
     if recorded.meta.get("probes"):
         lines.append(f"  probes           {len(recorded.meta['probes'])} given, {len(unmatched)} matched nothing")
-    lines.append(f"  recording notes  {len(problems) or 'none'}")
+    lines.append(f"  recording problems {len(problems) or 'none'}")
     lines += [f"    {p}" for p in problems[:5]]
     if len(problems) > 5:
         lines.append(f"    ... and {len(problems) - 5} more")
+    lines.append(f"  diagnoses        {_diagnoses(recorded)}")  # of the run, not of the recording: report's
     taken = recorded.meta.get("stacks") or {}
     if taken.get("taken") and taken.get("by") == BY_PROBE:
         lines.append(f"  stacks           {taken.get('samples', 0)} samples by the probe in "
@@ -507,8 +552,27 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
                      f"(py-spy {taken.get('py_spy') or '?'})")
     else:
         lines.append(f"  stacks           none: {taken.get('reason') or 'not recorded'}")
-    lines.append(f"  next:            writerprof report {run_dir}")
+    if job["partial"]:  # a report of this run alone is of the part recorded, not of the job
+        rest = world_text.to_complete(str(run_dir), str(run_dir.resolve()))
+        lines.append(f"  next:            the job is not whole here: {rest}; `writerprof report {run_dir}` reports the "
+                     f"part recorded, as partial")
+    else:
+        lines.append(f"  next:            writerprof report {run_dir}")
     return "\n".join(lines)
+
+
+def _diagnoses(recorded) -> str:
+    """The run's diagnoses, counted as `report` lists them (its analysis of the run as recorded)."""
+    from writerprof.analysis.summary import summarize
+
+    try:
+        found = summarize(recorded)["diagnoses"]
+    except Exception as exc:  # report would fail too: one line here, and record still exits with CMD's status
+        return f"not counted: {type(exc).__name__}: {exc}"
+    if not found:
+        return "none"
+    warnings = sum(d["severity"] == "warning" for d in found)
+    return f"{len(found)} ({warnings} warning{'s' * (warnings != 1)}): writerprof report lists them"
 
 
 def _loader():

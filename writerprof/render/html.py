@@ -26,6 +26,7 @@ from writerprof.render.format import ending, left_out, save_cut, save_status, sl
 from writerprof.render.format import interval_kind as _interval_kind
 from writerprof.render.format import host_bindings
 from writerprof.render import plots  # the package: no matplotlib until a plot is drawn
+from writerprof.render import world as world_text
 from writerprof.render.evidence import value as evidence_value
 from writerprof.render.fix_once import once_per_process
 from writerprof.units import format_cpu_list, format_size
@@ -173,7 +174,8 @@ def _header(summary: dict) -> str:
         rows += [("saves", f"{t['saves']}{' complete' * bool(left)} of {format_size(t['bytes'] // t['saves'])}"
                   + (f"; {left}" if left else "")),
                  ("mean save", f"{_s(t['mean_save_s'])} s"),
-                 ("throughput", f"{_rate(t['gib_s'])} GiB/s (bytes saved over time saving)")]
+                 ("throughput", f"{_rate(t['gib_s'])} GiB/s (bytes saved over time saving)"
+                  + (f"; {over}" if (over := world_text.seen_only(summary["world"])) else ""))]
     else:
         rows.append(("saves", f"none complete; {left}" if left
                      else "none found (no writer started by a probed process)"))
@@ -281,14 +283,27 @@ def report_html(summary: dict, figures: dict | None = None, image_format: str = 
     costly first, with evidence), the process table, placement across ranks
     and the launcher's binding, the save table, the plots, and the
     flamegraphs (name -> SVG) when there are stacks."""
-    run = summary["run"]
-    body = [f"<h1>writerprof report</h1><p class=\"mono\">{_e(run.get('path'))}</p>", _header(summary),
+    run, world = summary["run"], summary["world"]
+    partial = " (PARTIAL job)" if world["partial"] else ""
+    body = [f"<h1>writerprof report{partial}</h1><p class=\"mono\">{_e(run.get('path'))}</p>", _world(world, run),
+            _header(summary),
             f"<h2>Diagnoses ({sum(d['severity'] == 'warning' for d in summary['diagnoses'])} warnings, "
             f"{len(summary['diagnoses'])} in all; most costly first)</h2>",
             diagnoses_html(summary["diagnoses"]), _processes(summary), _ranks_placement(summary),
             _bindings(summary), _saves(summary),
             _figures(figures or {}, image_format, plots.left_out(summary)), _flames(flames or {})]
-    return _page(f"writerprof report {run.get('path')}", body)
+    return _page(f"writerprof report {run.get('path')}{partial}", body)
+
+
+def _world(world: dict, run: dict) -> str:
+    """The job's ranks and hosts, first on the page: a partial job's as a notice, with how to get the rest."""
+    line = world_text.headline(world)
+    if line is None:
+        return ""
+    if not world["partial"]:
+        return f"<p><b>World</b>: {_e(line)}</p>"
+    return (f'<div class="notice"><b>{_e(line)}</b><p>Every figure below is over what was recorded, not the '
+            f"job's. {_e(world_text.to_complete(run.get('path')))}</p></div>")
 
 
 def _ranks_placement(summary: dict) -> str:
@@ -439,6 +454,7 @@ def contrast_html(comparison: dict, sides: dict[str, list[dict]], figures: dict 
     # A contrast's verdict and fix: the first comparison's, with what its what-ifs measured of the fix.
     verdict = contrast["verdict"] if contrast and "verdict" in contrast else comparison["verdict"]
     body = [f"<h1>writerprof contrast: {_e(name_a)} vs {_e(name_b)}</h1>",
+            world_text.of_runs_html((contrast or {}).get("runs") or []),
             f'<div class="verdict" id="verdict">{verdict_html(verdict)}</div>']
     body += [f'<p class="note"><b>{_e(d["heading"])}:</b> ' + "<br>".join(_e(line) for line in d["lines"]) + "</p>"
              for d in comparison.get("details") or []]

@@ -7,12 +7,13 @@ from __future__ import annotations
 import textwrap
 
 from writerprof.analysis.program import STARTUP
+from writerprof.render import world as world_text
 from writerprof.render.markup import _e, _kv, _page, _table
 from writerprof.render.table import WIDTH, Column, table
 
 
 def contrast_text(result: dict, report, width: int = WIDTH) -> str:
-    out = []
+    out = _wrap(world, "", width) if (world := world_text.of_runs(result["runs"])) else []
     for method, c in result["comparisons"].items():
         a, b = c["a"]["name"], c["b"]["name"]
         out.append(f"\n=== {a} vs {b}: CMD's wall time ===\n")
@@ -97,6 +98,7 @@ def _wrap(text: str, indent: str, width: int) -> list[str]:
 
 def contrast_html(result: dict) -> str:
     body = [f"<h1>writerprof contrast: {_e(' vs '.join(result['methods']))}</h1>",
+            world_text.of_runs_html(result["runs"]),
             _kv([("command", " ".join(result["command"])), ("runs", f"{result['repeat']} of each, interleaved"),
                  ("metric", result["metric"] or "CMD's wall time")])]
     for c in result["comparisons"].values():

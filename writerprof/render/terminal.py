@@ -18,6 +18,7 @@ from writerprof.render.format import host_bindings
 from writerprof.analysis.fixes import recovery_text
 from writerprof.render.format import ending, interval_kind, left_out, save_cut, save_status, slurm_job
 from writerprof.render.stalls import stall_lines
+from writerprof.render import world as world_text
 from writerprof.render.fix_once import once_per_process
 from writerprof.render.table import WIDTH, Column, table
 from writerprof.units import format_cpu_list, format_size
@@ -46,8 +47,14 @@ def _header(summary: dict, width: int) -> str:
     def field(name: str, text: str) -> list[str]:
         return _field(name, text, width)
 
-    lines = textwrap.wrap(f"writerprof report {run['path']}", width, subsequent_indent=" " * 18,
-                          break_long_words=False, break_on_hyphens=False)  # a path whole
+    world = summary["world"]
+    # PARTIAL before the path: a long path wraps, and the first line still says it.
+    lines = textwrap.wrap(f"writerprof report {'(PARTIAL job) ' * world['partial']}{run['path']}", width,
+                          subsequent_indent=" " * 18, break_long_words=False, break_on_hyphens=False)  # a path whole
+    if (ranks := world_text.headline(world)) is not None:  # before anything else: what the rest is of
+        lines += field("world", ranks)
+    if world["partial"]:
+        lines += field("the rest", world_text.to_complete(run["path"]))
     lines.append(_cut(f"  command   {command}", width))
     lines += field("ended", ending(run) + ("   (SYNTHETIC run: generated, not measured)" if run["synthetic"] else ""))
     left = left_out(run["ending"]["saves"])
@@ -56,7 +63,8 @@ def _header(summary: dict, width: int) -> str:
         lines += field("saves", f"{t['saves']}{' complete' * bool(left)} of "
                                  f"{format_size(t['bytes'] // t['saves'])}, mean {t['mean_save_s']:.3f} s, "
                                  f"{t['gib_s']:.2f} GiB/s ({methods}; Python {', '.join(run['python'])})"
-                        + (f"; {left}" if left else ""))
+                        + (f"; {left}" if left else "")
+                        + (f"; {over}" if (over := world_text.seen_only(world)) else ""))
     elif left:
         lines += field("saves", f"none complete; {left}")
     else:
@@ -181,7 +189,8 @@ def _cut_saves(saves: list[dict], width: int) -> list[str]:
 
 def _ranks(summary: dict, width: int) -> str:
     ranks, agg = summary["ranks"], summary["aggregate"]
-    rows = [f"Ranks ({len(ranks)}; seconds)"]
+    over = world_text.seen_only(summary["world"])
+    rows = _wrap(f"Ranks ({len(ranks)}; seconds)" + (f": {over}" if over else ""), "", width)
     if len(ranks) <= MAX_ROWS:
         rows += table([Column("host", left=True, wrap=True), Column("rank"), Column("pid"), Column("saves"),
                        Column("mean save"), Column("slowest"), Column("GiB/s")],
@@ -193,15 +202,16 @@ def _ranks(summary: dict, width: int) -> str:
                        Column("slowest"), Column("slowest rank")],
                       [[h["host"], str(h["ranks"]), f"{h['mean_save_s']:.3f}", f"{h['slowest_save_s']:.3f}",
                         _rank(h["slowest_rank"])] for h in summary["ranks_per_host"]], width, indent="", gap=1)
-    rows += ["", *_wrap("Aggregate, as the benchmark reports it: the size summed over ranks / rank 0's save time", "",
-                        width)]
+    rows += ["", *_wrap("Aggregate, as the benchmark reports it: the size summed over ranks / rank 0's save time"
+                        + (f"; {over}" if over else ""), "", width)]
     rows += table([Column("save"), Column("ranks"), Column("size"), Column("rank 0 s"), Column("GiB/s"),
                    Column("span s", key="span: first rank's start to last rank's end"), Column("GiB/s")],
                   [[str(a["save"]), str(a["ranks"]), format_size(a["bytes"]), f"{a['rank0_s']:.3f}",
                     _rate(a["gib_s"]), f"{a['span_s']:.3f}", _rate(a["span_gib_s"])] for a in agg["saves"]],
                   width, indent="", gap=1)
     if agg["mean_gib_s"] is not None:
-        rows.append(f"  mean of the per-save rates: {agg['mean_gib_s']:.2f} GiB/s")
+        rows += _wrap(f"mean of the per-save rates: {agg['mean_gib_s']:.2f} GiB/s" + (f" {over}" if over else ""),
+                      "  ", width)
     if summary["stragglers"]:
         rows += ["", *_wrap("Stragglers (the rank whose save took longest, against the median rank)", "", width)]
         for st in summary["stragglers"]:
@@ -419,7 +429,7 @@ def contrast_text(result: dict, report, width: int = WIDTH) -> str:
     what-ifs measured it), what each what-if recovered, and where its HTML
     report is."""
     reference = result["methods"][0]
-    parts = []
+    parts = [line + "\n" for line in _wrap(world, "", width)] if (world := world_text.of_runs(result["runs"])) else []
     for i, (method, comparison) in enumerate(result["comparisons"].items()):
         parts.append(f"\n=== {reference} vs {method} ===\n")
         if i == 0:

@@ -18,12 +18,19 @@ import time
 from pathlib import Path
 
 import writerprof
-from writerprof.probes.writerprof_probe.format import host_name
+from writerprof.probes.writerprof_probe import part
+from writerprof.probes.writerprof_probe.format import RUN_ID_FILE, host_name
 from writerprof.probes.writerprof_probe.identity import redact_argv
 from writerprof.run import layout, ownfile
 from writerprof.run.ownfile import PRIVATE_DIR, make_dirs
 from writerprof.run.meta import RunDirectoryError, read_meta
 
+
+class RunDirectoryTaken(RunDirectoryError):
+    """The directory holds a recording, or a host's part of one: never two
+    recordings in one directory (bad input, exit 2)."""
+
+    exit_code = 2
 
 
 def create(path: Path | None, command: list[str], *, interval_ns: int, sampler: bool,
@@ -38,11 +45,12 @@ def create(path: Path | None, command: list[str], *, interval_ns: int, sampler: 
     the job it runs in (writerprof.record.slurm.context), None outside one."""
     path = _new_default() if path is None else claim(Path(path))
     host = host_name()
+    run_id = secrets.token_hex(8)  # the recording's: carried by every host's part (merge)
     start(path, {
         "format": layout.FORMAT,
         "schema": layout.SCHEMA,
         "writerprof_version": writerprof.__version__,
-        "run_id": secrets.token_hex(8),  # the recording's: carried by every host's part (merge)
+        "run_id": run_id,
         "command": redact_argv(list(command)),  # as the probe journals argv: no credentials
         "cwd": os.getcwd(),
         "host": host,
@@ -64,6 +72,7 @@ def create(path: Path | None, command: list[str], *, interval_ns: int, sampler: 
         "slurm": slurm,
     })
     try:
+        part.claim(str(path), host, run_id)  # this host's part, carrying the id, as every other host's
         make_dirs(layout.procs_dir(path, host))
     except OSError as exc:
         raise RunDirectoryError(f"{path}: cannot make the run directory's {layout.HOSTS_DIR}/: "
@@ -78,7 +87,7 @@ def start(path: Path, meta: dict) -> None:
     try:
         fd = ownfile.create(file, ownfile.NEW)
     except FileExistsError:
-        raise RunDirectoryError(f"{path}: taken by another writerprof meanwhile (it has a {layout.RUN_FILE} "
+        raise RunDirectoryTaken(f"{path}: taken by another writerprof meanwhile (it has a {layout.RUN_FILE} "
                                 f"now); choose another run directory") from None
     except OSError as exc:
         raise RunDirectoryError(f"cannot write {file}: {exc.strerror}") from None
@@ -161,8 +170,29 @@ def claim(path: Path, what: str = "run directory", mode: int = PRIVATE_DIR) -> P
     if info.st_uid != os.geteuid():
         raise RunDirectoryError(f"{path}: owned by another user (uid {info.st_uid}); choose a {what} of your own")
     if any(path.iterdir()):
+        held = _recording_in(path)
+        if held:
+            raise RunDirectoryTaken(f"{path}: holds {held} already, and a {what} holds one recording: "
+                                    f"choose a new or empty one")
         raise RunDirectoryError(f"{path}: exists and is not empty; choose another {what}")
     return path
+
+
+def _recording_in(path: Path) -> str | None:
+    """What recording the directory holds ("recording ID", "a part of
+    recording ID"), or None."""
+    if os.path.lexists(path / layout.RUN_FILE):
+        try:
+            return f"recording {read_meta(path).get('run_id') or '(from before recording ids)'}"
+        except RunDirectoryError:
+            return f"a {layout.RUN_FILE}"
+    for id_file in sorted((path / layout.HOSTS_DIR).glob(f"*/{RUN_ID_FILE}")):
+        try:
+            found = ownfile.read(id_file, ownfile.SMALL_LIMIT).decode("ascii", "replace").strip()
+        except OSError:
+            continue
+        return f"a part of recording {found} ({id_file.parent.relative_to(path)})"
+    return None
 
 
 def parent_missing(path: Path, what: str) -> None:

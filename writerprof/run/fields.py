@@ -140,7 +140,7 @@ META_FIELDS: dict[str, Check] = {
     "what_if": dict_of(is_str), "synthetic": is_bool, "merged_from": list_of(is_str), "stacks": optional(is_dict),
     "incomplete": list_of(is_str), "outlived_cmd": list_of(is_dict), "sampler_ticks": optional(is_dict),
     "save_files": list_of(is_str), "interposer": is_bool, "run_id": is_str, "signals": list_of(is_dict),
-    "slurm": optional(is_dict),
+    "slurm": optional(is_dict), "homecoming": optional(is_dict),
 }
 STACKS_META_FIELDS: dict[str, Check] = {
     "enabled": is_bool, "rate_hz": lambda v: is_number(v) and v > 0, "native": is_bool, "idle": is_bool,

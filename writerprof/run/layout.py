@@ -78,6 +78,9 @@ THREADS_FILE = "threads.bin"
 CPUS_FILE = "cpus.bin"
 SAMPLED_FILE = "sampled.jsonl"
 AGENT_ERROR_FILE = "agent.error"  # a host's sampler agent failed: its traceback
+# A host's part sent home to record, or not (writerprof.record.agent): {"to": ADDRESS,
+# "registered": bool, "error": why it stays here (absent: it went home)}.
+HOMECOMING_FILE = "homecoming.json"
 # One JSON object a line per stall snapshot (record --stall; writerprof.record.snapshot):
 # t_ns (when the stall was found), wall_ns, last_progress_ns, stall_ns, window_ns
 # (the CPU window), machine, py_spy (version; None: no stacks), stacks_error,

@@ -4,22 +4,24 @@ and, from every other host, the directory its processes wrote to (holding
 hosts/HOST/ only). The result is what a shared filesystem would have held:
 run.json from the launcher's part, each host's subtree as it was.
 
-A part is checked before anything is written: each other host's subtree
-carries the recording's id (format.RUN_ID_FILE, run.json's run_id), so a
-part of another recording is refused; and a part holds directories and
-regular files only: a symbolic link (which would copy in whatever it points
-to, /etc as well), a FIFO, device or socket is refused, never followed or
-read."""
+A part is checked before anything is written: each host's subtree carries
+the recording's id (format.RUN_ID_FILE, run.json's run_id), so a part of
+another recording is refused (in the launcher's own part, a host without
+one is of a recording from before every part carried it); and a part holds
+directories and regular files only: a symbolic link (which would copy in
+whatever it points to, /etc as well), a FIFO, device or socket is refused,
+never followed or read."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from writerprof.errors import UsageError, WriterprofError
-from writerprof.probes.writerprof_probe.format import RUN_ID_FILE
+from writerprof.probes.writerprof_probe.format import PREVIOUS_DIR, RUN_ID_FILE
 from writerprof.run import directory, layout, ownfile
 from writerprof.run.meta import read_meta
 
@@ -62,8 +64,7 @@ def find_parts(paths: list[Path]) -> Parts:
         raise UsageError(f"none of the parts has a {layout.RUN_FILE}: name the launcher's run directory too")
     parts = Parts([Path(p) for p in paths], launcher, meta, hosts, {})
     for host, part in sorted(hosts.items()):
-        if part != launcher:
-            _check_run_id(parts, host, part)
+        _check_run_id(parts, host, part)
         try:
             parts.files[host] = _entries(part / layout.HOSTS_DIR / host)
         except OSError as exc:
@@ -74,21 +75,49 @@ def find_parts(paths: list[Path]) -> Parts:
 def merge(parts: Parts, out: Path) -> Path:
     """Write the merged run directory at out (new, or empty and ours)."""
     out = directory.claim(Path(out))
-    directory.start(out, {**parts.meta, "merged_from": [str(p.resolve()) for p in parts.paths]})
+    meta = {**parts.meta, "merged_from": [str(p.resolve()) for p in parts.paths]}
+    if isinstance(meta.get("homecoming"), dict) and isinstance(meta["homecoming"].get("missing"), dict):
+        # A part that did not come home to record is no longer missing once merged here.
+        meta["homecoming"] = {**meta["homecoming"], "missing": {
+            host: why for host, why in meta["homecoming"]["missing"].items() if host not in parts.hosts}}
+    directory.start(out, meta)
     try:
         hosts = out / layout.HOSTS_DIR
         hosts.mkdir(ownfile.PRIVATE_DIR)
-        for host, part in sorted(parts.hosts.items()):
-            source, target = part / layout.HOSTS_DIR / host, hosts / host
-            target.mkdir(ownfile.PRIVATE_DIR)
-            for rel, is_dir in parts.files[host]:
-                if is_dir:
-                    (target / rel).mkdir(ownfile.PRIVATE_DIR)
-                else:
-                    _copy(source / rel, target / rel)
+        for host in sorted(parts.hosts):
+            _copy_host(parts, host, hosts / host)
     except OSError as exc:
         raise WriterprofError(f"cannot write {out}: {exc.filename}: {exc.strerror or exc}") from None
     return out
+
+
+def add_parts(parts: Parts) -> list[str]:
+    """merge() into the launcher's part itself: each other part's hosts
+    copied into it (record, as the parts come home: writerprof.record.homecoming).
+    The hosts added; a host not copied whole is not left there."""
+    added = []
+    for host, part in sorted(parts.hosts.items()):
+        if part == parts.launcher:
+            continue
+        target = parts.launcher / layout.HOSTS_DIR / host
+        try:
+            _copy_host(parts, host, target)
+        except OSError as exc:
+            shutil.rmtree(target, ignore_errors=True)
+            raise WriterprofError(f"cannot write {target}: {exc.filename}: {exc.strerror or exc}") from None
+        added.append(host)
+    return added
+
+
+def _copy_host(parts: Parts, host: str, target: Path) -> None:
+    """The host's subtree, as find_parts listed it, copied to target (new)."""
+    source = parts.hosts[host] / layout.HOSTS_DIR / host
+    target.mkdir(ownfile.PRIVATE_DIR)
+    for rel, is_dir in parts.files[host]:
+        if is_dir:
+            (target / rel).mkdir(ownfile.PRIVATE_DIR)
+        else:
+            _copy(source / rel, target / rel)
 
 
 def _host_names(part: Path) -> list[str]:
@@ -140,13 +169,18 @@ def _check_run_id(parts: Parts, host: str, part: Path) -> None:
     try:
         found = ownfile.read(file, ownfile.SMALL_LIMIT).decode("ascii", "replace").strip()
     except FileNotFoundError:
+        if part == parts.launcher:
+            return  # beside its run.json: that recording's, from before the launcher's host's part carried the id
         found = ""
     except OSError as exc:
         raise UsageError(f"{file}: unreadable ({exc.strerror}); not merged") from None
     if found != parts.run_id:
+        earlier = part / PREVIOUS_DIR / parts.run_id
+        moved = (f" (a later recording moved this one's part of {host} aside: merge {earlier})"
+                 if parts.run_id.isalnum() and (earlier / layout.HOSTS_DIR / host).is_dir() else "")
         raise UsageError(f"{part}: host {host} is of another recording: its recording id is {found or 'none'}, "
                          f"{parts.launcher}'s is {parts.run_id or 'none (recorded before recording ids)'}; "
-                         f"not merged")
+                         f"not merged{moved}")
 
 
 def _copy(source: Path, target: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-from writerprof.analysis.shapes.summary import Diagnosis, Fix
+from writerprof.analysis.shapes.summary import Diagnosis, Fix, World
 
 
 class MeanSave(TypedDict):
@@ -151,6 +151,7 @@ class ContrastRun(TypedDict):
     path: str
     saves: int
     gib_s: float | None
+    world: World  # its job's ranks and hosts, and whether it holds them all
 
 
 class WhatIf(TypedDict):

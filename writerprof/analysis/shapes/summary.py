@@ -35,6 +35,22 @@ class Ending(TypedDict):
     saves: dict[str, int]  # status (ending.STATUSES) -> saves
 
 
+class World(TypedDict):
+    """The job's ranks and hosts against those the run holds (analysis.world)."""
+    partial: bool  # ranks (or hosts) of the job are missing: every figure is over the ranks seen
+    launcher: str | None  # whose variables numbered the ranks (openmpi, mpich, slurm, ...); None: no ranks
+    ranks_expected: int | None  # the world size the ranks journaled; None: no ranks, or none journaled a size
+    ranks_seen: int  # ranks a probed process journaled
+    missing_ranks: list[int]  # of range(ranks_expected), those not seen
+    hosts: list[str]  # seen: the run's parts (hosts/HOST) and the hosts ranks journaled
+    ranks_by_host: dict[str, list[int]]  # host -> the ranks seen on it
+    hosts_expected: int | None  # the job's hosts, where its launcher says (hosts_expected_from); else None
+    hosts_expected_from: str | None  # the variable that said it
+    missing_hosts: int  # hosts_expected less the hosts with a rank seen (their names are not known)
+    inside_rank: int | None  # record ran inside this rank (a record per rank): the others are not its own
+    launched_by: list[str]  # where no rank was recorded: the MPI launchers CMD ran (its ranks are elsewhere)
+
+
 class RunInfo(TypedDict):
     path: str
     command: list[str] | None
@@ -335,6 +351,7 @@ class NumaActivity(TypedDict):
 
 class Summary(TypedDict):
     schema: str  # "writerprof.summary/1"
+    world: World  # the job's ranks and hosts, and whether this run holds them all (first: it says what the rest is of)
     run: RunInfo
     topology: dict[str, HostTopology]  # per host
     clocks: dict[str, ClockAlignment]  # per host
