@@ -87,6 +87,7 @@ class _Sampler:
         self.flush_every = self.flush_due = 0  # (set by restart)
         self.ident = self.native_id = 0  # the running thread's ids: Python's (pthread_t) and the kernel's
         self.samples = self.cpu_ns = 0  # taken in this process, and the thread's CPU time (the "stacks" event)
+        self.error = None  # why the thread stopped sampling before the process ended (the "stacks" event)
         self.restart()
 
     def restart(self):
@@ -165,8 +166,8 @@ class _Sampler:
                 last = now
                 if now >= self.flush_due:
                     self.flush()
-        except Exception:  # never the target's problem: its stacks end here
-            pass
+        except Exception as exc:  # never the target's problem: its stacks end here, and the "stacks" event says why
+            self.error = "%s: %s" % (type(exc).__name__, exc)
         finally:
             self.cpu_ns += time.thread_time_ns()
             done.release()
@@ -370,7 +371,7 @@ def _after_fork_in_parent():
 def _after_fork_in_child():
     sampler = _sampler[0]
     sampler.lock = _thread.allocate_lock()
-    sampler.counts, sampler.changed, sampler.samples, sampler.cpu_ns = {}, False, 0, 0
+    sampler.counts, sampler.changed, sampler.samples, sampler.cpu_ns, sampler.error = {}, False, 0, 0, None
     sampler.restart()
     sampler.start()
 
@@ -381,6 +382,10 @@ def _at_exit():
     interpreter's finalization for the GIL: ~1 ms more of every exit)."""
     sampler = _sampler[0]
     sampler.journal.on_next_event = None  # (a thread to start again after a fork: not now)
-    sampler.flush()
+    try:
+        sampler.flush()
+    except Exception as exc:  # the event still comes, and says why the file lacks the last samples
+        sampler.error = sampler.error or "%s: %s" % (type(exc).__name__, exc)
+    fields = {"error": sampler.error} if sampler.error else {}
     sampler.journal.event("stacks", samples=sampler.samples, cpu_ns=sampler.cpu_ns + sampler.thread_cpu_ns(),
-                          first_start=sampler.first)
+                          first_start=sampler.first, **fields)

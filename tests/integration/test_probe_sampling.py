@@ -67,7 +67,10 @@ def test_every_process_is_sampled_and_the_target_sees_nothing_of_it(tmp_path, py
     stacks = _stacks(run)
     spinning = [pid for pid, samples in stacks.items()
                 if any(any(f.startswith("spin_in_child (target.py:") for f in frames) for frames in samples)]
-    assert len(spinning) == 4, stacks  # the three writers and the bare fork child
+    # Each process's role and its "stacks" event: which one went unsampled, and why, if it failed.
+    events = {pid: (evs[0].get("role"), kinds(evs, "stacks")) for pid, (evs, _) in journals(run).items()}
+    assert not [e for _, stacks_events in events.values() for e in stacks_events if "error" in e], events
+    assert len(spinning) == 4, (events, stacks)  # the three writers and the bare fork child
     for pid in spinning:  # 0.3-0.6 s of work: 30-60 periods of the full rate, give or take the machine's load
         assert 10 <= sum(stacks[pid].values()) <= 200, (pid, stacks[pid])
     writer = next(samples for pid, samples in stacks.items() if pid in spinning and any(

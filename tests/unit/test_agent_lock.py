@@ -84,7 +84,7 @@ sys.stdin.readline()  # running until all have tried: a holder gone would be tak
 def test_of_processes_finding_it_stale_at_once_one_takes_it(tmp_path):
     lock = tmp_path / "agent.lock"
     _held_by(lock, "00000000-0000-0000-0000-000000000000 1 1")
-    procs = [subprocess.Popen([sys.executable, "-c", _TAKE, str(lock)], stdin=subprocess.PIPE,
+    procs = [subprocess.Popen([sys.executable, "-c", _TAKE, str(lock)], stdin=subprocess.PIPE, cwd=tmp_path,
                               stdout=subprocess.PIPE, text=True) for _ in range(6)]
     for proc in procs:
         proc.stdin.write("\n")

@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from writerprof.errors import UsageError
+from writerprof.errors import UsageError, WriterprofError
 from writerprof.probes.writerprof_probe.format import RUN_ID_FILE
 from writerprof.run import load, merge
 from writerprof.synthetic import Scenario, write_run
@@ -86,14 +86,15 @@ def test_parts_of_one_recording_merge_and_keep_its_id(split, tmp_path):
 
 def test_the_launchers_own_host_carries_the_id_too(split, tmp_path):
     """record writes the launcher host's id as every other host's: a
-    launcher's part holding another recording's host is refused; one without
-    an id there is of a recording from before the launcher's host had one."""
+    launcher's part whose host disagrees with its run.json is damaged (exit
+    1, as any damage); one without an id there is of a recording from before
+    the launcher's host had one."""
     _, launcher, other = split
     _with_ids(launcher, other)
     (launcher / "hosts" / "host0" / RUN_ID_FILE).write_text("3333333333333333\n")
-    with pytest.raises(UsageError, match=re.escape(f"{launcher}: host host0 is of another recording: its "
-                                                   "recording id is 3333333333333333")):
+    with pytest.raises(WriterprofError, match=re.escape("says recording 3333333333333333")) as refused:
         merge.find_parts([launcher, other])
+    assert refused.value.exit_code == 1 and "a damaged run directory" in str(refused.value)
     (launcher / "hosts" / "host0" / RUN_ID_FILE).unlink()
     assert merge.find_parts([launcher, other]).hosts == {"host0": launcher, "host1": other}
 

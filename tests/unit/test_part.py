@@ -99,7 +99,8 @@ os.close(os.open(os.path.join(procs, "%d.events.jsonl" % os.getpid()), os.O_WRON
 def test_processes_claiming_at_once_share_one_new_part_and_the_old_stays_whole(tmp_path):
     run = tmp_path / "run"
     old = _tree(_old_part(run))
-    procs = [subprocess.Popen([sys.executable, "-c", _CLAIM, str(run), NEW], stdin=subprocess.PIPE)
+    procs = [subprocess.Popen([sys.executable, "-c", _CLAIM, str(run), NEW], stdin=subprocess.PIPE,
+                              cwd=tmp_path)  # (not the checkout: its writerprof/ has no probes/)
              for _ in range(8)]
     for proc in procs:
         proc.stdin.close()

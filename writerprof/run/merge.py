@@ -68,7 +68,7 @@ def find_parts(paths: list[Path]) -> Parts:
         try:
             parts.files[host] = _entries(part / layout.HOSTS_DIR / host)
         except OSError as exc:
-            raise UsageError(f"{exc.filename}: unreadable ({exc.strerror}); not merged") from None
+            raise WriterprofError(f"{exc.filename}: unreadable ({exc.strerror}); not merged") from None
     return parts
 
 
@@ -173,7 +173,10 @@ def _check_run_id(parts: Parts, host: str, part: Path) -> None:
             return  # beside its run.json: that recording's, from before the launcher's host's part carried the id
         found = ""
     except OSError as exc:
-        raise UsageError(f"{file}: unreadable ({exc.strerror}); not merged") from None
+        raise WriterprofError(f"{file}: unreadable ({exc.strerror}); not merged") from None
+    if found != parts.run_id and part == parts.launcher:  # its own run.json's host: damage, not another recording
+        raise WriterprofError(f"{file} says recording {found or 'none'}, the {layout.RUN_FILE} beside it "
+                              f"{parts.run_id or 'none'}: a damaged run directory; not merged")
     if found != parts.run_id:
         earlier = part / PREVIOUS_DIR / parts.run_id
         moved = (f" (a later recording moved this one's part of {host} aside: merge {earlier})"
