@@ -36,7 +36,8 @@ class Parts:
 
     @property
     def run_id(self) -> str:
-        return self.meta.get("run_id") or ""
+        run_id = self.meta.get("run_id")
+        return run_id if isinstance(run_id, str) else ""  # (a damaged run.json's number: no id)
 
 
 def find_parts(paths: list[Path]) -> Parts:
@@ -175,13 +176,13 @@ def _check_run_id(parts: Parts, host: str, part: Path) -> None:
     except OSError as exc:
         raise WriterprofError(f"{file}: unreadable ({exc.strerror}); not merged") from None
     if found != parts.run_id and part == parts.launcher:  # its own run.json's host: damage, not another recording
-        raise WriterprofError(f"{file} says recording {found or 'none'}, the {layout.RUN_FILE} beside it "
-                              f"{parts.run_id or 'none'}: a damaged run directory; not merged")
+        raise WriterprofError(f"{file} says recording {_shown(found)}, the {layout.RUN_FILE} beside it "
+                              f"{_shown(parts.run_id)}: a damaged run directory; not merged")
     if found != parts.run_id:
         earlier = part / PREVIOUS_DIR / parts.run_id
         moved = (f" (a later recording moved this one's part of {host} aside: merge {earlier})"
                  if parts.run_id.isalnum() and (earlier / layout.HOSTS_DIR / host).is_dir() else "")
-        raise UsageError(f"{part}: host {host} is of another recording: its recording id is {found or 'none'}, "
+        raise UsageError(f"{part}: host {host} is of another recording: its recording id is {_shown(found)}, "
                          f"{parts.launcher}'s is {parts.run_id or 'none (recorded before recording ids)'}; "
                          f"not merged{moved}")
 
@@ -196,3 +197,10 @@ def _copy(source: Path, target: Path) -> None:
                 pass
         finally:
             os.close(fd)
+
+
+def _shown(run_id: str) -> str:
+    """A recording id as a message's line can hold it: a damaged file's bytes (a newline) quoted."""
+    if not run_id:
+        return "none"
+    return run_id if run_id.isalnum() and len(run_id) <= 64 else repr(run_id[:64])
