@@ -140,6 +140,18 @@ def test_a_recording_started_in_the_background_reads_the_terminal_after_fg(shell
     while not (tmp_path / "cmd.pid").exists() or _state(int((tmp_path / "cmd.pid").read_text() or 0)) != "T":
         assert time.monotonic() < deadline, "CMD never stopped for reading the terminal in the background"
         time.sleep(0.05)
+    # record stops in turn, and only once the shell has seen its job stopped
+    # does `fg` continue it: `fg` of a job the shell still believes running
+    # gives it the terminal and sends no SIGCONT (as for a person, who types
+    # fg after the shell said "Stopped").
+    while True:
+        shell.send("jobs\n")
+        try:
+            shell.expect("Stopped", timeout_s=1)
+            break
+        except AssertionError:
+            assert time.monotonic() < deadline, f"the shell never saw the recording stop:\n{shell.out}"
+    shell.expect(PROMPT)
     shell.send("fg\n")
     _running_with_the_terminal(shell, int((tmp_path / "cmd.pid").read_text()))
     shell.send("hello\n")
