@@ -57,6 +57,16 @@ def _register(listener: homecoming.Listener, key: str | None = None, run_id: str
                                   run)
 
 
+def _taken(listener: homecoming.Listener, nbytes: int) -> agent._Home:
+    """An agent registered, told CMD ended, whose part of one file of nbytes record takes."""
+    home = _register(listener)
+    listener.end()
+    assert home.wait_for_end(NO_PROCESSES)
+    home.channel.send({"part": {"files": 1, "bytes": nbytes}})
+    assert home.channel.line() == {"take": True}
+    return home
+
+
 def _files(top: Path) -> list[str]:
     return sorted(str(p.relative_to(top)) for p in top.rglob("*"))
 
@@ -110,11 +120,7 @@ def test_a_listener_without_the_secret_gets_nothing(launcher, tmp_path):
                                    {"file": "procs//x"}, {"dir": ".."}, {"link": "procs/x", "to": "/etc"}])
 def test_an_entry_outside_its_hosts_directory_is_refused(launcher, tmp_path, entry):
     run_dir, listener = launcher
-    home = _register(listener)
-    listener.end()
-    assert home.wait_for_end(NO_PROCESSES)
-    home.channel.send({"part": {"files": 1, "bytes": 3}})
-    assert home.channel.line() == {"take": True}
+    home = _taken(listener, 3)
     home.channel.send({**entry, "size": 3})
     home.channel.send_bytes(b"abc")
     home.channel.send({"done": home.channel.digest()})
@@ -146,11 +152,7 @@ def test_more_bytes_than_the_limit_are_refused(launcher, monkeypatch):
     """What a part declares aside: what comes past the limit is not taken."""
     _, listener = launcher
     monkeypatch.setattr(homecoming, "LIMIT", 64 << 10)
-    home = _register(listener)
-    listener.end()
-    assert home.wait_for_end(NO_PROCESSES)
-    home.channel.send({"part": {"files": 1, "bytes": 1}})
-    assert home.channel.line() == {"take": True}
+    home = _taken(listener, 1)
     home.channel.send({"file": "big", "size": 128 << 10})
     try:
         home.channel.send_bytes(bytes(128 << 10))
@@ -161,11 +163,7 @@ def test_more_bytes_than_the_limit_are_refused(launcher, monkeypatch):
 
 def test_altered_bytes_are_refused(launcher):
     run_dir, listener = launcher
-    home = _register(listener)
-    listener.end()
-    assert home.wait_for_end(NO_PROCESSES)
-    home.channel.send({"part": {"files": 1, "bytes": 3}})
-    assert home.channel.line() == {"take": True}
+    home = _taken(listener, 3)
     home.channel.send({"file": "x", "size": 3})
     home.channel.sock.sendall(b"abd")  # not what the agent's MAC says it sent
     home.channel.send_bytes(b"")
