@@ -25,8 +25,9 @@ class BuildInterposer(build_ext):
 
 setup(
     ext_modules=[Extension(
-        INTERPOSER, ["probes/interposer/journal.c", "probes/interposer/wpio.c"],
-        depends=["probes/interposer/wpio.h"],
+        INTERPOSER, ["probes/interposer/journal.c", "probes/interposer/wpio.c", "probes/interposer/net.c",
+                     "probes/interposer/http.c"],
+        depends=["probes/interposer/wpio.h", "probes/interposer/http.h"],
         extra_compile_args=["-O2", "-fvisibility=hidden", "-pthread", "-std=gnu11"],
         extra_link_args=["-pthread"], libraries=["dl"],
     )],

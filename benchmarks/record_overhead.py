@@ -1,8 +1,9 @@
 """What `writerprof record` costs the recorded, variant by variant, against
 the reproducer alone and against other tools, on the workloads of issue 16.
 
-    python benchmarks/record_overhead.py [--cycles 5] [--quick] [--workloads disk,cpu]
+    python benchmarks/record_overhead.py [--cycles 5] [--quick] [--workloads disk,cpu,s3] [--saves 4]
                                          [--variants default,no-stacks,...] [--scratch DIR]
+                                         [--s3-endpoint URL --s3-bucket B]
 
 Workloads (`writerprof repro --json --saves 4 --size 512MiB --start-method
 forkserver --main-imports numpy,matplotlib.pyplot`, files in a temporary
@@ -11,6 +12,11 @@ directory on disk):
   disk   as above: fsync, I/O-bound
   cpu    the same with --generator random --gen-threads 2: the producer's
          generation keeps both CPUs of a small machine busy
+  s3     the same uploaded (--backend s3, multipart, one part per chunk) to
+         --s3-endpoint URL --s3-bucket B, or, without them, to moto's server
+         on loopback started here (tests/integration/s3server.py, the test
+         extra's): the store's own CPU time is no run's (it is no child
+         waited for until the end)
 
 Variants, each a separate run of the reproducer:
 
@@ -60,6 +66,7 @@ seconds as well as throughput.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import glob
 import importlib.util
@@ -76,11 +83,11 @@ from common import children_cpu_s, children_usage, writerprof
 
 REPRO = ["repro", "--json", "--saves", "4", "--size", "512MiB", "--start-method", "forkserver",
          "--main-imports", "numpy,matplotlib.pyplot"]
-WORKLOADS = {"disk": [], "cpu": ["--generator", "random", "--gen-threads", "2"]}
+WORKLOADS = {"disk": [], "cpu": ["--generator", "random", "--gen-threads", "2"], "s3": ["--backend", "s3"]}
 VARIANTS = ("plain", "default", "py-spy-stacks", "one-rate", "no-stacks", "no-sampler", "probe-only", "py-spy", "dftracer")
 QUICK = ("plain", "default", "no-stacks")
 FLOOR_RUNS = 10
-TARGET_SHARE = {"disk": 0.01, "cpu": 0.03}  # issue 16: default record's extra CPU seconds, as a share of plain's
+TARGET_SHARE = {"disk": 0.01, "cpu": 0.03, "s3": 0.01}  # issue 16: default record's extra CPU seconds, as a share of plain's
 _PR_SET_CHILD_SUBREAPER = 36
 # The parts of a record variant's CPU seconds (run_once), as the second table names them.
 PARTS = {
@@ -114,8 +121,10 @@ def dftracer_preload() -> str | None:
 
 def command(variant: str, workload: str, scratch: str) -> tuple[list[str], dict]:
     """The argv and environment of one run of a variant."""
-    repro = writerprof() + REPRO + ["--dir", tempfile.mkdtemp(prefix="files-", dir=scratch)] + WORKLOADS[workload]
-    env = dict(os.environ)
+    where = (["--endpoint", STORE["endpoint"], "--bucket", STORE["bucket"]] if workload == "s3"
+             else ["--dir", tempfile.mkdtemp(prefix="files-", dir=scratch)])
+    repro = writerprof() + REPRO + where + WORKLOADS[workload]
+    env = dict(os.environ, **STORE.get("env", {})) if workload == "s3" else dict(os.environ)
     # As installed: pip compiles writerprof's modules; with PYTHONDONTWRITEBYTECODE set
     # (as on this project's machine) every process of every run compiled them anew,
     # record's and the probe's in each of CMD's processes too.
@@ -139,6 +148,26 @@ def command(variant: str, workload: str, scratch: str) -> tuple[list[str], dict]
                    DFTRACER_INC_METADATA="1")
         return repro, env
     raise ValueError(variant)
+
+
+# The s3 workload's store: endpoint, bucket, and the environment that reaches it.
+STORE: dict = {}
+
+
+@contextlib.contextmanager
+def store(endpoint: str | None, bucket: str | None):
+    """The s3 workload's store: the one given, else moto's on loopback for the benchmark's length."""
+    if endpoint:
+        STORE.update(endpoint=endpoint, bucket=bucket or "writerprof-benchmark")
+        yield
+        return
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
+    from s3server import serving  # the tests' own server (the test extra's moto[server])
+
+    with serving() as server:
+        STORE.update(endpoint=server.endpoint, bucket=server.bucket,
+                     env={k: v for k, v in server.env.items() if os.environ.get(k) != v})
+        yield
 
 
 def _reap_orphans(deadline_s: float = 30.0) -> None:
@@ -214,7 +243,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cycles", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="one cycle of plain, default and no-stacks")
-    parser.add_argument("--workloads", default="disk,cpu", help="comma-separated: disk, cpu")
+    parser.add_argument("--workloads", default="disk,cpu", help="comma-separated: disk, cpu, s3")
+    parser.add_argument("--saves", type=int, default=4, help="saves per run (default 4)")
+    parser.add_argument("--s3-endpoint", default=None, help="the s3 workload's store (default: moto's server on "
+                        "loopback, started here); credentials from the usual AWS variables")
+    parser.add_argument("--s3-bucket", default=None, help="the s3 workload's bucket (with --s3-endpoint)")
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, plain always included")
     parser.add_argument("--scratch", default=None, help="where run directories and files go (default: a temporary "
                         "directory on disk, removed afterwards)")
@@ -234,8 +267,17 @@ def main() -> None:
     load = os.getloadavg()
     print(f"{cycles} cycles of {', '.join(variants)}; workloads {', '.join(workloads)}; {os.cpu_count()} CPUs, "
           f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; Python {sys.version.split()[0]}", flush=True)
+    REPRO[REPRO.index("--saves") + 1] = str(args.saves)
     scratch = tempfile.mkdtemp(prefix="writerprof-record-overhead-", dir=args.scratch)
     results = {w: {v: [] for v in variants} for w in workloads}
+    with contextlib.ExitStack() as stack:
+        if "s3" in workloads:
+            stack.enter_context(store(args.s3_endpoint, args.s3_bucket))
+        _cycles(args, variants, cycles, workloads, scratch, results)
+    _print(variants, workloads, results)
+
+
+def _cycles(args, variants, cycles, workloads, scratch, results) -> None:
     try:
         floor = statistics.median(record_floor(scratch))
         for cycle in range(cycles):
@@ -251,6 +293,11 @@ def main() -> None:
                       f"{plain['cpu_s']:.2f} CPU s; {line}", flush=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    results["floor"] = floor
+
+
+def _print(variants, workloads, results) -> None:
+    floor = results.pop("floor")
     load = os.getloadavg()
     print(f"\nload average at the end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print(f"{'workload':<8} {'variant':<13} {'ratio':>6} {'range':>13} {'extra CPU s':>12} {'%':>6} {'range':>15}"

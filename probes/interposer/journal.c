@@ -30,6 +30,7 @@ __thread int busy TLS;               /* this thread is inside the interposer */
 __thread uint32_t my_tid TLS;
 static __thread long seen_minflt STATIC_TLS, seen_majflt STATIC_TLS; /* this thread's fault counters at its last reading */
 static __thread int faults_read STATIC_TLS;
+__thread int64_t faults_due TLS;
 enum journal_state { JOURNAL_NONE, JOURNAL_MAKING, JOURNAL_READY, JOURNAL_FAILED };
 static _Atomic int journal_state;
 static uint32_t journal_via;
@@ -387,6 +388,7 @@ static void forget_all(void) {
 static void after_fork_child(void) {
     my_tid = 0;
     faults_read = 0;
+    faults_due = 0;
     if (!enabled) return;
     int64_t forked = now_ns();
     /* The parent's journal is shared with this mapping: this child's goes elsewhere
@@ -411,55 +413,89 @@ void forget(int fd) {
     if (fd >= 0 && fd < FD_SLOTS) atomic_store_explicit(&fd_kind[fd], FD_UNKNOWN, memory_order_relaxed);
 }
 
-static void journal_path(int32_t file, int fd, const char *path, size_t len) {
+#define TEXT_RECORDS ((REQUEST_TEXT_MAX + PATH_CHUNK - 1) / PATH_CHUNK)
+_Static_assert(TEXT_RECORDS >= MAX_PATH_RECORDS, "a path's text fits");
+
+/* A record followed by PATH_DATA records carrying text (count: its length):
+ * a file's path, a request's line. No faults are read for it (they are the
+ * call's record's). */
+void put_text(uint8_t op, int fd, int32_t file, int64_t start, int64_t end, int64_t result, const char *text,
+              size_t len) {
     uint32_t extra = (uint32_t)((len + PATH_CHUNK - 1) / PATH_CHUNK);
-    if (extra > MAX_PATH_RECORDS) { extra = MAX_PATH_RECORDS; len = (size_t)extra * PATH_CHUNK; }
-    struct record recs[1 + MAX_PATH_RECORDS];
+    if (extra > TEXT_RECORDS) { extra = TEXT_RECORDS; len = (size_t)extra * PATH_CHUNK; }
+    struct record recs[1 + TEXT_RECORDS];
     memset(recs, 0, (size_t)(1 + extra) * RECORD_BYTES);
     for (uint32_t i = 0; i < extra; i++) {
         char *slot = (char *)(recs + 1 + i);
         size_t part = len - (size_t)i * PATH_CHUNK < PATH_CHUNK ? len - (size_t)i * PATH_CHUNK : PATH_CHUNK;
         slot[0] = (char)OP_PATH_DATA;
-        memcpy(slot + 1, path + (size_t)i * PATH_CHUNK, part);
+        memcpy(slot + 1, text + (size_t)i * PATH_CHUNK, part);
     }
-    recs[0].op = OP_PATH;
+    recs[0].op = op;
     recs[0].fd = fd;
     recs[0].file = file;
     recs[0].tid = tid();
-    recs[0].start_ns = recs[0].end_ns = now_ns();
+    recs[0].start_ns = start;
+    recs[0].end_ns = end;
+    recs[0].result = result;
     recs[0].count = (uint32_t)len;
     recs[0].cpu = -1;
     emit(recs, 1 + extra);
 }
 
-/* Learn fd: a regular file or block device outside the run directory gets a
- * number and a PATH record; anything else is not checkpoint I/O. */
-int32_t learn(int fd) {
+/* fd, a file or a peer (kind) with that path, given this journal's next
+ * number and its PATH record; cached where it has a slot. */
+int32_t name_fd(int fd, int kind, const char *path, size_t len) {
+    int32_t number = atomic_fetch_add(&next_file, 1);
+    if (len > (size_t)MAX_PATH_RECORDS * PATH_CHUNK) len = (size_t)MAX_PATH_RECORDS * PATH_CHUNK;
+    int64_t now = now_ns();
+    put_text(OP_PATH, fd, number, now, now, 0, path, len);
+    if (fd >= 0 && fd < FD_SLOTS) {
+        atomic_store_explicit(&fd_file[fd], number, memory_order_relaxed);
+        atomic_store_explicit(&fd_kind[fd], (uint8_t)kind, memory_order_release);
+    }
+    return number;
+}
+
+static void other(int fd) {
+    if (fd < FD_SLOTS) atomic_store_explicit(&fd_kind[fd], FD_OTHER, memory_order_release);
+}
+
+/* Learn fd: a regular file or block device outside the run directory, or a
+ * connected TCP socket (its path its peer, "tcp:ADDR:PORT"), gets a number
+ * and a PATH record; anything else is not checkpoint I/O. Returns its kind,
+ * its number in *file. errno is left as it was. */
+int learn(int fd, int32_t *file) {
+    int err = errno, kind = FD_OTHER;
     struct stat st;
-    if (syscall(SYS_fstat, fd, &st) != 0) return -1; /* not cached: a bad fd now may be a file later */
-    int file = S_ISREG(st.st_mode) || S_ISBLK(st.st_mode);
-    int32_t number = -1;
-    if (file) {
-        char link[64], path[4096];
+    char path[4096];
+    if (syscall(SYS_fstat, fd, &st) != 0) goto out; /* not cached: a bad fd now may be a file later */
+    if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) {
+        char link[64];
         snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
         ssize_t n = syscall(SYS_readlinkat, AT_FDCWD, link, path, sizeof path - 1);
         if (n < 0) n = 0;
         path[n] = 0;
         if (run_dir_len && (size_t)n >= run_dir_len && memcmp(path, run_dir, run_dir_len) == 0 &&
             (path[run_dir_len] == '/' || path[run_dir_len] == 0))
-            file = 0; /* writerprof's own journals */
+            other(fd); /* writerprof's own journals */
         else if (strncmp(path, "/proc/", 6) == 0 || strncmp(path, "/sys/", 5) == 0)
-            file = 0; /* the kernel's files (a thread naming itself): no storage I/O */
-        else {
-            number = atomic_fetch_add(&next_file, 1);
-            journal_path(number, fd, path, (size_t)n);
-        }
+            other(fd); /* the kernel's files (a thread naming itself): no storage I/O */
+        else
+            *file = name_fd(fd, (kind = FD_FILE), path, (size_t)n);
+    } else if (S_ISSOCK(st.st_mode)) {
+        int peer = peer_of(fd, path, sizeof path);
+        if (peer > 0)
+            *file = name_fd(fd, (kind = FD_PEER), path, (size_t)peer);
+        else if (peer == 0)
+            other(fd);
+        /* (< 0: a TCP socket not connected yet, not cached: learned again at its next call) */
+    } else {
+        other(fd);
     }
-    if (fd < FD_SLOTS) {
-        atomic_store_explicit(&fd_file[fd], number, memory_order_relaxed);
-        atomic_store_explicit(&fd_kind[fd], file ? FD_FILE : FD_OTHER, memory_order_release);
-    }
-    return file ? number : -1;
+out:
+    errno = err;
+    return kind;
 }
 
 /* --- the records ---------------------------------------------------------- */
@@ -479,10 +515,20 @@ static void faults(int32_t *minflt, int32_t *majflt, int read) {
     seen_majflt = u.ru_majflt;
 }
 
+/* At a call's start FAULT_READ_MIN_NS or more after the last reading
+ * (begin_ns): the faults since are no call's. */
+void skip_faults(int64_t start) {
+    int32_t minflt, majflt;
+    faults(&minflt, &majflt, 1);
+    faults_due = start + FAULT_READ_MIN_NS;
+}
+
 void put(uint8_t op, int fd, int32_t file, int64_t start, int64_t end, int64_t result,
                 const void *addr, int err, uint32_t count) {
     struct record r;
-    faults(&r.minflt, &r.majflt, end - start >= FAULT_READ_MIN_NS);
+    int long_call = end - start >= FAULT_READ_MIN_NS;
+    faults(&r.minflt, &r.majflt, long_call);
+    if (long_call) faults_due = end + FAULT_READ_MIN_NS;
     r.op = op;
     r.flags = result < 0 ? 1 : 0;
     r.cpu = (int16_t)sched_getcpu();
@@ -505,8 +551,8 @@ void opened(int fd, int flags, int64_t start, int64_t end) {
     int err = errno;
     busy = 1;
     forget(fd);
-    int32_t file = learn(fd);
-    if (file >= 0) put(OP_OPEN, fd, file, start, end, fd, NULL, 0, (uint32_t)flags);
+    int32_t file = -1;
+    if (learn(fd, &file) == FD_FILE) put(OP_OPEN, fd, file, start, end, fd, NULL, 0, (uint32_t)flags);
     busy = 0;
     errno = err;
 }
@@ -516,7 +562,8 @@ int closing(int fd, int *file) {
     if (enabled && vfork_child()) return 0;
     if (!active()) { forget(fd); return 0; }
     busy = 1;
-    if (fd >= 0 && fd < FD_SLOTS && atomic_load(&fd_kind[fd]) == FD_FILE) *file = atomic_load(&fd_file[fd]);
+    uint8_t kind = fd >= 0 && fd < FD_SLOTS ? atomic_load(&fd_kind[fd]) : FD_UNKNOWN;
+    if (kind == FD_FILE || kind == FD_PEER) *file = atomic_load(&fd_file[fd]);
     forget(fd);
     busy = 0;
     return *file >= 0;

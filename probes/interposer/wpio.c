@@ -1,8 +1,9 @@
 /* writerprof's I/O interposer, the calls: each write, read, sync, open and
  * close of a regular file or block device, whatever made it (os.write, a
  * Python file object, numpy's fwrite, C++ streams), timed and journaled
- * (journal.c); every other fd's calls go straight through. A call's
- * arguments, result and errno are never changed. */
+ * (journal.c), and a TCP socket's write, read and close (its other calls:
+ * net.c); every other fd's calls go straight through. A call's arguments,
+ * result and errno are never changed. */
 #include "wpio.h"
 
 /* The real functions. */
@@ -46,14 +47,11 @@ static size_t (*real_fread)(void *, size_t, size_t, FILE *);
 static int (*real_fflush)(FILE *);
 static int (*real_fclose)(FILE *);
 
-#define RESOLVE(name) \
-    do { if (!real_##name) real_##name = (__typeof__(real_##name))dlsym(RTLD_NEXT, #name); } while (0)
-
 static size_t iov_first(const struct iovec *iov, int n) { return n > 0 && iov ? (size_t)iov[0].iov_base : 0; }
 
 EXPORT ssize_t write(int fd, const void *buf, size_t n) {
     RESOLVE(write);
-    TIMED_FD(OP_WRITE, fd, real_write(fd, buf, n), buf, 0);
+    TIMED_DATA(OP_WRITE, fd, real_write(fd, buf, n), buf, 0, 1, buf, n);
 }
 EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off) {
     RESOLVE(pwrite);
@@ -65,7 +63,8 @@ EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off64_t off) {
 }
 EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt) {
     RESOLVE(writev);
-    TIMED_FD(OP_WRITEV, fd, real_writev(fd, iov, cnt), (void *)iov_first(iov, cnt), (uint32_t)cnt);
+    TIMED_DATA(OP_WRITEV, fd, real_writev(fd, iov, cnt), (void *)iov_first(iov, cnt), (uint32_t)cnt, 1,
+               (void *)iov_first(iov, cnt), cnt > 0 && iov ? iov[0].iov_len : 0);
 }
 EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off) {
     RESOLVE(pwritev);
@@ -85,7 +84,7 @@ EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt, off64_t off
 }
 EXPORT ssize_t read(int fd, void *buf, size_t n) {
     RESOLVE(read);
-    TIMED_FD(OP_READ, fd, real_read(fd, buf, n), buf, 0);
+    TIMED_DATA(OP_READ, fd, real_read(fd, buf, n), buf, 0, 0, buf, n);
 }
 EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off) {
     RESOLVE(pread);
@@ -97,7 +96,8 @@ EXPORT ssize_t pread64(int fd, void *buf, size_t n, off64_t off) {
 }
 EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt) {
     RESOLVE(readv);
-    TIMED_FD(OP_READV, fd, real_readv(fd, iov, cnt), (void *)iov_first(iov, cnt), (uint32_t)cnt);
+    TIMED_DATA(OP_READV, fd, real_readv(fd, iov, cnt), (void *)iov_first(iov, cnt), (uint32_t)cnt, 0,
+               (void *)iov_first(iov, cnt), cnt > 0 && iov ? iov[0].iov_len : 0);
 }
 EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off) {
     RESOLVE(preadv);
@@ -140,7 +140,7 @@ EXPORT int posix_fadvise64(int fd, off64_t off, off64_t n, int advice) {
 EXPORT int msync(void *addr, size_t n, int flags) {
     RESOLVE(msync);
     if (!active()) return real_msync(addr, n, flags);
-    int64_t start = now_ns();
+    int64_t start = begin_ns();
     int result = real_msync(addr, n, flags);
     int64_t end = now_ns();
     int err = errno;

@@ -43,21 +43,24 @@ def _load_getcpu():
 class _Thread:
     """Per-thread state: the phases of the hooked calls in progress (a
     tuple, outermost first: set and restored around a call, so that no list
-    grows and shrinks per call), the fault counters at the
-    last reading (so that every fault lands on exactly one record), and
+    grows and shrinks per call), the fault counters at the last reading and
+    when the next call's start reads them again (faults_due: a call's
+    faults are those inside it, not the thread's work between calls), and
     `carry`, what every call reads: (when the CPU is due, the CPU at the last
     reading, the thread's id), one tuple rather than three attributes (each
     costs ~20 ns on 3.9). sched_getcpu through ctypes costs several hundred
     ns, so a thread reads it at most once per CPU_READ_NS and its records in
     between carry that reading."""
 
-    __slots__ = ("phases", "carry", "minflt", "majflt")
+    __slots__ = ("phases", "carry", "minflt", "majflt", "faults_due")
 
     def __init__(self):
         self.phases = ()
         usage = _thread_usage()
         self.minflt, self.majflt = usage.ru_minflt, usage.ru_majflt
-        self.carry = (_now() + format.CPU_READ_NS, _load_getcpu()(), _thread.get_native_id())
+        now = _now()
+        self.faults_due = now + format.FAULT_READ_MIN_NS
+        self.carry = (now + format.CPU_READ_NS, _load_getcpu()(), _thread.get_native_id())
 
     def faults(self):
         usage = _thread_usage()
@@ -65,11 +68,21 @@ class _Thread:
         self.minflt, self.majflt = usage.ru_minflt, usage.ru_majflt
         return minflt, majflt
 
+    def skip_faults(self, t0, fault_read_min_ns):
+        """At the start of a call FAULT_READ_MIN_NS or more after the last
+        reading: the faults since are not the call's (a copy between calls)."""
+        self.faults()
+        self.faults_due = t0 + fault_read_min_ns
+
     def read(self, t0, t1, fault_read_min_ns, cpu_read_ns):
         """At the end of a call that was long or ends when the CPU is due:
         its (minflt, majflt, cpu): the faults where it was long, else zeros;
         the CPU read where due, and then, as rarely, whether a batch is due."""
-        minflt, majflt = self.faults() if t1 - t0 >= fault_read_min_ns else (0, 0)
+        if t1 - t0 >= fault_read_min_ns:
+            minflt, majflt = self.faults()
+            self.faults_due = t1 + fault_read_min_ns
+        else:
+            minflt = majflt = 0
         due, cpu, tid = self.carry
         if t1 >= due:
             cpu = _getcpu()
@@ -230,6 +243,8 @@ def make(fn, hook, describe, accept, now, tls, fault_read_min_ns, cpu_read_ns{na
             state.phases = own
         result = None
         t0 = now()
+        if t0 >= state.faults_due:  # (inside the call's time: ~1 us, at most once per fault_read_min_ns)
+            state.skip_faults(t0, fault_read_min_ns)
         try:
             result = {call}
             return result
@@ -310,7 +325,9 @@ def timed(fn, hook):
     replaced in tests) and writer_seq are looked up per call. The record is
     queued inline, not through a method call (3.11+ specialise the append
     itself), and the CPU, faults and whether a batch is due are read at the
-    thread's CPU readings and after long calls only (_Thread.read)."""
+    thread's CPU readings and after long calls only (_Thread.read), the
+    faults also before a call begun FAULT_READ_MIN_NS or more after their
+    last reading (_Thread.skip_faults: at most one reading per that time)."""
     bound = {}  # the inlined sources' names, each from the globals of the source that names it
     for part, inlined in zip((hook.accept, hook.describe), _inlined(hook)):
         for name in inlined[2] if inlined else ():

@@ -120,9 +120,9 @@ SCHEMA = 2
 #   tid         native thread id
 #   start_ns, end_ns  CLOCK_MONOTONIC
 #   bytes       bytes written, or the size of the buffer filled; -1 when unknown
-#   minflt, majflt    page faults of this thread since its previous reading
-#               (read at the end of calls of FAULT_READ_MIN_NS or longer; the
-#               faults of shorter calls land on the next reading)
+#   minflt, majflt    page faults of this thread inside the call (read at
+#               its start where the last reading is FAULT_READ_MIN_NS old, and
+#               at the end of calls that long or longer; else 0)
 CHUNK_FIELDS = (
     ("phase", "u2"), ("depth", "u1"), ("cpu", "i2"), ("buffer", "i4"),
     ("writer_seq", "i4"), ("tid", "u4"), ("start_ns", "i8"), ("end_ns", "i8"),

@@ -15,6 +15,7 @@ from writerprof.probes.writerprof_probe import format as journal
 from writerprof.run.shm import SHM_FILE
 
 from helpers import mount_tmpfs
+from s3server import s3_server  # noqa: F401 (a fixture: moto's S3 server on loopback, for the object-store tests)
 from slurm_env import SEGMENTS as SLURM_JOBS
 
 SHM = "/dev/shm"

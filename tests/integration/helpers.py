@@ -15,10 +15,10 @@ def writerprof_command() -> list[str]:
     return [script] if os.path.exists(script) else [shutil.which("writerprof") or "writerprof"]
 
 
-def run_writerprof(*args, timeout=240, check=True, cwd=None) -> subprocess.CompletedProcess:
+def run_writerprof(*args, timeout=240, check=True, cwd=None, env=None) -> subprocess.CompletedProcess:
     done = subprocess.run(
         writerprof_command() + [str(a) for a in args],
-        capture_output=True, text=True, timeout=timeout, cwd=cwd,
+        capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env,
     )
     if check and done.returncode != 0:
         raise AssertionError(f"writerprof {' '.join(map(str, args))} exited {done.returncode}:\n"

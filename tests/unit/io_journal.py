@@ -8,9 +8,24 @@ from writerprof.run import io, layout
 
 
 def path_records(file: int, path: str) -> list[bytes]:
-    data = path.encode()
     head = np.zeros(1, io.IO_FILE)
-    head["op"], head["file"], head["count"], head["fd"] = iofile.OPS["path"], file, len(data), 3
+    head["op"], head["file"], head["fd"] = iofile.OPS["path"], file, 3
+    return _with_text(head, path)
+
+
+def request_records(file: int, text: str, start_ns: int, end_ns: int, length: int = -1, tid: int = 1,
+                    fd: int = 3) -> list[bytes]:
+    """A request record ("METHOD TARGET", the times of the call that carried it) and its text."""
+    head = np.zeros(1, io.IO_FILE)
+    head["op"], head["file"], head["fd"], head["tid"], head["cpu"] = iofile.OPS["request"], file, fd, tid, -1
+    head["start_ns"], head["end_ns"], head["result"] = start_ns, end_ns, length
+    return _with_text(head, text)
+
+
+def _with_text(head: np.ndarray, text: str) -> list[bytes]:
+    """The record head, count its text's length, then PATH_DATA records carrying the text."""
+    data = text.encode()
+    head["count"] = len(data)
     out = [head.tobytes()]
     for at in range(0, len(data), iofile.PATH_CHUNK):
         out.append(bytes([iofile.OPS["path_data"]]) + data[at:at + iofile.PATH_CHUNK].ljust(iofile.PATH_CHUNK, b"\0"))

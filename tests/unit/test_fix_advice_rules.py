@@ -156,6 +156,20 @@ def test_a_fix_the_run_already_applies_is_not_advised_again():
     assert fixes.PRELOAD_ID not in by_id(fixes.for_diagnosis(reimport("3.13.8"), Target(forkserver=honoured), 3))
 
 
+def test_no_warning_tells_its_own_writers_to_start_with_the_method_they_use():
+    """In a run whose writers start with fork and with forkserver, a warning about the fork ones does
+    not advise fork, nor one about the forkserver ones forkserver."""
+    mixed = Target(start_methods=frozenset({"fork", "forkserver"}))
+    diverged = {"code": "affinity-divergence", "severity": "warning", "host": "h", "pid": 1, "rank": -1,
+                "message": "", "evidence": {"producer_cpus": [0, 1], "start_method": "fork"}, "cost_s": None}
+    assert "fork" not in by_id(fixes.for_diagnosis(diverged, mixed, 3))
+    assert "fork" in by_id(fixes.for_diagnosis({**diverged, "evidence": {"start_method": "forkserver"}}, mixed, 3))
+    spawned = {**reimport("3.11.7", method="spawn"), "code": "writer-startup"}
+    assert {"forkserver", "fork"} <= set(by_id(fixes.for_diagnosis(spawned, mixed, 3)))
+    served = {**spawned, "evidence": {**spawned["evidence"], "start_method": "forkserver"}}
+    assert "forkserver" not in by_id(fixes.for_diagnosis(served, mixed, 3))
+
+
 def test_a_module_in_the_list_that_the_writers_still_import_is_said_to_have_failed():
     own = Forkserver(("__main__", "slow_import"), None)
     fix = by_id(fixes.for_diagnosis(reimport("3.11.7"), Target(imports=[("slow_import", 0.5, 4)], forkserver=own), 3))

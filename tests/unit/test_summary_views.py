@@ -72,11 +72,11 @@ def test_chunk_timeline_representatives_are_the_slowest_median_and_fastest(tmp_p
     assert [p["producer"] for p in summary["chunk_timeline"]["pairs"]] == chosen  # only these: bounded
 
 
-def test_estimated_process_start_is_the_first_write_less_the_startup():
-    save = {"writer": 3, "startup_s": 0.25}
+def test_estimated_process_start_is_the_first_unit_of_work_less_the_startup():
+    save = {"writer": 3, "startup": {"main_rerun": 0.2, "first_chunk": 0.05}}  # the wait for the first chunk too
     assert starts.estimated_start_ns(10_000_000_000, save) == pytest.approx(9_750_000_000)
     assert starts.estimated_start_ns(None, save) is None
-    assert starts.estimated_start_ns(1, {"writer": None, "startup_s": 0.2}) is None
+    assert starts.estimated_start_ns(1, {"writer": None, "startup": {"main_rerun": 0.2}}) is None
 
 
 def test_buffer_placement_per_save_and_per_writer_node(tmp_path_factory):

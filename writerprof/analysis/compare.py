@@ -57,10 +57,11 @@ DESCRIPTIONS = {
     "startup:main_rerun": "the writer re-running the parent's __main__ at start-up",
     "startup:unpickle": "the writer unpickling its Process (importing the target's module)",
     "startup:bootstrap": "multiprocessing's bootstrap in the writer",
-    "startup:target_setup": "the writer attaching its buffers and opening its file",
+    # (what it sets up is the target's: buffers attached, a file opened, an S3 client made)
+    "startup:target_setup": "the writer's own set-up before its first chunk or byte out",
     "generation": "data generation",
     "queue": "chunks crossing the queue",
-    "write": "the writer's writes",
+    "write": "the writer's writes or uploads",
     "fadvise": "posix_fadvise calls",
     "fsync": "the final fsync",
     "close": "closing the file",

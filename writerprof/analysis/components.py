@@ -5,7 +5,8 @@ definition for the saves, their critical paths and every view of them."""
 # child's own start until the parent's __main__ is re-run (interpreter start
 # under spawn, after-fork handlers otherwise); the re-run; unpickling the
 # Process (imports the target's module); multiprocessing's bootstrap; the
-# target's code until its first wait for a chunk; that wait for the first chunk.
+# target's code until its first wait for a chunk; that wait, until it took the
+# chunk (the start-up ends at its first unit of work: analysis.firstwork).
 STARTUP_PHASES = ("start", "interpreter", "main_rerun", "unpickle", "bootstrap", "target_setup",
                   "first_chunk")
 # Critical-path components. "unexplained" is not one: it is what is left.

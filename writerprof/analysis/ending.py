@@ -7,8 +7,9 @@ finished (record itself killed), the end is the journals': the latest time
 any record shows, and how many of the processes left their exit record.
 
 In a run cut short each save has a status. `interrupted`: its file never
-closed, or its writer child left no exit record (killed, or alive when the
-recording was cut): its bytes are those written before the cut.
+closed (its upload was never answered, or never completed), or its writer
+child left no exit record (killed, or alive when the recording was cut): its
+bytes are those written before the cut.
 `unconfirmed`: its file closed, but the process that owns the save (the
 producer that started the writer, or the process that wrote the file) left
 no record after it, before the signal (after it, it was answering the
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from writerprof.analysis import filesaves, saves as run_saves
+from writerprof.analysis import filesaves, saves as run_saves, uploads
 from writerprof.analysis.shapes import Ending
 from writerprof.run import fields
 from writerprof.run.io import CLOSE_CODES
@@ -175,8 +176,11 @@ def _statuses(run, found: list[dict], cut_ns: int | None, offsets: dict[str, int
         cut = cut_ns - offsets.get(s["host"], 0) if cut_ns is not None else None
         until = cut if cut is not None and end < cut else np.iinfo(np.int64).max
         mine = records[s["producer"]]
-        if (s["path"] is not None and writer is not None and not closed(writer, s["path"], s["start_ns"], end)
-                or writer is not None and writer != s["producer"] and one_save[writer] and not exited[writer]):
+        upload = s.get("upload")
+        unfinished = (upload["status"] in (uploads.NO_RESPONSE, uploads.NOT_COMPLETED) if upload is not None
+                      else s["path"] is not None and writer is not None
+                      and not closed(writer, s["path"], s["start_ns"], end))
+        if (unfinished or writer is not None and writer != s["producer"] and one_save[writer] and not exited[writer]):
             out.append(INTERRUPTED)
         elif np.searchsorted(mine, until, side="right") == np.searchsorted(mine, end, side="right"):
             out.append(UNCONFIRMED)

@@ -1,7 +1,8 @@
 """Saves found from the files written: a save is one checkpoint file's write
-span (writerprof.run.files), whoever wrote it. A writer child that wrote one
-checkpoint file is its Process.start()'s save (writerprof.analysis.saves,
-with its start-up); every other checkpoint file is a save of its own here:
+span (writerprof.run.files), whoever wrote it (an object's upload is one
+too: uploadsaves). A writer child that wrote one checkpoint file is its
+Process.start()'s save (writerprof.analysis.saves, with its start-up);
+every other checkpoint file is a save of its own here:
 a rank's torch.save, a thread's, each file a pool worker wrote. Its window
 is the span (the file's open to its last call), its critical path the
 writer's calls on that file (write, fsync, fadvise, close) and the
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from writerprof.analysis import uploads
 from writerprof.run import files, roles
 from writerprof.run import io as io_calls
 
@@ -29,22 +31,30 @@ def found(run, writer_saves: list[dict]) -> list[dict]:
     files.checkpoint_spans): the checkpoint files not a writer child's save."""
     spans = files.checkpoint_spans(run)
     taken = {f["writer"] for f in writer_saves if f["writer"] >= 0}
-    starter = _starters(run)
-    out, count = [], {}
+    starter = starters(run)
+    out = []
     for i, span in enumerate(spans.tolist()):
         row = dict(zip(spans.dtype.names, span))
         writer = row["proc"]
         if writer in taken:
             continue
         producer, start = starter.get(writer, (writer, {}))
-        count[producer] = count.get(producer, 0) + 1
-        out.append({"proc": producer, "writer": writer, "start": start, "count": count[producer],
+        out.append({"proc": producer, "writer": writer, "start": start,
                     "w0": row["start_ns"], "w1": row["end_ns"], "thread": -1, "t_start": row["start_ns"],
                     "t_started": row["start_ns"], "startup": {}, "boundaries": [], "span": i})
     return out
 
 
-def _starters(run) -> dict[int, tuple[int, dict]]:
+def numbered(own: list[dict]) -> None:
+    """The saves of their own (a file's, an upload's: found's and
+    uploadsaves.found's) numbered per producer in the order they started."""
+    count: dict[int, int] = {}
+    for f in sorted(own, key=lambda f: f["w0"]):
+        count[f["proc"]] = count.get(f["proc"], 0) + 1
+        f["count"] = count[f["proc"]]
+
+
+def starters(run) -> dict[int, tuple[int, dict]]:
     """Process row -> (the row that started it with Process.start(), that event's data)."""
     p = run.processes
     rows = {}
@@ -104,13 +114,14 @@ POOL_WORKERS = ("concurrent.futures.process._process_worker", "multiprocessing.p
 
 def child_saves(run) -> np.ndarray:
     """Per process row: whether, as a started child, it is its Process.start()'s
-    save: it wrote a checkpoint file, only one where the interposer saw its
-    files, and is no pool's worker (each file a pool's worker writes is a
-    save of its own: filesaves)."""
-    one = np.zeros(len(run.processes), dtype=bool)
-    for row, spans in spans_by_writer(run).items():
-        one[row] = len(spans) == 1
-    return roles.writers(run) & (one | ~files.interposed(run)) & ~pool_workers(run)
+    save: it wrote a checkpoint file or uploaded an object, only one of
+    either where the interposer saw its files, and is no pool's worker (each
+    file a pool's worker writes is a save of its own: filesaves)."""
+    made = np.zeros(len(run.processes), dtype=np.int64)
+    for of_writer in (spans_by_writer(run), uploads.by_writer(run)):
+        for row, done in of_writer.items():
+            made[row] += len(done)
+    return roles.writers(run) & ((made == 1) | ~files.interposed(run)) & ~pool_workers(run)
 
 
 def pool_workers(run) -> np.ndarray:
@@ -122,13 +133,13 @@ def pool_workers(run) -> np.ndarray:
 
 
 def task_waits(run, c, found: list[dict], get: int) -> list[float | None]:
-    """Per save: for a pool worker's file save, the worker's waits for its
-    task (its loop's get calls) since its previous file save ended, or its
-    start, up to this one's; None for the others (a rank's get is its wait
+    """Per save: for a pool worker's file (or upload) save, the worker's
+    waits for its task (its loop's get calls) since its previous such save
+    ended, or its start, up to this one's; None for the others (a rank's get is its wait
     for data, not for this save) and where it made none."""
     out: list[float | None] = [None] * len(found)
     pooled = pool_workers(run)
-    mine = [(i, f) for i, f in enumerate(found) if "span" in f and pooled[f["writer"]]]
+    mine = [(i, f) for i, f in enumerate(found) if ("span" in f or "upload" in f) and pooled[f["writer"]]]
     if not mine or get < 0:
         return out
     is_get = c["phase"] == get

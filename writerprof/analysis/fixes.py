@@ -95,7 +95,8 @@ def for_diagnosis(d: dict, target: Target, saves: int) -> list[Fix] | None:
     make = _FIXES.get(d["code"])
     if not make or d["severity"] != "warning":
         return None
-    return [action for action in map(completed, make(d, target, saves)) if not applied(action, target)]
+    method = d["evidence"].get("start_method")
+    return [action for action in map(completed, make(d, target, saves)) if not applied(action, target, method)]
 
 
 def completed(action: dict) -> Fix:
@@ -108,12 +109,13 @@ def completed(action: dict) -> Fix:
 _SWITCHES_TO = {"fork": "fork", "forkserver": "forkserver"}
 
 
-def applied(action: Fix, target: Target) -> bool:
+def applied(action: Fix, target: Target, method: str | None = None) -> bool:
     """Whether the run already does what the action says: its writers all
-    start with the method it switches to (a preload list the run already has
-    is not advised by _preload)."""
-    method = _SWITCHES_TO.get(action["id"])
-    return method is not None and target.start_methods == {method}
+    start with the method it switches to, or the warning's own writers do
+    (method: its evidence's start method); a preload list the run already
+    has is not advised by _preload."""
+    switches_to = _SWITCHES_TO.get(action["id"])
+    return switches_to is not None and (target.start_methods == {switches_to} or switches_to == method)
 
 
 def _per_save(d: dict, saves: int) -> float | None:
@@ -245,8 +247,7 @@ def _writer_startup(d: dict, target: Target, saves: int) -> list[Fix]:
                         "what": "start the writers with forkserver (with set_forkserver_preload of the "
                                 "target's module): a fresh interpreter per writer is what spawn costs",
                         "where": _start_method_where(target, "forkserver"), "recovery_s": None})
-    if method != "fork":  # (a fork run is not told to fork)
-        actions.append(fork_action(target))
+    actions.append(fork_action(target))  # (not to writers started with fork: applied)
     actions.append({"id": "writer-per-rank",
                     "what": "start one writer per rank and keep it for every save, each save's buffers named "
                             "to it through its queue: its start-up is then paid once a run, not once a save",

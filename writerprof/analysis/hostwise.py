@@ -44,12 +44,13 @@ def parts(run, part_records: int | None = None) -> list[tuple[int, int]] | None:
 
 def part(run, first: int, stop: int):
     """Process rows first to stop - 1 of the run as a run of their own (rows from 0)."""
-    events, shm, placements = (rows[(rows["proc"] >= first) & (rows["proc"] < stop)]
-                               for rows in (run.events, run.shm, run.placements))
-    for rows in (events, shm, placements):
+    events, shm, placements, io, http = (rows[(rows["proc"] >= first) & (rows["proc"] < stop)]
+                                         for rows in (run.events, run.shm, run.placements, run.io, run.http))
+    for rows in (events, shm, placements, io, http):
         rows["proc"] -= first
     return replace(run, processes=run.processes[first:stop], chunk_columns=run.chunk_columns.processes(first, stop),
-                   events=events, samples=run.samples[:0], sampled=[], losses=[], shm=shm, placements=placements)
+                   events=events, samples=run.samples[:0], sampled=[], losses=[], shm=shm, placements=placements,
+                   io=io, http=http)
 
 
 def joined(found: list[tuple[int, list[dict]]]) -> list[dict]:

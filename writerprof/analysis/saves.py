@@ -1,6 +1,7 @@
-"""Saves: one per checkpoint file written. A writer child that wrote one is
-its Process.start()'s save, with its start-up phases; every other checkpoint
-file is a save of its own (filesaves). For each, the time each side spent
+"""Saves: one per checkpoint file written or object uploaded. A writer child
+that wrote one (or did one upload) is its Process.start()'s save, with its
+start-up phases; every other checkpoint file is a save of its own
+(filesaves), every other upload too (uploadsaves). For each, the time each side spent
 in each phase, and its critical path (criticalpath): the save's wall time
 cut into causes that add up to it exactly.
 """
@@ -13,7 +14,7 @@ from itertools import accumulate
 
 import numpy as np
 
-from writerprof.analysis import filesaves, handoffs, hostwise, nesting
+from writerprof.analysis import filesaves, firstwork, handoffs, hostwise, nesting, uploads, uploadsaves
 # The components' names, imported from here by the views.
 from writerprof.analysis.components import COMPONENTS, STARTUP_PHASES, loop_components  # noqa: F401
 from writerprof.analysis.criticalpath import critical_paths
@@ -29,9 +30,13 @@ _SAVE_PHASES = ("save", "producer")  # a producer call spanning one save, when h
 # most critical-path seconds (bound_by), shown beside its seconds. Its
 # columns' own durations can say otherwise (start-up's 0.9 s of which only
 # 0.2 s held the save up, generation overlapping the rest).
+# An upload's writes are its requests to the object store: its save's write
+# group is named NETWORK.
+NETWORK = "network/object store"
 BOTTLENECK_GROUPS = {
     "start-up": tuple(c for c in COMPONENTS if c.startswith("startup:")),
-    "generation": ("generation",), "write": ("write", "fadvise", "close"), "fsync": ("fsync",),
+    "generation": ("generation",), "write": ("write", "fadvise", "close"),
+    NETWORK: ("write", "fadvise", "close"), "fsync": ("fsync",),
     "queue": ("queue",), "setup/teardown": ("setup", "teardown"),
 }
 
@@ -93,8 +98,11 @@ def find(run, idx: _Index | None = None) -> list[dict]:
     c["own_ns"] = nesting.own_ns(c, phases=[codes[p] for p in _MEASURED if p in codes])
     per_proc = _per_process(run, c)
     found = _starts(run, idx, codes, c)
-    children = len(found)  # the writer children's saves; then the files': filesaves
+    children = len(found)  # the writer children's saves; then the files' (filesaves), the uploads' (uploadsaves)
     found += filesaves.found(run, found)
+    file_saves = len(found)
+    found += uploadsaves.found(run, found[:children])
+    filesaves.numbered(found[children:])
     if not found:
         return []
     n = len(found)
@@ -108,13 +116,19 @@ def find(run, idx: _Index | None = None) -> list[dict]:
     producer_s, producer_calls = _tables(save_of, c["phase"][mine], [c["own_ns"][mine], None], n, size)
     producer_s = producer_s / 1e9  # (not in place: a table of no calls is bincount's ints)
     put_s, puts = _put_waits(c, owner, found, codes.get("put", -1), n)
+    # The producer's loop: Process.start()'s end to its last hand-off, and its waits in it (handoffs).
+    last_put = _last_puts(c, owner, found, codes.get("put", -1), n)
+    t_started = np.array([f["t_started"] for f in found], dtype=np.int64)
+    producer_loop = np.where(last_put >= 0, np.maximum(last_put - t_started, 0), -1).tolist()
+    waits = handoffs.loop_waits(c, owner, found, codes.get("get", -1), last_put)
+    free_s = (np.bincount(owner[waits], weights=c["own_ns"][waits], minlength=n) / 1e9).tolist()
     is_gen = mine & (c["phase"] == codes.get("gen", -1))
     gen = {"start_ns": c["start_ns"][is_gen], "end_ns": c["end_ns"][is_gen], "save": owner[is_gen]}
     # Where the producer's fill is no hooked call: its time between hand-offs (handoffs).
     gen_code = codes.get("gen", size)
     hooked_gen = (np.pad(producer_calls, ((0, 0), (0, 1)))[:, min(gen_code, size)]
-                  + np.array(["span" in f for f in found]))  # (a file save has no hand-offs)
-    inferred = handoffs.between(c, owner, found, codes.get("put", -1), hooked_gen)
+                  + (np.arange(n) >= children))  # (a file's or an upload's save of its own has no hand-offs)
+    inferred = handoffs.between(c, owner, found, codes.get("put", -1), hooked_gen, waits)
     gen = {k: np.concatenate([gen[k], inferred[k].astype(gen[k].dtype)]) for k in gen}
     inferred_s = (np.bincount(inferred["save"], weights=inferred["end_ns"] - inferred["start_ns"], minlength=n)
                   / 1e9).tolist()
@@ -129,8 +143,16 @@ def find(run, idx: _Index | None = None) -> list[dict]:
     in_loop[in_loop] = save_of_writer[c["proc"][in_loop]] >= 0
     loop = {name: c[name][in_loop] for name in ("start_ns", "end_ns", "depth", "phase", "proc")}
     loop["save"] = save_of_writer[loop["proc"]]
-    file_loop = filesaves.loop(run, found[children:], children, codes)
-    loop = {name: np.concatenate([loop[name], file_loop[name].astype(loop[name].dtype)]) for name in loop}
+    file_loop = filesaves.loop(run, found[children:file_saves], children, codes)
+    # Each upload's: a writer child's one, or the save's own.
+    of_writer = uploads.by_writer(run)
+    upload_at = [f["upload"] if "upload" in f else (of_writer.get(f["writer"]) or [None])[0] if i < children
+                 else None for i, f in enumerate(found)]
+    upload_loop = uploadsaves.loop(run, [(u, i) for i, u in enumerate(upload_at) if u is not None],
+                                   codes.get("write", -1), int(loop["depth"].max(initial=0)) + 1)
+    loop = {name: np.concatenate([loop[name], file_loop[name].astype(loop[name].dtype),
+                                  upload_loop[name].astype(loop[name].dtype)]) for name in loop}
+    writer_loop = _writer_loops(found, loop, task_waits, n)
     del c, owner, mine, in_loop, is_gen  # the columns are big: let them go before the next peak
     paths = critical_paths(found, w0, w1, gen, loop, codes)
     at = {name: codes.get(name, size) for name in _MEASURED}
@@ -146,12 +168,16 @@ def find(run, idx: _Index | None = None) -> list[dict]:
         row, start, path = writer[i], f["start"], paths[i]
         own = seconds[row]
         critical = dict(zip(COMPONENTS, path[:-1]))
-        bound, bound_s = bound_by(critical)
+        upload = upload_at[i]
+        bound, bound_s = bound_by(critical, upload=upload is not None)
         duration = (w1[i] - w0[i]) / 1e9
-        # A file save's figures are its file's; a writer child's, its calls' (a hooked close holds
-        # the fsync inside it), but for the bytes of its checkpoint file where the interposer saw it.
-        on_file = filesaves.figures(run, f["span"] if "span" in f else (span_of.get(row) or [None])[0])
-        from_file = "span" in f
+        # A file save's figures are its file's, an upload's its upload's; a writer child's, its calls' (a
+        # hooked close holds the fsync inside it), but for the bytes of its checkpoint file where the
+        # interposer saw it.
+        on_file = (uploadsaves.figures(run, upload) if upload is not None
+                   else filesaves.figures(run, f["span"] if "span" in f else (span_of.get(row) or [None])[0]))
+        of_its_own = i >= children  # a file's or an upload's save, no writer child's
+        from_file = of_its_own or upload is not None
         written = on_file["bytes"] if on_file["path"] is not None else nbytes[row][at["write"]]
         saves.append({
             "save": f["count"],
@@ -170,26 +196,50 @@ def find(run, idx: _Index | None = None) -> list[dict]:
             "path": on_file["path"],
             "bytes": written,
             "chunks": on_file["chunks"] if from_file else calls[row][at["write"]],
+            "parts": on_file.get("parts"),
             "gib_s": written / duration / 2**30 if duration > 0 else None,
             "startup": f["startup"],
-            "startup_s": sum(f["startup"].values()) if f["startup"] else None,
+            "startup_s": startup_seconds(f["startup"]),
             "gen_s": (inferred_s[i] if has_inferred[i]
                       else measured(producer_s[i][at["gen"]], producer_calls[i][at["gen"]])),
             "gen_from": (handoffs.BETWEEN if has_inferred[i]
                          else handoffs.HOOKED if producer_calls[i][at["gen"]] else None),
             "gen_cpu_s": inferred_cpu[i],
             "put_wait_s": measured(put_s[i], puts[i]),
+            "free_wait_s": free_s[i] if puts[i] else None,
+            "producer_loop_s": producer_loop[i] / 1e9 if producer_loop[i] >= 0 else None,
+            "writer_loop_s": writer_loop[i],
             # (a file save's writer takes no chunks off a queue: its wait for the work, a pool's task)
-            "get_wait_s": task_waits[i] if from_file else measured(own[at["get"]], calls[row][at["get"]]),
+            "get_wait_s": task_waits[i] if of_its_own else measured(own[at["get"]], calls[row][at["get"]]),
             **({k: on_file[k] for k in ("write_s", "fadvise_s", "fsync_s", "close_s")} if from_file else {
                 "write_s": own[at["write"]], "fadvise_s": own[at["fadvise"]], "fsync_s": own[at["fsync"]],
                 "close_s": own[at["close"]]}),
+            "write_threads_s": on_file.get("write_threads_s"),
             "critical_path": critical,
             "unexplained_s": path[-1],
             "bottleneck": bound,
             "bottleneck_s": bound_s,
+            "upload": on_file.get("upload"),
         })
     return sorted(saves, key=lambda s: s["start_ns"])
+
+
+def _writer_loops(found: list[dict], loop: dict[str, np.ndarray], task_waits: list, n: int) -> list[float | None]:
+    """Per save: its writer's loop in wall time, what its wait for chunks is
+    a share of: from the end of its start-up's own phases (its first wait
+    for a chunk, or its first unit of work) or else its first call of the
+    save, to its last call's end; a pool's task wait before a save of its
+    own (task_waits) added. Its calls alone would leave out what no hook
+    times (a copy, an upload's sends where none is journaled). None: no call."""
+    first = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    last = np.full(n, -1, dtype=np.int64)
+    np.minimum.at(first, loop["save"], loop["start_ns"])
+    np.maximum.at(last, loop["save"], loop["end_ns"])
+    out: list[float | None] = []
+    for i, f in enumerate(found):
+        began = next((t for name, t in f["boundaries"] if name == "first_chunk"), int(first[i]))
+        out.append(None if last[i] < 0 else max(0, int(last[i]) - began) / 1e9 + (task_waits[i] or 0.0))
+    return out
 
 
 def _tables(rows, phases, weights: list, n_rows, n_phases) -> list[np.ndarray]:
@@ -211,8 +261,24 @@ def _put_waits(c, owner, found, put, n) -> tuple[np.ndarray, np.ndarray]:
     producer, or no hooked call spanning the save) goes to the save of the
     writer the producer started last before it (the record's writer_seq),
     as long as that writer was not yet done (the save's end)."""
-    is_put = c["phase"] == put
-    rows = np.flatnonzero(is_put)
+    rows, save = _put_saves(c, owner, found, put)
+    mine = save >= 0
+    seconds = np.bincount(save[mine], weights=c["own_ns"][rows][mine], minlength=n) / 1e9
+    return seconds, np.bincount(save[mine], minlength=n)
+
+
+def _last_puts(c, owner, found, put, n) -> np.ndarray:
+    """Per save: the end of the producer's last put that is its wait (_put_waits), -1 for none."""
+    rows, save = _put_saves(c, owner, found, put)
+    last = np.full(n, -1, dtype=np.int64)
+    mine = save >= 0
+    np.maximum.at(last, save[mine], c["end_ns"][rows][mine])
+    return last
+
+
+def _put_saves(c, owner, found, put) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of c that are puts, and the save each is the wait of (-1: none's), by _put_waits' rule."""
+    rows = np.flatnonzero(c["phase"] == put)
     save = owner[rows]
     loose = save < 0
     if loose.any() and found:
@@ -227,9 +293,7 @@ def _put_waits(c, owner, found, put, n) -> tuple[np.ndarray, np.ndarray]:
         w1 = np.array([f["w1"] for f in found], dtype=np.int64)
         ok = (keys[match] == wanted) & (c["writer_seq"][r] >= 0) & (c["end_ns"][r] <= w1[match])
         save[loose] = np.where(ok, match, -1)
-    mine = save >= 0
-    seconds = np.bincount(save[mine], weights=c["own_ns"][rows][mine], minlength=n) / 1e9
-    return seconds, np.bincount(save[mine], minlength=n)
+    return rows, save
 
 
 def _per_process(run, c):
@@ -243,7 +307,7 @@ def _starts(run, idx, codes, c) -> list[dict]:
     """Each save's producer, writer, Process.start() event, window, thread and start-up."""
     child_rows = _children_by_pid(run)
     # Columns as lists: read a value at a time, a save at a time.
-    firsts = {name: column.tolist() for name, column in _first_calls(run, idx, codes, c).items()}
+    firsts = {name: column.tolist() for name, column in _first_calls(run, idx, c).items()}
     hosts, created = run.processes["host"].tolist(), run.processes["created_ns"].tolist()
     # The hooked calls that span a save, per process (few: one a save), as
     # (start_ns, end_ns, tid) values: each process's are read a save at a time.
@@ -269,7 +333,7 @@ def _starts(run, idx, codes, c) -> list[dict]:
         for start in starts:
             writer = _child(child_rows, hosts, created, proc, start)
             if writer is not None and not is_save[writer]:
-                continue  # a child that wrote no checkpoint file (a DataLoader worker), or many (filesaves)
+                continue  # a child that saved nothing (a DataLoader worker), or many (filesaves, uploadsaves)
             count += 1
             t_start, t_started = int(start["start_ns"]), int(start["end_ns"])
             window = _window(save_calls, t_start, t_started)
@@ -292,18 +356,11 @@ def _starts(run, idx, codes, c) -> list[dict]:
     return found
 
 
-def _first_calls(run, idx, codes, c) -> dict[str, np.ndarray]:
-    """Per process: the start of its first loop call and of its first write,
-    and the end of its last call (-1: none). The chunks are in time order: a
-    process's first call of a kind is its first occurrence."""
+def _first_calls(run, idx, c) -> dict[str, np.ndarray]:
+    """Per process: the start of its first wait for a chunk and of its first
+    unit of work (firstwork), and the end of its last call (-1: none)."""
     n = len(run.processes)
-    out = {}
-    for name, phases in (("loop", list(loop_components(codes))), ("write", [codes.get("write", -1)])):
-        chosen = np.flatnonzero(np.isin(c["phase"], phases))
-        procs = c["proc"][chosen]
-        first = chosen[np.diff(procs, prepend=-1) != 0]  # each process's calls together: its first
-        out[name] = np.full(n, -1, dtype=np.int64)
-        out[name][c["proc"][first]] = c["start_ns"][first]
+    out = dict(firstwork.firsts(run))
     ends = c["end_ns"]  # in process order (chunk_columns): each process's calls together
     bounds = idx.chunk_bounds
     out["last_end"] = np.full(n, -1, dtype=np.int64)
@@ -372,9 +429,10 @@ def _main_thread(save_calls, w0, w1):
 
 
 def _startup(created, writer, events, firsts, t_start) -> tuple[dict, list]:
-    """Start-up phase -> seconds, and the phases' (name, start_ns) boundaries
-    up to the writer's first wait for a chunk (its loop starts there);
-    created: run.processes' column, firsts: _first_calls', as lists."""
+    """Start-up phase -> seconds up to the writer's first unit of work
+    (firstwork), the last of them its wait for the first chunk, and the
+    phases' (name, start_ns) boundaries; created: run.processes' column,
+    firsts: _first_calls', as lists."""
     if writer is None:
         return {}, []
     last = dict(events)  # kind -> its last event's data
@@ -385,11 +443,12 @@ def _startup(created, writer, events, firsts, t_start) -> tuple[dict, list]:
     for name in ("bootstrap", "target_start"):
         if name in last:
             marks.append(("bootstrap" if name == "bootstrap" else "target_setup", int(last[name]["t_ns"])))
-    if firsts["loop"][writer] >= 0:
-        marks.append(("first_chunk", firsts["loop"][writer]))
-    end = firsts["write"][writer]
+    end = firsts["work"][writer]
     if end < 0:
         return {}, marks
+    # Its wait for the first chunk, where it waited before its first unit of work.
+    wait = firsts["wait"][writer]
+    marks.append(("first_chunk", min(wait, end) if wait >= 0 else end))
     times = [max(t, marks[0][1]) for _, t in marks]  # never before Process.start()
     times = list(accumulate(times, max))  # (np.maximum.accumulate: slower on a few)
     phases = dict.fromkeys(STARTUP_PHASES, 0.0)
@@ -398,14 +457,22 @@ def _startup(created, writer, events, firsts, t_start) -> tuple[dict, list]:
     return phases, list(zip([n for n, _ in marks], times))
 
 
+def startup_seconds(startup: dict[str, float]) -> float | None:
+    """A save's start-up: its writer's own phases, without its wait for the
+    first chunk (the producer's first fill); None where not known."""
+    return sum(v for phase, v in startup.items() if phase != "first_chunk") if startup else None
+
+
 def group_seconds(critical_path: dict[str, float], group: str) -> float:
     """A bottleneck group's critical-path seconds in a save's critical_path."""
     return sum(critical_path.get(c, 0.0) for c in BOTTLENECK_GROUPS[group])
 
 
-def bound_by(critical_path: dict[str, float]) -> tuple[str, float]:
+def bound_by(critical_path: dict[str, float], upload: bool = False) -> tuple[str, float]:
     """The bottleneck of a save: the group (BOTTLENECK_GROUPS) with the most
-    critical-path seconds, and those seconds."""
-    seconds = {group: group_seconds(critical_path, group) for group in BOTTLENECK_GROUPS}
+    critical-path seconds, and those seconds; an upload's writes are the
+    network's and the object store's (NETWORK), a file's the write group's."""
+    left_out = "write" if upload else NETWORK
+    seconds = {group: group_seconds(critical_path, group) for group in BOTTLENECK_GROUPS if group != left_out}
     group = max(seconds, key=seconds.get)  # the first of the largest, in BOTTLENECK_GROUPS' order
     return group, seconds[group]

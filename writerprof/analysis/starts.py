@@ -1,7 +1,7 @@
 """Process.start() calls, as the probe journaled them: which start methods a
 run used, and when a producer called Process.start() for each writer (the
-journaled time, or an estimate from the writer's first write less its
-start-up when the call's record is missing)."""
+journaled time, or an estimate from the writer's first unit of work less its
+start-up phases when the call's record is missing)."""
 
 from __future__ import annotations
 
@@ -25,9 +25,10 @@ def start_times(run, producers) -> dict[tuple[int, int], int]:
             for proc, d in zip(e["proc"][chosen], e["data"][chosen]) if d.get("started")}
 
 
-def estimated_start_ns(first_write_ns: int | None, save: dict) -> float | None:
+def estimated_start_ns(work_ns: int | None, save: dict) -> float | None:
     """When Process.start() was called, without its record: the writer's
-    first write less the save's start-up (which ends at that write)."""
-    if first_write_ns is None or save["writer"] is None or save["startup_s"] is None:
+    first unit of work (analysis.firstwork) less the save's start-up phases,
+    its wait for the first chunk too (they end there)."""
+    if work_ns is None or save["writer"] is None or not save["startup"]:
         return None
-    return int(first_write_ns) - save["startup_s"] * 1e9
+    return int(work_ns) - sum(save["startup"].values()) * 1e9

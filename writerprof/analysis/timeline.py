@@ -12,7 +12,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from writerprof.analysis import nesting, starts
+from writerprof.analysis import firstwork, nesting, starts
 from writerprof.analysis.saves import STARTUP_PHASES
 
 MAX_PAIRS = 4  # producer/writer pairs drawn before picking representatives
@@ -77,7 +77,7 @@ def chunk_timeline(run, idx, procs: list[dict], saves: list[dict], offsets: dict
         for s in mine:
             t_start = started.get((producer, s["writer_pid"]))
             if t_start is None:
-                t_start = starts.estimated_start_ns(_first_write(c, s["writer"], codes), s)
+                t_start = starts.estimated_start_ns(_first_work(run, s["writer"]), s)
             if t_start is not None:
                 _startup_spans(s, t_start, zero, p_spans["setup"], w_spans)
         pairs.append({"producer": producer, "producer_spans": _known(p_spans), "writer_spans": _known(w_spans),
@@ -98,11 +98,9 @@ def _startup_spans(save: dict, t_start, zero: int, setup: list, w_spans: dict) -
             at += seconds
 
 
-def _first_write(c, writer: int | None, codes: dict) -> int | None:
-    if writer is None:
-        return None
-    writes = c["start_ns"][(c["proc"] == writer) & (c["phase"] == codes.get("write", -1))]
-    return int(writes.min()) if len(writes) else None
+def _first_work(run, writer: int | None) -> int | None:
+    work = firstwork.firsts(run)["work"][writer] if writer is not None else firstwork.NONE
+    return None if work == firstwork.NONE else int(work)
 
 
 def _spans(c: np.ndarray, chosen: np.ndarray, parent: np.ndarray, zero: int) -> list[list[float]]:

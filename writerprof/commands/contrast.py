@@ -7,7 +7,8 @@ Without CMD it runs the built-in reproducer modelling the benchmark:
 (4 x 32 MiB shared-memory buffers, one os.write per chunk, fsync at close, a
 main module that imports numpy and matplotlib at module level, as a benchmark
 script does). With the default --repeat 3 it takes under 40 s, 95% of it the
-recordings.
+recordings. --backend s3 --endpoint URL --bucket B (and --upload, --prefix)
+are passed on to it: its saves are uploaded to that object store instead.
 
 On a program that makes no checkpoint saves (a Pool map, a
 ProcessPoolExecutor, a DataLoader's workers), or with --metric REGEX, it
@@ -100,6 +101,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(else its whole match) reads in CMD's output, its last match; CMD then need make no saves")
     parser.add_argument("-o", "--output", type=Path, metavar="DIR",
                         help="where to write (default: writerprof-contrast-YYYYmmdd-HHMMSS here)")
+    from writerprof.commands.repro import add_store_arguments
+
+    add_store_arguments(parser.add_argument_group("the built-in reproducer's object store (no CMD)"))
     parser.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]",
                         help="the command to record (default: the built-in reproducer); every word after it is its own")
 
@@ -131,6 +135,7 @@ def writerprof_command() -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from writerprof.commands.repro import STORE_OPTIONS, store_argv
     from writerprof.record import session as recording
     from writerprof.render import format as text, terminal
     from writerprof.render.table import terminal_width
@@ -140,10 +145,13 @@ def run(args: argparse.Namespace) -> int:
     if args.repeat < 1:
         raise UsageError("--repeat must be at least 1")
     command = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
-    command = recording.resolve(command) if command else writerprof_command() + REPRO_ARGS
+    store = store_argv(args)  # the reproducer's backend, passed through
+    if command and store:
+        raise UsageError(f"{' '.join(store)}: the built-in reproducer's options; with CMD, give them to CMD")
+    command = recording.resolve(command) if command else writerprof_command() + REPRO_ARGS + store
     metric = _metric_regex(args.metric)
     out = _output(args.output)
-    misplaced.warn(args.parser, args.argv, args.cmd)
+    misplaced.warn(args.parser, args.argv, args.cmd, cmd_own=tuple(f"--{name}" for name in STORE_OPTIONS))
     (out / "runs").mkdir()  # in the directory just claimed, empty
     total = len(methods) * args.repeat
     print(f"writerprof contrast: {' vs '.join(methods)}, {args.repeat} of each, interleaved, into {out}",

@@ -17,16 +17,18 @@ SEPARATOR = "--"
 HELP = ("-h", "--help")
 
 
-def split(parser: argparse.ArgumentParser, command: list[str]) -> tuple[list[list[str]], list[str]]:
+def split(parser: argparse.ArgumentParser, command: list[str],
+          cmd_own: tuple[str, ...] = ()) -> tuple[list[list[str]], list[str]]:
     """command's arguments that are parser's options, each with the words
-    of its value, and command without them."""
+    of its value, and command without them. cmd_own: parser's options that
+    apply only where there is no CMD, so that after one they are CMD's."""
     options = parser._option_string_actions  # every option string, long and short, of every action
     moved, kept = [], command[:1]
     i = 1
     while i < len(command):
         word = command[i]
         name, joined, _ = word.partition("=") if word.startswith("--") else (word, "", "")
-        action = options.get(name) if name not in HELP else None
+        action = options.get(name) if name not in HELP + cmd_own else None
         if action is None:
             kept.append(word)
             i += 1
@@ -37,11 +39,11 @@ def split(parser: argparse.ArgumentParser, command: list[str]) -> tuple[list[lis
     return moved, kept
 
 
-def warn(parser: argparse.ArgumentParser, argv: list[str], cmd: list[str]) -> None:
+def warn(parser: argparse.ArgumentParser, argv: list[str], cmd: list[str], cmd_own: tuple[str, ...] = ()) -> None:
     """One line on stderr if CMD's arguments (cmd: the tail of writerprof's
-    argv, from its `--` if it has one) hold options of parser's."""
+    argv, from its `--` if it has one) hold options of parser's (but cmd_own: split)."""
     command = cmd[1:] if cmd[:1] == [SEPARATOR] else cmd
-    moved, kept = split(parser, command)
+    moved, kept = split(parser, command, cmd_own)
     if not moved:
         return
     before = argv[:len(argv) - len(cmd)]  # argparse keeps a `--` in cmd, its REMAINDER

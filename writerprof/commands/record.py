@@ -96,8 +96,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--probe", action="append", default=[], metavar="MODULE:QUALNAME=PHASE",
                         help="also time this callable as PHASE (repeatable)")
     parser.add_argument("--save-files", action="append", default=[], metavar="GLOB",
-                        help="the checkpoint files: the written files whose path matches (repeatable; default: "
-                        "every file of 1 MiB or more written between its open and close)")
+                        help="the checkpoint files: the written files whose path matches, and the uploads whose "
+                        "key does (repeatable; default: every file of 1 MiB or more written between its open and "
+                        "close, every upload of 1 MiB or more)")
     parser.add_argument("--no-sampler", action="store_true",
                         help="journal from inside the processes only; no /proc sampling")
     parser.add_argument("--stacks-by", choices=("probe", "py-spy"), default=None,

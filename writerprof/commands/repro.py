@@ -12,6 +12,12 @@ the faster ring, and it can race: the producer may overwrite a chunk the writer
 is still copying. --verify recycles a buffer only after the writer has written
 it, and checks every file byte for byte against the generator.
 
+With --backend s3 --bucket B (--endpoint URL for an S3-compatible store) the
+writer uploads each save to one object instead, with boto3: a multipart
+upload of one part per chunk (--upload multipart), or boto3's transfer
+manager reading the chunks as a stream (--upload transfer); the writers
+start with forkserver unless --start-method says otherwise.
+
 Output: a RESULTS block per save on stderr; with --json one JSON object per
 save and a summary on stdout.
 
@@ -35,8 +41,9 @@ import traceback
 from writerprof import interrupts
 from writerprof.errors import Interrupted, UsageError, WriterprofError
 from writerprof.probes.writerprof_probe.format import START_METHODS
-from writerprof.repro.config import MAIN_IMPORTS_ENV, ReproConfig
+from writerprof.repro.config import MAIN_IMPORTS_ENV, ObjectStore, ReproConfig
 from writerprof.repro.generators import GENERATORS, check_available
+from writerprof.repro.objectstore import TRANSFER_THREADS, UPLOADS, check_parts, check_store
 from writerprof.repro.ranks import MPI_MODES, Ranks, connect, mpi4py_importable, resolve
 from writerprof.units import format_cpu_list, format_size, parse_cpu_list, parse_size
 
@@ -76,8 +83,9 @@ def add_arguments(parser) -> None:
                      help="size of each shared-memory buffer and chunk (default: 32MiB)")
     run.add_argument("--buffers", type=count, default=4, metavar="N",
                      help="buffers in the pool, and the queue's maxsize (default: 4)")
-    run.add_argument("--start-method", choices=START_METHODS, default="fork",
-                     help="how the writer subprocess is started (default: fork)")
+    run.add_argument("--start-method", choices=START_METHODS,
+                     help="how the writer subprocess is started (default: fork; with --backend s3,"
+                     " forkserver: an S3 client's threads and sockets do not survive a fork)")
     run.add_argument("--dir", dest="directory", metavar="DIR",
                      help="where files are written, created if missing (default: a temporary"
                      " directory, removed afterwards)")
@@ -96,6 +104,7 @@ def add_arguments(parser) -> None:
                      help="auto: join MPI when started by an MPI launcher (mpiexec) and mpi4py"
                      " is installed; on: join or fail; off: each process runs alone"
                      " (default: auto)")
+    add_store_arguments(parser.add_argument_group("the object store (--backend s3)"))
     data = parser.add_argument_group("the data")
     data.add_argument("--generator", choices=GENERATORS, default="fast",
                       help="fast: copies of a random block, memory-bound (default); random:"
@@ -121,10 +130,58 @@ def add_arguments(parser) -> None:
                          " which decides their NUMA node")
 
 
+def add_store_arguments(group) -> None:
+    """repro's, and contrast's for the reproducer it runs (store_argv)."""
+    group.add_argument("--backend", choices=("file", "s3"), default="file",
+                       help="file: a file per save (default); s3: the writer uploads each save as one object"
+                       " (boto3: pip install 'writerprof[s3]'; credentials from the AWS_* environment"
+                       " or ~/.aws, never the command line)")
+    group.add_argument("--endpoint", metavar="URL",
+                       help="the S3-compatible store's URL (default: boto3's, AWS_ENDPOINT_URL or AWS)")
+    group.add_argument("--bucket", metavar="B", help="the bucket the objects go to (--backend s3: required)")
+    group.add_argument("--prefix", metavar="PREFIX",
+                       help="the objects' keys: PREFIX/writerprof-repro-PID-saveNNN.dat (default: writerprof-repro)")
+    group.add_argument("--upload", choices=UPLOADS,
+                       help="multipart: create, one upload_part per chunk, complete (default); transfer:"
+                       f" boto3's transfer manager, upload_fileobj with {TRANSFER_THREADS} threads")
+
+
+STORE_OPTIONS = ("backend", "endpoint", "bucket", "prefix", "upload")
+
+
+def store_argv(args) -> list[str]:
+    """The object-store options given, as repro's command line takes them."""
+    given = [(name, getattr(args, name)) for name in STORE_OPTIONS]
+    return [word for name, value in given if value not in (None, "file") for word in (f"--{name}", value)]
+
+
+def _store_from_args(args) -> ObjectStore | None:
+    """--backend s3's options checked (the store answers, the bucket is there);
+    with files, none of them given."""
+    if args.backend == "file":
+        given = [f"--{name}" for name in STORE_OPTIONS[1:] if getattr(args, name) is not None]
+        if given:
+            raise UsageError(f"{', '.join(given)}: only with --backend s3")
+        return None
+    for flag, value in (("--dir", args.directory), ("--no-fsync", not args.fsync or None),
+                        ("--fadvise dontneed", args.fadvise != "none" or None)):
+        if value is not None:
+            raise UsageError(f"{flag}: only with --backend file (an object has no directory, fsync or page cache)")
+    if not args.bucket:
+        raise UsageError("--backend s3 needs --bucket")
+    check_parts(args.size, args.chunk_size)
+    check_store(args.endpoint, args.bucket)
+    prefix = "writerprof-repro" if args.prefix is None else args.prefix
+    return ObjectStore(endpoint=args.endpoint, bucket=args.bucket, prefix=prefix, upload=args.upload or "multipart")
+
+
 def config_from_args(args) -> ReproConfig:
     """Check what argparse cannot: the platform, the CPUs, the directory, packages."""
-    if args.start_method not in multiprocessing.get_all_start_methods():
-        raise UsageError(f"start method {args.start_method!r} is not available on this platform"
+    # fork for files; forkserver for an object store, whose clients hold
+    # threads and sockets that do not survive a fork (issue 37's runs).
+    start_method = args.start_method or ("fork" if args.backend == "file" else "forkserver")
+    if start_method not in multiprocessing.get_all_start_methods():
+        raise UsageError(f"start method {start_method!r} is not available on this platform"
                          f" (available: {', '.join(multiprocessing.get_all_start_methods())})")
     allowed = os.sched_getaffinity(0)
     for flag, cpus in (("--pin-parent", args.pin_parent), ("--writer-cpus", args.writer_cpus),
@@ -140,17 +197,19 @@ def config_from_args(args) -> ReproConfig:
         _check_importable(name)
     check_available(args.generator)
     _check_shared_memory(args.buffers * args.chunk_size)
+    store = _store_from_args(args)
     if args.directory is not None:
         _check_writable(args.directory)
-    _check_free_space(args.directory or tempfile.gettempdir(),
-                      args.size * (args.saves if args.keep else 1), args.keep)
+    if store is None:
+        _check_free_space(args.directory or tempfile.gettempdir(),
+                          args.size * (args.saves if args.keep else 1), args.keep)
     return ReproConfig(
         saves=args.saves, size=args.size, chunk_size=args.chunk_size, buffers=args.buffers,
-        start_method=args.start_method, generator=args.generator, gen_threads=args.gen_threads,
-        seed=args.seed, fsync=args.fsync, fadvise=args.fadvise, verify=args.verify,
+        start_method=start_method, generator=args.generator, gen_threads=args.gen_threads,
+        seed=args.seed, fsync=args.fsync and store is None, fadvise=args.fadvise, verify=args.verify,
         directory=args.directory, keep=args.keep, json=args.json, main_imports=main_imports,
         pin_parent=args.pin_parent, pin_when=args.pin_when, writer_cpus=args.writer_cpus,
-        touch_cpus=args.touch_cpus,
+        touch_cpus=args.touch_cpus, store=store,
     )
 
 

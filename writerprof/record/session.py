@@ -494,7 +494,10 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
 
     writers = len(roles.writer_starts(recorded))
 
-    saves = (len(files.checkpoint_spans(recorded)) if len(recorded.io)
+    from writerprof.analysis import uploads  # (the report's own: an upload is a save)
+
+    uploaded = uploads.checkpoints(recorded) if len(recorded.io) else []
+    saves = (len(files.checkpoint_spans(recorded)) + len(uploaded) if len(recorded.io)
              else int((phase == codes["save"]).sum()) or len(starts))
     unmatched = unmatched_in(recorded)
     problems = done.recording_notes()
@@ -529,6 +532,8 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
                                              else "") + (f", {over}" if (over := world_text.seen_only(job)) else ""),
         f"  file writes      {len(written)}, {format_size(int(written.clip(0).sum()))}",
     ]
+    if uploaded:
+        lines.append(f"  uploads          {len(uploaded)}, {format_size(sum(u.bytes for u in uploaded))}")
     if recorded.meta.get("probes"):
         lines.append(f"  probes           {len(recorded.meta['probes'])} given, {len(unmatched)} matched nothing")
     lines.append(f"  recording problems {len(problems) or 'none'}")

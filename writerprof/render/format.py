@@ -189,6 +189,35 @@ def save_status(save: dict) -> str | None:
     return None if status == "complete" else status.upper()
 
 
+# The uploads tables' title and the meaning of their time columns.
+UPLOADS_TITLE = "seconds; write: its requests' times as one (parts in parallel once); threads: their sum"
+
+
+def upload_rows(saves: list[dict]) -> tuple[list[list[str]], list[str]]:
+    """The upload saves as the uploads tables' cells (save, rank, writer,
+    key, parts, size, write, threads, status), and a line per part whose
+    Content-Length the bytes sent do not bear out."""
+    rows, notes = [], []
+    for s in saves:
+        u = s.get("upload")
+        if u is None:
+            continue
+        rows.append([str(s["save"]), rank(s["rank"]), str(s["writer_pid"] or "-"),
+                     u["key"] if u["key"] is not None else f"~{u['peer']}", str(u["parts"] or "-"),
+                     format_size(u["bytes"]), seconds(u["critical_s"]), seconds(u["threads_s"]), _upload_status(u)])
+        notes += [f"save {s['save']}: {m}" for m in u["mismatches"]]
+    return rows, notes
+
+
+def _upload_status(upload: dict) -> str:
+    """ok, or what went wrong in capitals (a failed one with its HTTP status)."""
+    if upload["kind"] == "inferred":
+        return "inferred: no request read"
+    if upload["status"] == "failed":
+        return f"FAILED {upload['http_status']}"
+    return upload["status"] if upload["status"] == "ok" else upload["status"].upper()
+
+
 def save_cut(save: dict) -> str:
     """A save that is not complete: which, and what became of it."""
     rank = f" ({rank_label(save['rank'])})" if has_rank(save["rank"]) else ""

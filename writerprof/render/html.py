@@ -23,6 +23,7 @@ from writerprof.render.format import command as _command, rank as _rank, ranks a
 from writerprof.render.format import binding, placement, recording_notes, seconds as _s, shares
 from writerprof.analysis.fixes import recovery_text
 from writerprof.render.format import ending, left_out, save_cut, save_status, slurm_job
+from writerprof.render.format import UPLOADS_TITLE, upload_rows
 from writerprof.render.format import interval_kind as _interval_kind
 from writerprof.render.format import host_bindings
 from writerprof.render import plots  # the package: no matplotlib until a plot is drawn
@@ -230,7 +231,8 @@ def _saves(summary: dict) -> str:
     saves = summary["saves"]
     if not saves:
         return "<h2>Saves</h2><p class=\"note\">No saves found.</p>"
-    note = ('<p class="note">Seconds. start-up = Process.start() to the writer\'s first write; re-run = the writer '
+    note = ('<p class="note">Seconds. start-up = Process.start() to the writer\'s first unit of work (the first '
+            'chunk it took, the first byte it wrote or sent), less its wait for the first chunk; re-run = the writer '
             're-running the parent\'s __main__; put-wait = producer blocked on the full queue; get-wait = writer '
             'waiting for a chunk; bound by = the component with the most seconds on the save\'s critical path, and '
             'those seconds (a column\'s own duration can be larger: start-up overlapped by generation held the '
@@ -277,6 +279,17 @@ def _saves(summary: dict) -> str:
     return title + note + table + path
 
 
+def _uploads(saves: list[dict]) -> str:
+    """The saves that were uploads: each one's key, parts, size and times ("": none)."""
+    rows, notes = upload_rows(saves)
+    if not rows:
+        return ""
+    return (f"<h3>Uploads ({len(rows)})</h3><p class=\"note\">{_e(UPLOADS_TITLE)}; ~: inferred, the peer.</p>"
+            + _table(["save", "rank", "writer pid", "key", "parts", "size", "write", "threads", "status"], rows,
+                     numeric={0, 4, 5, 6, 7})
+            + ("<ul>" + "".join(f"<li>{_e(n)}</li>" for n in notes) + "</ul>" if notes else ""))
+
+
 def report_html(summary: dict, figures: dict | None = None, image_format: str = "png",
                 flames: dict[str, str] | None = None) -> str:
     """One run's report: the run and its throughput, the diagnoses (most
@@ -290,7 +303,7 @@ def report_html(summary: dict, figures: dict | None = None, image_format: str = 
             f"<h2>Diagnoses ({sum(d['severity'] == 'warning' for d in summary['diagnoses'])} warnings, "
             f"{len(summary['diagnoses'])} in all; most costly first)</h2>",
             diagnoses_html(summary["diagnoses"]), _processes(summary), _ranks_placement(summary),
-            _bindings(summary), _saves(summary),
+            _bindings(summary), _saves(summary), _uploads(summary["saves"]),
             _figures(figures or {}, image_format, plots.left_out(summary)), _flames(flames or {})]
     return _page(f"writerprof report {run.get('path')}{partial}", body)
 

@@ -17,6 +17,7 @@ from writerprof.render.format import binding, host_names, placement, recording_n
 from writerprof.render.format import host_bindings
 from writerprof.analysis.fixes import recovery_text
 from writerprof.render.format import ending, interval_kind, left_out, save_cut, save_status, slurm_job
+from writerprof.render.format import UPLOADS_TITLE, upload_rows
 from writerprof.render.stalls import stall_lines
 from writerprof.render import world as world_text
 from writerprof.render.fix_once import once_per_process
@@ -33,6 +34,7 @@ def report_text(summary: dict, width: int = WIDTH) -> str:
         out.append("\nData lost (the rest is complete and used):")
         out += [f"  - {loss}" for loss in summary["run"]["losses"]]
     out += ["", _processes(summary, width), "", _saves(summary, width)]
+    out += _uploads(summary["saves"], width)
     if len(summary["ranks"]) > 1:
         out += ["", _ranks(summary, width)]
     out += stall_lines(summary, width)
@@ -68,7 +70,8 @@ def _header(summary: dict, width: int) -> str:
     elif left:
         lines += field("saves", f"none complete; {left}")
     else:
-        lines.append("  saves     none found (no checkpoint file written: see `record --save-files`)")
+        lines.append("  saves     none found (no checkpoint file written, no object uploaded: see "
+                     "`record --save-files`)")
     alike = defaultdict(list)  # hosts of one shape on one line
     for host, topo in summary["topology"].items():
         nodes = ", ".join(f"node {n}: CPUs {format_cpu_list(c)}" for n, c in topo["nodes"].items())
@@ -149,9 +152,23 @@ def _saves(summary: dict, width: int) -> str:
               ("~" if s.get("gen_from") == BETWEEN else "") + _sec(s["gen_s"]), _sec(s["put_wait_s"]),
               _sec(s["get_wait_s"]), _sec(s["write_s"]), _sec(s["fsync_s"]), _sec(s["duration_s"]),
               _rate(s["gib_s"]), save_status(s) or s["bottleneck"] + " " + _sec(s["bottleneck_s"])] for s in saves]
-    rows = _wrap(f"Saves ({len(saves)}; seconds; start-up: Process.start() to first write; re-run: of __main__)", "",
-                 width)
+    rows = _wrap(f"Saves ({len(saves)}; seconds; start-up: Process.start() to the writer's first chunk or byte "
+                 f"out, less its wait for it; re-run: of __main__)", "", width)
     return "\n".join(rows + table(columns, cells, width, indent="", gap=1) + _cut_saves(saves, width))
+
+
+def _uploads(saves: list[dict], width: int) -> list[str]:
+    """The saves that were uploads: each one's key, parts, size and times (none: no lines)."""
+    cells, notes = upload_rows(saves)
+    if not cells:
+        return []
+    rows = ["", *_wrap(f"Uploads ({len(cells)}; {UPLOADS_TITLE}; ~: inferred, the peer)", "", width)]
+    rows += table([Column("save"), Column("rank"), Column("writer"), Column("key", left=True, wrap=True),
+                   Column("parts"), Column("size"), Column("write"), Column("threads"),
+                   Column("status", left=True, wrap=True)], cells[:MAX_ROWS], width, indent="", gap=1)
+    if len(cells) > MAX_ROWS:
+        rows.append(f"  ... {len(cells) - MAX_ROWS} more (all in --json)")
+    return rows + [_cut(f"  {note}", width) for note in notes[:MAX_ROWS]]
 
 
 def _save_indices(summary: dict, width: int) -> str:

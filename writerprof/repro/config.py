@@ -10,6 +10,21 @@ MAIN_IMPORTS_ENV = "WRITERPROF_REPRO_MAIN_IMPORTS"
 
 
 @dataclass(frozen=True)
+class ObjectStore:
+    """--backend s3: where each save goes as one object, and how it is uploaded.
+    Credentials are never here: boto3 reads them from the environment or the
+    AWS config files, in the writer as in the producer."""
+
+    endpoint: str | None  # None: boto3's own (AWS_ENDPOINT_URL, else AWS)
+    bucket: str
+    prefix: str
+    upload: str  # "multipart" or "transfer"
+
+    def url(self, key: str) -> str:
+        return f"s3://{self.bucket}/{key}"
+
+
+@dataclass(frozen=True)
 class ReproConfig:
     saves: int
     size: int
@@ -30,6 +45,11 @@ class ReproConfig:
     pin_when: str
     writer_cpus: frozenset[int] | None
     touch_cpus: frozenset[int] | None
+    store: ObjectStore | None = None  # None: files in `directory`
+
+    @property
+    def backend(self) -> str:
+        return "file" if self.store is None else "s3"
 
     @property
     def chunks_per_save(self) -> int:

@@ -5,15 +5,14 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
-import shutil
 import sys
-import tempfile
 import traceback
 
 from writerprof import interrupts
 from writerprof.errors import Interrupted, WriterprofError
 from writerprof.repro.affinity import set_process_affinity
 from writerprof.repro.config import ReproConfig
+from writerprof.repro.destinations import destination as make_destination
 from writerprof.repro.generators import make_generator
 from writerprof.repro.ranks import Ranks
 from writerprof.repro.results import (
@@ -26,7 +25,6 @@ from writerprof.repro.results import (
     summary_record,
 )
 from writerprof.repro.save import SaveResult, SaveStopped, run_save
-from writerprof.repro.verify import verify_file
 from writerprof.units import format_cpu_list
 
 
@@ -38,7 +36,7 @@ def run(config: ReproConfig, ranks: Ranks | None = None) -> int:
     ctx = multiprocessing.get_context(config.start_method)
     if config.pin_parent and config.pin_when == "start":
         set_process_affinity(config.pin_parent)
-    directory = config.directory or tempfile.mkdtemp(prefix="writerprof-repro-")
+    destination = make_destination(config)
     generator = make_generator(
         config.generator, config.seed, config.gen_threads, config.size, config.chunk_size
     )
@@ -52,39 +50,36 @@ def run(config: ReproConfig, ranks: Ranks | None = None) -> int:
             set_process_affinity(config.pin_parent)
             pinned = True
 
-    def save_to_file(save: int) -> SaveResult:
+    def save_one(save: int) -> SaveResult:
         rank = f"-rank{ranks.rank:04d}" if ranks is not None else ""
-        path = os.path.join(directory, f"writerprof-repro-{os.getpid()}{rank}-save{save:03d}.dat")
+        target = destination.target(f"writerprof-repro-{os.getpid()}{rank}-save{save:03d}.dat")
         try:
             if ranks is None:
-                result = run_save(config, ctx, generator, save, path, on_writer_started)
+                result = run_save(config, ctx, generator, save, target, on_writer_started)
             else:
-                result = run_save(config, ctx, generator, save, path, on_writer_started,
+                result = run_save(config, ctx, generator, save, target, on_writer_started,
                                   should_stop=ranks.stop_requested, die_with_parent=True)
+            destination.check(target, save)
             if config.verify:
-                verify_file(path, config, save)
+                destination.verify(target, save)
         finally:
-            if not config.keep and os.path.exists(path):
-                os.unlink(path)
+            if not config.keep:
+                destination.remove(target, save)
         return result
 
     results = []
     try:
         if ranks is not None:
-            return _run_ranks(config, ranks, save_to_file)
+            return _run_ranks(config, ranks, save_one)
         for save in range(1, config.saves + 1):
-            result = save_to_file(save)
+            result = save_one(save)
             results.append(result)
             print(results_block(result, config), file=sys.stderr, flush=True)
             if config.json:
                 _emit(save_record(result, config))
     finally:
         generator.close()
-        if config.directory is None and not config.keep:
-            shutil.rmtree(directory, ignore_errors=True)
-        elif config.keep:
-            who = f"rank {ranks.rank}: " if ranks is not None else ""
-            print(f"writerprof repro: {who}files kept in {directory}", file=sys.stderr)
+        destination.close(f"rank {ranks.rank}: " if ranks is not None else "")
     summary = summary_record(results, config, ctx.get_start_method())
     print(
         f"writerprof repro: {summary['saves']} saves of {config.size} bytes with"
@@ -104,7 +99,7 @@ def _emit(record: dict) -> None:
     sys.stdout.flush()
 
 
-def _run_ranks(config: ReproConfig, ranks: Ranks, save_to_file) -> int:
+def _run_ranks(config: ReproConfig, ranks: Ranks, save_one) -> int:
     """This rank's saves in an MPI job. Before each save every rank waits for
     all the others, as the benchmark's barrier does; each save's figures go to
     rank 0, which prints every rank's records and the aggregate. A save that
@@ -116,7 +111,7 @@ def _run_ranks(config: ReproConfig, ranks: Ranks, save_to_file) -> int:
         if ranks.signalled:  # received while this rank waited, or reported: stop now
             status = ("interrupted", ranks.signalled)
         elif save:
-            status = _save_status(save, config, ranks, save_to_file)
+            status = _save_status(save, config, ranks, save_one)
         statuses, verdict = ranks.exchange(status, _decide)
         if verdict is not None:
             ranks.release()  # every rank stops here and leaves normally
@@ -148,11 +143,11 @@ def _run_ranks(config: ReproConfig, ranks: Ranks, save_to_file) -> int:
     return 0
 
 
-def _save_status(save: int, config: ReproConfig, ranks: Ranks, save_to_file) -> tuple:
+def _save_status(save: int, config: ReproConfig, ranks: Ranks, save_one) -> tuple:
     """Run one save on this rank; what to tell rank 0 about it. Whatever went
     wrong, the save has cleaned up (its writer is gone, its buffers unlinked)."""
     try:
-        result = save_to_file(save)
+        result = save_one(save)
     except SaveStopped:  # another rank failed, and says why
         return ("stopped", None)
     except Interrupted as exc:

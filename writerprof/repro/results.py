@@ -35,11 +35,9 @@ def results_block(result: SaveResult, config: ReproConfig, rank: int | None = No
         f"  generation      {result.gen_s:8.3f} s  {_rate(gib, result.gen_s)}"
         f"  ({config.generator}, producer blocked on put {result.put_wait_s:.3f} s)",
         f"  I/O             {result.io_s:8.3f} s  {_rate(gib, result.io_s)}",
-        f"    write         {result.write_s:8.3f} s  (writer waited for chunks"
-        f" {result.get_wait_s:.3f} s)",
-        f"    close         {result.fsync_s + result.close_s:8.3f} s  (fsync"
-        f" {result.fsync_s:.3f} s, fadvise {result.fadvise_s:.3f} s)",
+        *_io_lines(result, config),
         f"  writer start-up {result.writer_startup_s:8.3f} s  (Process.start() to target)",
+        *_open_lines(result, config),
         f"  total           {result.total_s:8.3f} s  {_rate(gib, result.total_s)}",
         f"  gen/I/O ratio   {ratio:8.2f}",
         f"  bottleneck      {bottleneck(result)}",
@@ -49,6 +47,26 @@ def results_block(result: SaveResult, config: ReproConfig, rank: int | None = No
         rule,
     ]
     return "\n".join(lines)
+
+
+def _io_lines(result: SaveResult, config: ReproConfig) -> list[str]:
+    """The I/O's parts: a file's write and close, an object's upload and completion."""
+    waited = f"writer waited for chunks {result.get_wait_s:.3f} s"
+    if config.store is None:
+        return [f"    write         {result.write_s:8.3f} s  ({waited})",
+                f"    close         {result.fsync_s + result.close_s:8.3f} s  (fsync"
+                f" {result.fsync_s:.3f} s, fadvise {result.fadvise_s:.3f} s)"]
+    return [f"    upload        {result.write_s:8.3f} s  ({config.store.upload}, {result.parts} parts; {waited})",
+            f"    complete      {result.close_s:8.3f} s  (complete_multipart_upload)"]
+
+
+def _open_lines(result: SaveResult, config: ReproConfig) -> list[str]:
+    """An upload's set-up in the writer, outside its I/O as in the benchmark's
+    figures (a file's open is too short to show)."""
+    if config.store is None:
+        return []
+    created = " and create_multipart_upload" if config.store.upload == "multipart" else ""
+    return [f"  writer S3 client{result.open_s:8.3f} s  (boto3's client{created}, before the first chunk)"]
 
 
 def _rate(gib: float, seconds: float) -> str:
@@ -76,6 +94,8 @@ def save_record(result: SaveResult, config: ReproConfig) -> dict:
         "io_s": result.io_s,
         "writer_startup_s": result.writer_startup_s,
         "writer_attach_s": result.writer_attach_s,
+        "open_s": result.open_s,
+        "parts": result.parts,
         "writer_pid": result.writer_pid,
         "throughput_gib_s": result.throughput_gib_s,
         "bottleneck": bottleneck(result),
@@ -90,7 +110,10 @@ def save_record(result: SaveResult, config: ReproConfig) -> dict:
 
 def _settings(config: ReproConfig) -> dict:
     """What a summary says of how the run was set up."""
+    store = config.store
     return {
+        "backend": config.backend, "upload": store.upload if store else None,
+        "bucket": store.bucket if store else None,
         "generator": config.generator, "size": config.size, "chunk_size": config.chunk_size,
         "buffers": config.buffers, "fsync": config.fsync, "main_imports": list(config.main_imports),
         "python": platform.python_version(),

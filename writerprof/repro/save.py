@@ -44,6 +44,8 @@ class SaveResult:
     close_s: float
     writer_startup_s: float
     writer_attach_s: float
+    open_s: float  # the file's open; the S3 client, and with multipart the upload's creation
+    parts: int | None  # UploadPart requests (--backend s3); None for a file
     writer_pid: int
     producer_cpus: list[int]
     writer_inherited_cpus: list[int]
@@ -188,8 +190,13 @@ class _Save:
         freed = self.ctx.Queue() if config.verify else None
         self.queues = [q for q in (chunks, freed) if q is not None]
         self.report, self.report_end = self.ctx.Pipe(duplex=False)
+        store = config.store
         spec = dict(
             path=self.path,
+            store=None if store is None else dict(
+                endpoint=store.endpoint, bucket=store.bucket, key=self.path, upload=store.upload,
+                chunk_size=config.chunk_size,
+            ),
             buffer_names=[buffer.name for buffer in self.buffers],
             fadvise=config.fadvise,
             fsync=config.fsync,
@@ -231,7 +238,7 @@ class _Save:
         return SaveResult(
             save=self.index,
             start_method=self.ctx.get_start_method(),
-            path=self.path,
+            path=self.path if store is None else store.url(self.path),
             bytes=figures["bytes"],
             chunks=figures["chunks"],
             total_s=seconds(t_end - t_begin),
@@ -244,6 +251,8 @@ class _Save:
             close_s=seconds(figures["close_ns"]),
             writer_startup_s=seconds(figures["first_line_ns"] - t_start),
             writer_attach_s=seconds(figures["attach_ns"]),
+            open_s=seconds(figures["open_ns"]),
+            parts=figures["parts"],
             writer_pid=figures["pid"],
             producer_cpus=sorted(os.sched_getaffinity(0)),
             writer_inherited_cpus=figures["inherited_cpus"],
@@ -278,9 +287,10 @@ class _Save:
 
 def run_save(config: ReproConfig, ctx, generator, index: int, path: str, on_writer_started,
              should_stop=None, die_with_parent=False):
-    """Under MPI: should_stop is called between chunks and while waiting, and
-    True ends the save with SaveStopped (another rank failed); die_with_parent
-    has the writer killed if its parent dies."""
+    """path: the file's, or with --backend s3 the object's key. Under MPI:
+    should_stop is called between chunks and while waiting, and True ends the
+    save with SaveStopped (another rank failed); die_with_parent has the
+    writer killed if its parent dies."""
     save = _Save(config, ctx, index, path, should_stop, die_with_parent)
     try:
         return save.run(generator, on_writer_started)

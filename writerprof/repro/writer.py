@@ -1,5 +1,6 @@
 """The writer subprocess: attaches the buffers by name, writes each queued
-chunk with one os.write, fsyncs and closes, reports its own figures.
+chunk with one os.write, fsyncs and closes (or, with --backend s3, uploads
+them as one object: upload.py), reports its own figures.
 
 This is the target's module that a spawn/forkserver child imports before the
 target runs, so it imports only the standard library.
@@ -65,7 +66,7 @@ def run_writer(spec, chunks, freed, report):
     """Target of the writer Process.
 
     spec:   dict with path, buffer_names, fadvise, fsync, writer_cpus, die_with_parent,
-            producer_pid
+            producer_pid, store (None, or the object's bucket, key ...: upload.py)
     chunks: queue of (buffer index, nbytes), None at the end
     freed:  queue the writer returns each written buffer index to (--verify), or None
     report: the send end of a pipe; gets ("ok", figures) or ("error", traceback)
@@ -135,42 +136,101 @@ def next_chunk(chunks, producer):
                 raise ProducerGone("producer (pid %d) is gone" % producer.pid) from None
 
 
+class Chunks:
+    """The save's chunks in the order queued, each a view of its buffer,
+    ended by the producer's end mark. Asking for the next chunk releases the
+    last one's view and (--verify) hands its buffer back; the waits for a
+    chunk are timed as get_wait_ns."""
+
+    def __init__(self, buffers, chunks, freed, producer, totals):
+        self.buffers, self.chunks, self.freed = buffers, chunks, freed
+        self.producer, self.totals = producer, totals
+        self.nbytes = self.nchunks = 0
+        self.first_chunk_ns = None
+        self._views = self._taken()
+
+    def __iter__(self):
+        return self._views
+
+    def _taken(self):
+        clock = time.monotonic_ns
+        while True:
+            t0 = clock()
+            item = next_chunk(self.chunks, self.producer)
+            t1 = clock()
+            self.totals["get_wait_ns"] += t1 - t0
+            if item is None:
+                return
+            index, length = item
+            if self.first_chunk_ns is None:
+                self.first_chunk_ns = t1
+            with self.buffers[index].buf[:length] as view:
+                yield view
+            if self.freed is not None:
+                self.freed.put(index)
+            self.nbytes += length
+            self.nchunks += 1
+
+    def close(self):
+        """Release a view still held (a save that failed mid-chunk)."""
+        self._views.close()
+
+
+class File:
+    """One os.write per chunk, posix_fadvise DONTNEED of each range
+    (fadvise dontneed), one fsync at the end (fsync), close."""
+
+    parts = None
+
+    def __init__(self, spec, totals):
+        self.spec, self.totals = spec, totals
+        self.fd = os.open(spec["path"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+
+    def save(self, chunks):
+        clock = time.monotonic_ns
+        offset = 0
+        for view in chunks:
+            t1 = clock()
+            _write_all(self.fd, view)
+            t2 = clock()
+            self.totals["write_ns"] += t2 - t1
+            if self.spec["fadvise"] == "dontneed":
+                os.posix_fadvise(self.fd, offset, len(view), os.POSIX_FADV_DONTNEED)
+                self.totals["fadvise_ns"] += clock() - t2
+            offset += len(view)
+        if self.spec["fsync"]:
+            t0 = clock()
+            os.fsync(self.fd)
+            self.totals["fsync_ns"] += clock() - t0
+
+    def close(self):
+        t0 = time.monotonic_ns()
+        os.close(self.fd)
+        self.totals["close_ns"] += time.monotonic_ns() - t0
+
+
+def _open(spec, totals):
+    """The save's destination, opened: its file, or its upload."""
+    if spec["store"] is None:
+        return File(spec, totals)
+    from writerprof.repro.upload import open_upload  # boto3: only in a writer that uploads
+
+    return open_upload(spec["store"], totals)
+
+
 def _write_chunks(spec, chunks, freed):
     clock = time.monotonic_ns
     t_attach = clock()
     buffers = [shared_memory.SharedMemory(name=name) for name in spec["buffer_names"]]
     t_attached = clock()
     totals = dict(get_wait_ns=0, write_ns=0, fadvise_ns=0, fsync_ns=0, close_ns=0)
-    nbytes = nchunks = 0
-    first_chunk_ns = None
     producer = Producer(spec["producer_pid"])
-    fd = os.open(spec["path"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    taken = Chunks(buffers, chunks, freed, producer, totals)
+    destination = None
     try:
-        while True:
-            t0 = clock()
-            item = next_chunk(chunks, producer)
-            t1 = clock()
-            totals["get_wait_ns"] += t1 - t0
-            if item is None:
-                break
-            index, length = item
-            if first_chunk_ns is None:
-                first_chunk_ns = t1
-            with buffers[index].buf[:length] as view:
-                _write_all(fd, view)
-            t2 = clock()
-            totals["write_ns"] += t2 - t1
-            if spec["fadvise"] == "dontneed":
-                os.posix_fadvise(fd, nbytes, length, os.POSIX_FADV_DONTNEED)
-                totals["fadvise_ns"] += clock() - t2
-            if freed is not None:
-                freed.put(index)
-            nbytes += length
-            nchunks += 1
-        if spec["fsync"]:
-            t0 = clock()
-            os.fsync(fd)
-            totals["fsync_ns"] += clock() - t0
+        destination = _open(spec, totals)
+        t_opened = clock()
+        destination.save(taken)
     except ProducerGone:
         # The producer cannot unlink them now: do it here, rather than leave
         # them to the resource tracker, which may not outlive us.
@@ -181,16 +241,18 @@ def _write_chunks(spec, chunks, freed):
                 pass
         raise
     finally:
-        t0 = clock()
-        os.close(fd)
-        totals["close_ns"] += clock() - t0
+        taken.close()
+        if destination is not None:
+            destination.close()
         producer.close()
         for buffer in buffers:
             buffer.close()
     return dict(
         totals,
-        bytes=nbytes,
-        chunks=nchunks,
+        bytes=taken.nbytes,
+        chunks=taken.nchunks,
+        parts=destination.parts,
         attach_ns=t_attached - t_attach,
-        first_chunk_ns=first_chunk_ns,
+        open_ns=t_opened - t_attached,
+        first_chunk_ns=taken.first_chunk_ns,
     )

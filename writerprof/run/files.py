@@ -22,7 +22,7 @@ import weakref
 
 import numpy as np
 
-from writerprof.run.io import CLOSE_CODES, READ_CODES, SYNC_CODES, WRITE_CODES
+from writerprof.run.io import CLOSE_CODES, READ_CODES, SYNC_CODES, WRITE_CODES, on_peer
 
 MIN_SAVE_BYTES = 1 << 20
 SHARED_MEMORY = "/dev/shm/"  # not storage: no checkpoint file by the default rule
@@ -50,6 +50,11 @@ def write_spans(run) -> np.ndarray:
     return _spans[run]
 
 
+def matches(path: str, globs: list[str]) -> bool:
+    """Whether `record --save-files` names this path (a file's, an upload's key)."""
+    return any(fnmatch.fnmatchcase(path, g) for g in globs)
+
+
 def checkpoint_spans(run) -> np.ndarray:
     spans = write_spans(run)
     return spans[spans["checkpoint"]]
@@ -59,7 +64,7 @@ def _write_spans(run, globs: list[str]) -> np.ndarray:
     io = run.io
     if not len(io):
         return np.zeros(0, SPANS)
-    on_file = io["path"] >= 0
+    on_file = (io["path"] >= 0) & ~on_peer(run)  # a socket's peer is no file
     key = (io["proc"].astype(np.int64) << 32) | io["file"].astype(np.int64)
     written = np.isin(io["op"], WRITE_CODES)
     # Each open of a file (proc, file number) is a session; those of a
@@ -116,8 +121,8 @@ def _joined(session: dict, paths: np.ndarray, globs: list[str]) -> np.ndarray:
     for name in SPANS.names[:-1]:
         spans[name] = [row[name] for row in out]
     if globs:
-        matches = np.array([any(fnmatch.fnmatchcase(p, g) for g in globs) for p in paths], dtype=bool)
-        spans["checkpoint"] = matches[spans["path"]] if len(spans) else False
+        matched = np.array([matches(p, globs) for p in paths], dtype=bool)
+        spans["checkpoint"] = matched[spans["path"]] if len(spans) else False
     else:
         shared = np.array([p.startswith(SHARED_MEMORY) for p in paths], dtype=bool)
         spans["checkpoint"] = (spans["bytes"] >= MIN_SAVE_BYTES) & ~(shared[spans["path"]] if len(spans) else False)
@@ -132,7 +137,7 @@ def read_bytes(run) -> np.ndarray:
         return out
     data_path = np.array([not p.endswith(CODE_SUFFIXES) and not p.startswith(("/proc/", "/sys/"))
                           for p in run.io_paths], dtype=bool)
-    reads = np.isin(io["op"], READ_CODES) & (io["path"] >= 0)
+    reads = np.isin(io["op"], READ_CODES) & (io["path"] >= 0) & ~on_peer(run)
     reads[reads] = data_path[io["path"][reads]]
     np.add.at(out, io["proc"][reads], io["result"][reads].clip(0))
     return out

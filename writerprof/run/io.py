@@ -1,16 +1,19 @@
 """The I/O interposer's journals (RUN/hosts/HOST/io/, the format in
 writerprof.probes.writerprof_probe.iofile): every process's system-call
-level file I/O, whatever made the call.
+level file I/O, whatever made the call, and its TCP sockets' (a socket's
+path is its peer: is_peer), with the HTTP requests and responses seen on
+them (Run.http).
 
 Each journal is joined to its process: the probe's journal of the same pid
 and image where the process ran Python, or a process of its own (identity
 made from the header) where it did not, if it moved data enough to matter
-(MIN_OWN_BYTES, or any fsync): a shell that printed to a log is no process
-of the pipeline. Its writes, syncs, fadvises and the closes of the files it
+(MIN_OWN_BYTES to files or peers, or any fsync): a shell that printed to a
+log is no process of the pipeline. Its writes, syncs, fadvises and the closes of the files it
 wrote become the process's chunk records (the phases the analysis already
 reads: write, fsync, fadvise, close), each with the shared-memory buffer its
-source address lies in; every record, reads and opens too, is also in
-Run.io, with its file's path, for the analysis of files and saves."""
+source address lies in (a socket's calls are no chunk records); every
+record, reads, opens and socket calls too, is also in Run.io, with its
+file's path, for the analysis of files, saves and uploads."""
 
 from __future__ import annotations
 
@@ -36,6 +39,19 @@ WRITE_CODES = np.array([OP[op] for op in iofile.WRITES])
 READ_CODES = np.array([OP[op] for op in iofile.READS])
 SYNC_CODES = np.array([OP[op] for op in iofile.SYNCS])
 CLOSE_CODES = np.array([OP[op] for op in iofile.CLOSES])
+# The ops only a socket has that send or receive its data (with write and
+# read on a peer: sent(run), received(run)).
+SEND_CODES = np.array([OP[op] for op in iofile.SENDS])
+RECV_CODES = np.array([OP[op] for op in iofile.RECEIVES])
+_TLS_CODES = np.array([OP[op] for op in iofile.TLS])
+_HTTP_CODES = np.array([OP["request"], OP["response"]])
+# Run.http: one row per request or response record, path the peer's code
+# into Run.io_paths; a request's method and redacted target ("METHOD
+# TARGET", iofile), its Content-Length (-1 unknown); a response's status.
+HTTP_ROWS = np.dtype([
+    ("proc", "<i4"), ("tid", "<u4"), ("fd", "<i4"), ("path", "<i4"), ("start_ns", "<i8"), ("end_ns", "<i8"),
+    ("kind", "<U8"), ("method", "<U8"), ("target", "<U1024"), ("length", "<i8"), ("status", "<i4"),
+])
 # The chunk phase each op is timed as (a buffered flush is a write's).
 _PHASE_OF_OP = {**{op: "write" for op in iofile.WRITES + ("fflush",)}, **{op: "fsync" for op in iofile.SYNCS},
                 "fadvise": "fadvise", **{op: "close" for op in iofile.CLOSES}}
@@ -50,11 +66,16 @@ def phase_table(phases: dict[str, int]) -> np.ndarray:
 
 
 # A process known only by its interposer journal is a row of run.processes
-# when it wrote or read this much, or synced a file.
+# when it wrote, read, sent or received this much, or synced a file.
 MIN_OWN_BYTES = 1 << 20
 # A probe journal's process and an interposer journal are one image when
 # they were created this close (a fork timed by each; starttime's tick).
 SAME_START_NS = 10**9
+
+
+def is_peer(path: str) -> bool:
+    """Whether a path of Run.io_paths is a socket's peer, not a file."""
+    return path.startswith(iofile.PEER_PREFIX)
 
 
 @dataclass(eq=False)
@@ -63,13 +84,57 @@ class IoJournal:
     header: dict
     records: np.ndarray  # IO_FILE, the finished ones, PATH and PATH_DATA left out
     paths: dict[int, str] = field(default_factory=dict)  # file number -> path
+    requests: list[str] = field(default_factory=list)  # each request record's text, in order
+
+    @property
+    def on_peer(self) -> np.ndarray:
+        """Per record: whether its fd is a socket's (its file a peer)."""
+        peers = [number for number, path in self.paths.items() if is_peer(path)]
+        return np.isin(self.records["file"], peers)
 
     @property
     def moved(self) -> bool:
         """Whether it did I/O enough to be a process of its own (MIN_OWN_BYTES)."""
-        r = self.records
-        data = np.isin(r["op"], np.concatenate([WRITE_CODES, READ_CODES]))
-        return bool(r["result"][data].clip(0).sum() >= MIN_OWN_BYTES or np.isin(r["op"], SYNC_CODES).any())
+        r, peer = self.records, self.on_peer
+        files = np.isin(r["op"], np.concatenate([WRITE_CODES, READ_CODES])) & ~peer
+        peers = _peer_data(r["op"], r["file"], peer, SEND_CODES, WRITE_CODES)
+        peers |= _peer_data(r["op"], r["file"], peer, RECV_CODES, READ_CODES)
+        return bool(r["result"][files | peers].clip(0).sum() >= MIN_OWN_BYTES or np.isin(r["op"], SYNC_CODES).any())
+
+
+def _peer_data(op: np.ndarray, connection: np.ndarray, peer: np.ndarray, codes: np.ndarray,
+               plain: np.ndarray) -> np.ndarray:
+    """The rows (op, connection: a key per socket's naming, peer: whether on
+    a socket) that moved a socket's data one way: codes (the socket's own
+    ops) and plain (write or read) on a socket, less the raw calls of a
+    connection with TLS records (its handshake: its data is their plaintext)."""
+    tls = np.isin(op, _TLS_CODES)
+    data = peer & np.isin(op, np.concatenate([codes, plain]))
+    return data & (tls | ~np.isin(connection, np.unique(connection[tls & peer])))
+
+
+def on_peer(run) -> np.ndarray:
+    """Per row of run.io: whether its fd is a socket's (its path a peer)."""
+    peers = np.array([is_peer(p) for p in run.io_paths] + [False], dtype=bool)  # the last for path -1: none
+    return peers[run.io["path"]]
+
+
+def _run_data(run, codes: np.ndarray, plain: np.ndarray) -> np.ndarray:
+    io = run.io
+    connection = (io["proc"].astype(np.int64) << 32) | (io["file"].astype(np.int64) & 0xFFFFFFFF)
+    return _peer_data(io["op"], connection, on_peer(run), codes, plain)
+
+
+def sent(run) -> np.ndarray:
+    """Per row of run.io: whether it sent data to a peer (send, write or
+    writev on a socket, tls_write), each byte once."""
+    return _run_data(run, SEND_CODES, WRITE_CODES)
+
+
+def received(run) -> np.ndarray:
+    """Per row of run.io: whether it received data from a peer (recv, read
+    or readv on a socket, tls_read), each byte once."""
+    return _run_data(run, RECV_CODES, READ_CODES)
 
 
 def read_host(root: Path, host_dir: Path, losses: list[str]) -> list[IoJournal]:
@@ -115,23 +180,25 @@ def _read(root: Path, file: Path, losses: list[str]) -> IoJournal | None:
                       f"mid-call?) dropped")
     if header["dropped"]:
         losses.append(f"{rel}: the interposer dropped {header['dropped']} records (its file could not grow)")
-    paths = _paths(every)
+    # (A path cut short: the file's records keep its number, without a path.)
+    paths = {int(every["file"][at]): text for at, text in _texts(every, "path") if text is not None}
+    requests = [text or "" for _, text in _texts(every, "request")]
     kept = (every["op"] != 0) & (every["op"] != OP["path"]) & (every["op"] != OP["path_data"])
     kept &= every["op"] <= max(OP.values())
-    return IoJournal(rel, header, every[kept], paths)
+    return IoJournal(rel, header, every[kept], paths, requests)
 
 
-def _paths(every: np.ndarray) -> dict[int, str]:
-    """File number -> path, from each PATH record and the PATH_DATA records after it."""
+def _texts(every: np.ndarray, op: str) -> list[tuple[int, str | None]]:
+    """(row, text) of each record of that op (a PATH's, a REQUEST's): the
+    text the PATH_DATA records after it carry, None where they are cut short."""
     raw = every.view(np.uint8).reshape(-1, iofile.RECORD_BYTES)
-    out = {}
-    for at in np.flatnonzero(every["op"] == OP["path"]).tolist():
+    out = []
+    for at in np.flatnonzero(every["op"] == OP[op]).tolist():
         length = int(every["count"][at])
         slots = -(-length // iofile.PATH_CHUNK)
         body = raw[at + 1:at + 1 + slots]
-        if len(body) < slots or (body[:, 0] != OP["path_data"]).any():
-            continue  # cut short: the file's records keep its number, without a path
-        out[int(every["file"][at])] = body[:, 1:].tobytes()[:length].decode(errors="replace")
+        whole = len(body) == slots and not (body[:, 0] != OP["path_data"]).any()
+        out.append((at, body[:, 1:].tobytes()[:length].decode(errors="replace") if whole else None))
     return out
 
 
@@ -179,6 +246,7 @@ def chunk_records(io: IoJournal, chunk_dtype: np.dtype, phases: dict[str, int], 
     starts: (t_ns, writer_seq) of its process_start events."""
     r = io.records
     phase = phase_table(phases)[r["op"]]
+    phase[io.on_peer] = -1  # a socket's writes are no file's: the uploads' (writerprof.analysis.uploads)
     written = np.isin(r["op"], WRITE_CODES)
     closes = np.isin(r["op"], CLOSE_CODES)
     if closes.any():  # only a close of a file this process wrote: a module's .pyc read is no checkpoint
@@ -226,6 +294,22 @@ def rows(io: IoJournal, proc: int, path_codes: dict[str, int]) -> np.ndarray:
     return out
 
 
+def http_rows(io: IoJournal, rows: np.ndarray) -> np.ndarray:
+    """Run.http's rows of one journal (rows: its Run.io rows)."""
+    r = rows[np.isin(rows["op"], _HTTP_CODES)]
+    out = np.zeros(len(r), HTTP_ROWS)
+    for name in ("proc", "tid", "fd", "path", "start_ns", "end_ns"):
+        out[name] = r[name]
+    request = r["op"] == OP["request"]
+    out["kind"] = np.where(request, "request", "response")
+    out["length"] = np.where(request, r["result"], -1)
+    out["status"] = np.where(request, 0, r["result"])
+    lines = [text.partition(" ") for text in io.requests]  # in the order of its request records
+    out["method"][request] = [method for method, _, _ in lines]
+    out["target"][request] = [target for _, _, target in lines]
+    return out
+
+
 def joined(root: Path, host: str, host_dir: Path, probed: list, losses: list[str]) -> list[tuple[dict, IoJournal]]:
     """The host's interposer journals given to their probed processes
     (attach), and, for the processes that moved data without the probe
@@ -235,20 +319,21 @@ def joined(root: Path, host: str, host_dir: Path, probed: list, losses: list[str
 
 
 def columns(journals: list, buffers: np.ndarray, events: np.ndarray, chunk_dtype: np.dtype):
-    """Run.io and Run.io_paths, and each journal's chunk records as
+    """Run.io, Run.io_paths and Run.http, and each journal's chunk records as
     writerprof.run.columns.reading takes them: its .chunks.bin, or, where the
     interposer journaled it, those records with its file calls'
     (chunk_records), in memory."""
     sources = [(j.chunks, j.count) for j in journals]
     if not any(j.io is not None for j in journals):
-        return np.zeros(0, IO_ROWS), np.zeros(0, object), sources
+        return np.zeros(0, IO_ROWS), np.zeros(0, object), np.zeros(0, HTTP_ROWS), sources
     paths: dict[str, int] = {}
-    found = []
+    found, http = [], []
     starts = events[events["kind"] == "process_start"]
     for proc, j in enumerate(journals):
         if j.io is None:
             continue
         found.append(rows(j.io, proc, paths))
+        http.append(http_rows(j.io, found[-1]))
         mine = starts[starts["proc"] == proc]
         seqs = np.array([d.get("writer_seq", -1) if type(d.get("writer_seq")) is int else -1
                          for d in mine["data"]], dtype=np.int64)
@@ -260,7 +345,8 @@ def columns(journals: list, buffers: np.ndarray, events: np.ndarray, chunk_dtype
         sources[proc] = (converted, len(converted))
     names = np.empty(len(paths), dtype=object)
     names[:] = list(paths)
-    return np.concatenate(found), names, sources
+    http_all = np.concatenate(http)
+    return np.concatenate(found), names, http_all[np.argsort(http_all["start_ns"], kind="stable")], sources
 
 
 def _nested(calls: np.ndarray, hooked: np.ndarray) -> np.ndarray:

@@ -94,10 +94,13 @@ class Run:
     shm: np.ndarray = field(default_factory=lambda: np.zeros(0, shm.SHM_ROWS))
     placements: np.ndarray = field(default_factory=lambda: np.zeros(0, shm.PLACEMENT_ROWS))
     buffer_names: np.ndarray = field(default_factory=lambda: np.zeros(0, object))
-    # Every file call the I/O interposer journaled (io.IO_ROWS), reads and
-    # opens too, each file's path a code into io_paths: writerprof.run.io.
+    # Every file and socket call the I/O interposer journaled (io.IO_ROWS),
+    # reads and opens too, each file's path (a socket's: its peer, io.is_peer)
+    # a code into io_paths: writerprof.run.io.
     io: np.ndarray = field(default_factory=lambda: np.zeros(0, io.IO_ROWS))
     io_paths: np.ndarray = field(default_factory=lambda: np.zeros(0, object))
+    # The HTTP requests and responses seen on the processes' sockets (io.HTTP_ROWS), by start.
+    http: np.ndarray = field(default_factory=lambda: np.zeros(0, io.HTTP_ROWS))
 
     @cached_property
     def chunks(self) -> np.ndarray:
@@ -235,7 +238,7 @@ def _load(path: Path) -> Run:
                                                                               losses)
     events = _events(hosts, journals, every, kinds, journal_of)
     renumber, phase_names, unnamed = _phase_codes(journals, every, kinds, journal_of)
-    io_rows, io_paths, chunk_sources = io.columns(journals, buffers, events, CHUNK_DTYPE)
+    io_rows, io_paths, http, chunk_sources = io.columns(journals, buffers, events, CHUNK_DTYPE)
     with columns.reading(
             chunk_sources, CHUNK_DTYPE, CHUNKS_DTYPE,
             {"host_index": np.array([j.host_index for j in journals], dtype=np.int32), "pid": processes["pid"]},
@@ -253,7 +256,7 @@ def _load(path: Path) -> Run:
     return Run(path=path, meta=meta, hosts=hosts, topology=topology, processes=processes,
                chunk_columns=chunk_columns, phase_names=phase_names, events=events, samples=samples,
                sampled=sampled, losses=losses, threads=threads, cpus=cpus, shm=buffers, placements=placements,
-               buffer_names=buffer_names, io=io_rows, io_paths=io_paths)
+               buffer_names=buffer_names, io=io_rows, io_paths=io_paths, http=http)
 
 
 def _clean_meta(meta: dict, losses: list[str]) -> None:

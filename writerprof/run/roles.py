@@ -1,8 +1,9 @@
 """What each recorded process is in the checkpoint pipeline, from what it
 did: one answer for every report, plot and export.
 
-- writer: wrote a checkpoint file (writerprof.run.files), whoever it is: a
-  rank saving its own (torch.save), a writer child, a pool worker. Where the
+- writer: wrote a checkpoint file (writerprof.run.files) or uploaded a
+  checkpoint's object (writerprof.analysis.uploads), whoever it is: a rank
+  saving its own (torch.save), a writer child, a pool worker. Where the
   interposer did not journal a process, its write calls' bytes decide
   (files.MIN_SAVE_BYTES).
 - producer: made the data a writer wrote: created shared-memory buffers, or
@@ -17,6 +18,7 @@ import weakref
 
 import numpy as np
 
+from writerprof.analysis import uploads
 from writerprof.probes.writerprof_probe.format import SHM_OPS
 from writerprof.run import files
 
@@ -48,7 +50,7 @@ _writers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # run -> writ
 
 
 def writers(run) -> np.ndarray:
-    """Per process row: whether it wrote a checkpoint file (found once per run)."""
+    """Per process row: whether it wrote a checkpoint file or uploaded a checkpoint's object (found once per run)."""
     if run not in _writers:
         _writers[run] = _wrote(run)
     return _writers[run]
@@ -58,6 +60,7 @@ def _wrote(run) -> np.ndarray:
     n = len(run.processes)
     wrote = np.zeros(n, dtype=bool)
     wrote[files.checkpoint_spans(run)["proc"]] = True
+    wrote[[u.proc for u in uploads.checkpoints(run)]] = True
     # Processes the interposer did not journal: their hooked write calls.
     c = run.chunk_columns
     write = {code for code, name in run.phase_names.items() if name == "write"}

@@ -1,6 +1,6 @@
-"""Start-up: the writer's own way from Process.start() to its target's first
-wait for a chunk, the re-run of the parent's __main__, and forking with live
-threads."""
+"""Start-up: the writer's own way from Process.start() to its first unit of
+work (analysis.firstwork: the first chunk it took, the first byte it wrote or
+sent), the re-run of the parent's __main__, and forking with live threads."""
 
 from __future__ import annotations
 
@@ -16,16 +16,18 @@ from writerprof.analysis.saves import index
 STARTUP_SHARE = 0.20
 # main-reimport: the re-run of __main__ on the critical path, share of the save time.
 REIMPORT_SHARE = 0.02
-# The writer's own start-up: Process.start() until its target first waits for
-# a chunk. That wait (first_chunk) is the producer generating, not the writer
-# starting; and of the phases, only what held the save up (the critical path)
-# costs it: a writer that starts while the producer fills its first buffers costs nothing.
+# The writer's own start-up: Process.start() until its first unit of work, less
+# its wait for the first chunk (first_chunk): that wait is the producer
+# generating, not the writer starting; and of the phases, only what held the
+# save up (the critical path) costs it: a writer that starts while the producer
+# fills its first buffers costs nothing.
 OWN_PHASES = tuple(p for p in STARTUP_PHASES if p != "first_chunk")
 _ON_PATH = tuple(f"startup:{p}" for p in OWN_PHASES)
+_WINDOW = "Process.start() to its first unit of work, less its wait for the first chunk"
 
 
 @emits(Code("writer-startup", (WARNING,),
-            f"the writer's own start-up (Process.start() to its target's first wait for a chunk) held the median "
+            f"the writer's own start-up ({_WINDOW}) held the median "
             f"save up for ≥ {STARTUP_SHARE:.0%} of it, on its critical path (one slow save of three does not "
             f"fire it)"))
 def writer_startup(run, procs, saves):
@@ -41,14 +43,14 @@ def writer_startup(run, procs, saves):
             continue
         low, high, coverage = median_interval(shares)
         duration = float(np.median([s["duration_s"] for s in timed]))
-        own = float(np.median([sum(s["startup"][p] for p in OWN_PHASES) for s in timed]))
+        own = float(np.median([s["startup_s"] for s in timed]))
         phases = {p: float(np.median([s["startup"][p] for s in timed])) for p in OWN_PHASES}
         top = max(phases, key=phases.get)
         spread = (f"{len(timed)} saves, the median's {coverage:.0%} interval {low:.0%}–{high:.0%}" if len(timed) > 1
                   else "one save")
         out.append(diagnosis(
             "writer-startup", producer_of(procs, group),
-            f"the writer's own start-up (Process.start() to its target's first wait for a chunk) held the median "
+            f"the writer's own start-up ({_WINDOW}) held the median "
             f"save up for {float(np.median(held)):.3f} s of {duration:.3f} s, {share:.0%} of it ({spread}); its "
             f"phases took {own:.3f} s, most of it in {top} ({phases[top]:.3f} s)",
             {"critical_s": float(np.median(held)), "startup_s": own, "save_s": duration, "share": share,
@@ -60,8 +62,8 @@ def writer_startup(run, procs, saves):
 
 def _first_chunk(saves: list[dict]) -> float | None:
     """The median wait for the first chunk over the saves that measured it:
-    a writer whose gets no hook saw reads 0 there (its first write ends its
-    start-up), not measured, so None."""
+    a writer whose gets no hook saw reads 0 there (its first write or send
+    ends its start-up), not measured, so None."""
     measured = [s["startup"]["first_chunk"] for s in saves if s["get_wait_s"] is not None]
     return float(np.median(measured)) if measured else None
 

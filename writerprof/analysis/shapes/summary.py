@@ -139,6 +139,34 @@ class Process(TypedDict):
     threads_max: int | None  # the most threads the sampler saw
 
 
+class UploadRequest(TypedDict):
+    role: str  # "create", "part", "complete", "abort", "put"; "connection" (an inferred upload's)
+    part: int | None  # its partNumber
+    tid: int
+    start_s: float  # from the upload's start
+    seconds: float  # to its response's end
+    bytes: int  # its Content-Length, -1 unknown
+    sent_bytes: int  # sent on its connection between its start and its response, its header too
+    status: int | None  # its response's HTTP status; None: no response
+
+
+class Upload(TypedDict):
+    """An object's upload (analysis.uploads)."""
+    kind: str  # "single" (a PUT), "multipart", "inferred" (bytes to one peer, no HTTP request read)
+    key: str | None  # the request target's path, /bucket/key; None: inferred
+    peer: str  # tcp:HOST:PORT
+    upload_id: str | None
+    bytes: int  # the parts' Content-Length summed
+    sent_bytes: int  # what was sent for them, headers included
+    mismatches: list[str]  # each part whose Content-Length the bytes sent do not bear out
+    parts: int | None
+    critical_s: float  # the union of its requests' times: the save's write_s
+    threads_s: float  # their sum
+    status: str | None  # "ok", "failed", "no response", "not completed"; None: inferred
+    http_status: int | None  # a failed one's
+    requests: list[UploadRequest]
+
+
 class Save(TypedDict):
     save: int  # its order within its producer, from 1
     host: str
@@ -154,25 +182,31 @@ class Save(TypedDict):
     start_s: float
     end_s: float
     duration_s: float
-    path: str | None  # the checkpoint file (None: not known, the interposer did not see its writer)
+    path: str | None  # the checkpoint file, an upload's key (None: not known, the interposer did not see its writer)
     bytes: int  # written by the writer
-    chunks: int  # its writes
+    chunks: int  # its writes (an upload's: its send calls)
+    parts: int | None  # an upload's parts (a single PUT: 1); None: a file's, or an inferred upload's
     gib_s: float | None
     startup: dict[str, float]  # start-up phase (saves.STARTUP_PHASES) -> seconds; {} when unknown
-    startup_s: float | None  # Process.start() to the first write
+    startup_s: float | None  # startup's phases but first_chunk: to the first unit of work, less the wait for it
     gen_s: float | None  # the producer generating; None: not measured (no hooked gen, no hand-offs)
     gen_from: str | None  # "calls" (a hooked gen), "between hand-offs" (inferred: analysis.handoffs), None
     gen_cpu_s: float | None  # inferred generation: the producer's CPU seconds in it (None: no reading)
     put_wait_s: float | None  # the producer waiting on the full queue; None: no hooked put (not measured)
+    free_wait_s: float | None  # the producer's hooked gets in its loop (a freed buffer, a reply); None: no put
+    producer_loop_s: float | None  # Process.start()'s end to its last put: its fill and waits (None: no put)
+    writer_loop_s: float | None  # its first wait for a chunk (or first work) to its last call (None: no call)
     get_wait_s: float | None  # the writer waiting for a chunk; None: no hooked get (not measured)
     write_s: float  # each phase's own time: less the hooked calls inside its calls (an fsync inside close)
     fadvise_s: float
     fsync_s: float
     close_s: float
+    write_threads_s: float | None  # an upload's requests' times summed over its threads (write_s: their union)
     critical_path: dict[str, float]  # component (saves.COMPONENTS) -> seconds; with unexplained_s, the save
     unexplained_s: float
     bottleneck: str  # the group (saves.BOTTLENECK_GROUPS) of the most critical-path time
     bottleneck_s: float  # that group's critical-path seconds (saves.bound_by)
+    upload: Upload | None  # the object it uploaded (None: a file's save)
     # "complete"; in a run cut short "interrupted" (bytes: those written before the cut; gib_s None)
     # or "unconfirmed" (its owner left no record after it): listed, not in the figures (ending.complete)
     status: str

@@ -1,0 +1,56 @@
+"""Checkpoints uploaded to an S3-compatible store (moto's server on
+loopback: s3server.py), recorded for real: a producer starts one writer
+child per save (fork, forkserver) that uploads it with boto3, as an explicit
+multipart upload of 2 parts or through the transfer manager's 4 threads.
+`report --json` has one save per writer child with the object's true size,
+its parts, its write time and the network/object store as its bound."""
+
+from __future__ import annotations
+
+import json
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from helpers import run_writerprof
+
+from writerprof.analysis.saves import NETWORK
+
+TARGETS = Path(__file__).parent / "targets"
+MIB = 1 << 20
+SIZE = 32 * MIB
+SAVES = 2
+PARTS = {"multipart": 2, "transfer": SIZE // (8 * MIB)}  # s3_writer.py's halves, its transfer's 8 MiB chunks
+
+
+@pytest.fixture(scope="module", params=[(m, s) for m in ("multipart", "transfer") for s in ("fork", "forkserver")],
+                ids=lambda p: "-".join(p))
+def recorded(request, s3_server, tmp_path_factory):
+    """(mode, the report's JSON, the target's own lines, the store)."""
+    mode, method = request.param
+    run = tmp_path_factory.mktemp(f"upload-{mode}-{method}") / "run"
+    prefix = f"uploads-{uuid.uuid4().hex[:8]}"
+    done = run_writerprof("record", "-o", run, "--", sys.executable, TARGETS / "s3_writer.py", s3_server.endpoint,
+                          s3_server.bucket, mode, "--method", method, "--saves", SAVES, "--size", SIZE,
+                          "--prefix", prefix, env=s3_server.env)
+    own = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert len(own) == SAVES, done.stdout
+    return mode, json.loads(run_writerprof("report", "--json", run).stdout), own, s3_server
+
+
+def test_each_writer_childs_upload_is_its_save_with_the_objects_size(recorded):
+    mode, summary, own, store = recorded
+    found = summary["saves"]
+    assert sorted(s["writer_pid"] for s in found) == sorted(o["pid"] for o in own)
+    sizes = store.objects(own[0]["key"].rsplit("/", 1)[0] + "/")
+    for s, o in zip(sorted(found, key=lambda s: s["start_ns"]), own):
+        assert s["bytes"] == sizes[o["key"]] == SIZE, (s["bytes"], sizes)
+        assert s["path"] == f"/{store.bucket}/{o['key']}" and s["parts"] == PARTS[mode]
+        upload = s["upload"]
+        assert (upload["kind"], upload["status"], upload["mismatches"]) == ("multipart", "ok", [])
+        assert upload["sent_bytes"] >= SIZE
+        assert s["write_s"] > 0 and s["write_threads_s"] >= s["write_s"]
+        assert s["bottleneck"] == NETWORK
+    roles = {p["pid"]: p["role"] for p in summary["processes"]}
+    assert {roles[o["pid"]] for o in own} == {"writer"}
