@@ -153,7 +153,9 @@ def test_perfetto_and_speedscope_at_once_match_their_formats(recording, tmp_path
         assert all(w > 0 for w in p["weights"])
     # Both name a process the same way (a profile then says how many threads it adds up).
     tracks = {e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "process_name"}
-    assert {re.sub(r" \(\d+ threads added up\)$", "", p["name"]) for p in profile["profiles"]} == tracks
+    # (a writer the stack sampler never caught, on a loaded machine, has a track and no profile)
+    named = {re.sub(r" \(\d+ threads added up\)$", "", p["name"]) for p in profile["profiles"]}
+    assert named <= tracks and {n.split(" pid")[0] for n in named} >= {"producer", "writer"}, (named, tracks)
 
 
 def test_export_errors(tmp_path):

@@ -59,17 +59,23 @@ def test_each_writer_childs_upload_is_its_save_with_the_objects_size(recorded):
     assert {roles[o["pid"]] for o in own} == {"writer"}
 
 
-def test_the_benchmarks_minio_writer_uploads_are_saves_with_their_parts_in_parallel(s3_server, tmp_path):
-    """mlpstorage's other object-store writer: minio's client, its parts uploaded by 3 threads of its own."""
-    run, prefix = tmp_path / "run", f"minio-{uuid.uuid4().hex[:8]}"
-    done = run_writerprof("record", "-o", run, "--", sys.executable, TARGETS / "minio_writer.py", s3_server.endpoint,
-                          s3_server.bucket, prefix, SAVES, 3 * 5 * MIB, 5 * MIB, env=s3_server.env)
+@pytest.mark.parametrize("client", ["minio", "s3dlio"])
+def test_the_benchmarks_other_writers_uploads_are_saves_with_their_parts_in_parallel(client, s3_server, tmp_path):
+    """mlpstorage's other object-store writers: minio's client (Python, its parts on 3 threads of its
+    own) and s3dlio's (Rust, 4 parts in flight), each part a 5 MiB third of the object."""
+    run, prefix = tmp_path / "run", f"{client}-{uuid.uuid4().hex[:8]}"
+    size, part = 3 * 5 * MIB, 5 * MIB
+    target = ([TARGETS / "minio_writer.py", s3_server.endpoint, s3_server.bucket] if client == "minio"
+              else [TARGETS / "s3dlio_writer.py", s3_server.bucket])
+    env = dict(s3_server.env, AWS_ENDPOINT_URL=s3_server.endpoint)
+    done = run_writerprof("record", "-o", run, "--", sys.executable, *target, prefix, SAVES, size, part, env=env)
     own = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    sizes = s3_server.objects(prefix + "/")
     summary = json.loads(run_writerprof("report", "--json", run).stdout)
     found = sorted(summary["saves"], key=lambda s: s["start_ns"])
     assert [s["writer_pid"] for s in found] == [o["pid"] for o in own] and len(own) == SAVES
     for s, o in zip(found, own):
-        assert s["bytes"] == o["size"] == 15 * MIB and s["parts"] == 3
+        assert s["bytes"] == sizes[o["key"]] == size and s["parts"] == 3
         assert s["path"] == f"/{s3_server.bucket}/{o['key']}"
         assert (s["upload"]["kind"], s["upload"]["status"], s["upload"]["mismatches"]) == ("multipart", "ok", [])
         assert 0 < s["write_s"] <= s["write_threads_s"]

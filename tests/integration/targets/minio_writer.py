@@ -2,7 +2,7 @@
 (mlpstorage's storage_writers/minio_writer: the minio client, multipart
 parts uploaded by its own threads): one writer child per save (fork), each
 putting SIZE random bytes with PART-byte parts. Prints one JSON line per
-save: the writer's pid and the object's key and size from stat_object.
+save: the writer's pid and the object's key.
 
     python minio_writer.py ENDPOINT BUCKET PREFIX SAVES SIZE PART"""
 
@@ -22,11 +22,11 @@ def upload(endpoint: str, bucket: str, key: str, size: int, part: int, out) -> N
                    secret_key=os.environ["AWS_SECRET_ACCESS_KEY"], secure=where.scheme == "https")
     data = os.urandom(size)
     client.put_object(bucket, key, io.BytesIO(data), size, part_size=part, num_parallel_uploads=3)
-    out.put({"pid": os.getpid(), "key": key, "size": client.stat_object(bucket, key).size})
+    out.put({"pid": os.getpid(), "key": key})
 
 
 def main() -> None:
-    endpoint, bucket, prefix, saves, size, part = sys.argv[1:7]
+    endpoint, bucket, prefix, saves, size, part = sys.argv[1:7]  # (the store: ENDPOINT, as minio takes it)
     context = multiprocessing.get_context("fork")
     out = context.Queue()
     for n in range(int(saves)):
