@@ -256,6 +256,27 @@ def test_numa_maps_at_first_sight_then_only_on_change(tmp_path, monkeypatch):
                       (0x7f0000000000, "/dev/shm/buf", {"0": 4, "1": 60}, False)]
 
 
+def test_no_numa_maps_of_a_process_the_probe_runs_in(tmp_path, monkeypatch):
+    """Its journal found, the probe places its buffers itself: the sampler's
+    walk of its mappings would be cost for nothing."""
+    root = tmp_path / "root"
+    _, host_dir = new_run(tmp_path)
+    maps = "7f0000000000-7f0000100000 rw-s 00000000 00:1e 2    /dev/shm/buf\n"
+    numa = "7f0000000000 default file=/dev/shm/buf dirty=4 N0=4 kernelpagesize_kB=4\n"
+    write_process(root, 100, maps=maps, numa_maps=numa)
+    identity = {"kind": "process", "pid": 100, "role": "forkserver_child"}
+    (host_dir / layout.PROCS_DIR / f"100-{time.monotonic_ns()}{journal.EVENTS_SUFFIX}").write_text(
+        json.dumps(identity) + "\n")
+    monkeypatch.setattr("writerprof.record.sampler.NUMA_MAPS_EVERY_NS", 0)
+    sampler = Sampler(100, host_dir, INTERVAL_S, System(root))
+    sampler.tick()
+    write_process(root, 100, maps=maps, numa_maps=numa.replace("N0=4", "N0=4 N1=60"))
+    sampler.tick()
+    sampler.stop()
+    assert sampled(host_dir, "numa_maps") == []
+    assert [r["kind"] for r in sampled(host_dir, pid=100)][:1] == ["seen"]
+
+
 def test_failing_ticks_are_counted_and_recorded_once(tmp_path):
     class Failing(System):
         def read(self, path):

@@ -19,6 +19,8 @@ def start_methods(run) -> list[str]:
 def start_times(run, producers) -> dict[tuple[int, int], int]:
     """(producer row, child pid) -> start_ns of the Process.start() that
     started that child, on the producer's host's clock; for these producers."""
+    if not producers:  # (np.isin of nothing sorts with np.unique, which imports numpy.ma: record's floor)
+        return {}
     e = run.events
     chosen = (e["kind"] == "process_start") & np.isin(e["proc"], list(producers))
     return {(int(proc), d.get("child_pid")): d.get("start_ns")

@@ -50,9 +50,11 @@ from writerprof.units import parse_cpu_list
 
 WRITER_ROLES = frozenset({"fork_child", "forkserver_child", "spawn_child"})
 # numa_maps costs a walk of the process's page tables (~2 ms for a producer
-# holding 128 MiB of buffers): read it at first sight, then at most this often.
-# The probe measures its own buffers' placement exactly; this is the view of
-# processes it does not run in. On a host of one NUMA node pages do not move
+# holding 128 MiB of buffers): read it at first sight, then at most this often,
+# and only of processes the probe does not run in (no journal of theirs
+# found yet): the probe measures its own buffers' placement exactly, and this
+# walk of a producer's and each writer's mappings was a quarter of the
+# sampler's CPU time on 16 saves (benchmarks/record_attribution.py). On a host of one NUMA node pages do not move
 # between nodes: there it is read again only where the process faulted pages
 # in since (its rss or fault counts changed), which a producer filling
 # buffers it touched already does not (a read was ~4 ms of a 0.75 ms tick's
@@ -404,13 +406,13 @@ class Sampler:
         if status.cpus is not None and status.cpus != proc.cpus:
             proc.cpus = status.cpus
             self._records.append({"kind": "affinity", "t_ns": t_ns, "pid": pid, "cpus": status.cpus})
-        if proc.numa_read_ns is None or t_ns - proc.numa_read_ns >= NUMA_MAPS_EVERY_NS:
+        if proc.role is None:
+            self._read_role(proc)
+        if proc.role is None and (proc.numa_read_ns is None or t_ns - proc.numa_read_ns >= NUMA_MAPS_EVERY_NS):
             faults = (stat.minflt, stat.majflt, stat.rss_bytes)
             if proc.numa_read_ns is None or not self._one_node or faults != proc.numa_faults:
                 proc.numa_faults = faults
                 self._read_numa_maps(proc, t_ns)
-        if proc.role is None:
-            self._read_role(proc)
         self._sample_threads(proc, stat, t_ns)
         if stat.state in "ZX":  # exited, not yet reaped: its counters are final
             self._end(proc, t_ns)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import stat
 import time
 from pathlib import Path
@@ -45,7 +44,7 @@ def create(path: Path | None, command: list[str], *, interval_ns: int, sampler: 
     the job it runs in (writerprof.record.slurm.context), None outside one."""
     path = _new_default() if path is None else claim(Path(path))
     host = host_name()
-    run_id = secrets.token_hex(8)  # the recording's: carried by every host's part (merge)
+    run_id = os.urandom(8).hex()  # the recording's: carried by every host's part (merge)
     start(path, {
         "format": layout.FORMAT,
         "schema": layout.SCHEMA,

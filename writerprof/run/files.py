@@ -146,5 +146,5 @@ def read_bytes(run) -> np.ndarray:
 def interposed(run) -> np.ndarray:
     """Per process row: whether the interposer journaled its file calls."""
     out = np.zeros(len(run.processes), dtype=bool)
-    out[np.unique(run.io["proc"])] = True
+    out[run.io["proc"]] = True  # (not np.unique: it imports numpy.ma, ~0.03 CPU s of record's summary)
     return out

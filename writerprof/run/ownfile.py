@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import stat
 from pathlib import Path
 
@@ -82,7 +81,7 @@ def temporary_beside(path: str | Path) -> tuple[Path, int]:
     """A new file beside path, under a name no one can have planted a link
     at beforehand (made new all the same), and its fd: to be renamed over path."""
     path = Path(path)
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    temporary = path.with_name(f".{path.name}.{os.urandom(8).hex()}.tmp")
     return temporary, create(temporary, NEW)
 
 
