@@ -13,7 +13,7 @@ from writerprof.analysis import affinity, binding, clocks, diagnoses, ending, gr
 from writerprof.analysis import numa_activity, ranks, saves, stalls, starts, timeline, world
 from writerprof.analysis.hooks import unmatched_in
 from writerprof.analysis.unprobed import not_probed
-from writerprof.analysis.shapes import Summary, Throughput
+from writerprof.analysis.shapes import Diagnosis, Summary, Throughput
 from writerprof.run import topology
 
 SCHEMA = "writerprof.summary/1"
@@ -28,21 +28,7 @@ CHILD_SHARE = 0.78
 
 
 def summarize(run) -> Summary:
-    idx = saves.index(run)
-    parts = hostwise.parts(run)
-    big = parts is not None and len(parts) >= 2 and forked.spare_cpu()  # else no fork: a small run's is quick
-    found, procs = _saves_and_processes(run, idx, parts if big else None)
-    origin = run.meta.get("started_ns") or 0
-    clock = clocks.alignment(run)
-    offsets = {host: a["offset_ns"] for host, a in clock.items()}
-    # Every "_s" time on the recording host's time line; "_ns" ones stay on their host's clock.
-    for save in found:
-        save["start_s"] = (save["start_ns"] + offsets.get(save["host"], 0) - origin) / 1e9
-        save["end_s"] = (save["end_ns"] + offsets.get(save["host"], 0) - origin) / 1e9
-    for proc in procs:
-        _shift(proc, offsets.get(proc["host"], 0) / 1e9)
-    ended = ending.ending(run, found, offsets)  # each save's status: the figures take the complete ones
-    kept = ending.complete(found)
+    idx, big, found, procs, origin, clock, offsets, ended, kept = _analysed(run)
     rank_rows = ranks.per_rank(kept)
     pythons = sorted({p["python"] for p in procs if p["python"]})
     topology_of = {host: {"nodes": {n: info["cpus"] for n, info in t.get("nodes", {}).items()},
@@ -102,6 +88,36 @@ def summarize(run) -> Summary:
         "numa_activity": numa,
         "stalls": stalls.snapshots(run, procs),
     }
+
+
+def diagnosed(run) -> list[Diagnosis]:
+    """The run's diagnoses as summarize finds them, without their fixes and
+    the rest of the summary (its plots' data, ranks, world): what record's
+    summary counts, at about half the CPU time of summarize on 16 saves."""
+    _, _, _, procs, _, _, _, _, kept = _analysed(run)
+    return diagnoses.diagnose(run, procs, kept, with_fixes=False)
+
+
+def _analysed(run) -> tuple:
+    """What summarize and diagnosed both start from: the saves' index, whether
+    the run is big enough to fork for, the saves and the process table on
+    the recording host's time line, the clocks, the run's ending and the
+    complete saves."""
+    idx = saves.index(run)
+    parts = hostwise.parts(run)
+    big = parts is not None and len(parts) >= 2 and forked.spare_cpu()  # else no fork: a small run's is quick
+    found, procs = _saves_and_processes(run, idx, parts if big else None)
+    origin = run.meta.get("started_ns") or 0
+    clock = clocks.alignment(run)
+    offsets = {host: a["offset_ns"] for host, a in clock.items()}
+    # Every "_s" time on the recording host's time line; "_ns" ones stay on their host's clock.
+    for save in found:
+        save["start_s"] = (save["start_ns"] + offsets.get(save["host"], 0) - origin) / 1e9
+        save["end_s"] = (save["end_ns"] + offsets.get(save["host"], 0) - origin) / 1e9
+    for proc in procs:
+        _shift(proc, offsets.get(proc["host"], 0) / 1e9)
+    ended = ending.ending(run, found, offsets)  # each save's status: the figures take the complete ones
+    return idx, big, found, procs, origin, clock, offsets, ended, ending.complete(found)
 
 
 def _saves_and_processes(run, idx, parts) -> tuple[list[dict], list[dict]]:

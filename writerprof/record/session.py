@@ -568,10 +568,10 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
 
 def _diagnoses(recorded) -> str:
     """The run's diagnoses, counted as `report` lists them (its analysis of the run as recorded)."""
-    from writerprof.analysis.summary import summarize
+    from writerprof.analysis.summary import diagnosed
 
     try:
-        found = summarize(recorded)["diagnoses"]
+        found = diagnosed(recorded)
     except Exception as exc:  # report would fail too: one line here, and record still exits with CMD's status
         return f"not counted: {type(exc).__name__}: {exc}"
     if not found:

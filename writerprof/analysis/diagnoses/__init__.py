@@ -40,11 +40,14 @@ CHECKS = (stalled, numa_mismatch, affinity_divergence, writer_migration, pages_m
 CODES: dict[str, Code] = {c.code: c for check in CHECKS for c in check.codes}
 
 
-def diagnose(run, procs: list[dict], saves: list[dict]) -> list[Diagnosis]:
+def diagnose(run, procs: list[dict], saves: list[dict], with_fixes: bool = True) -> list[Diagnosis]:
+    """Every check's diagnoses, most severe and costly first; with_fixes: each
+    warning's fix attached (a count of them, as record's summary, needs none)."""
     found = []
     for check in CHECKS:
         found += check(run, procs, saves)
-    fixes.attach(run, found, saves)
+    if with_fixes:
+        fixes.attach(run, found, saves)
     order = {severity: i for i, severity in enumerate(SEVERITIES)}
     return sorted(found, key=lambda d: (order[d["severity"]], -(d.get("cost_s") or 0), d["code"]))
 
