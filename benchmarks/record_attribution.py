@@ -60,6 +60,13 @@ PROBE_FRAME = re.compile(r"py::[^:]*:\S*/probes/writerprof_probe/(\w+)\.py")
 RECORD_FRAME = re.compile(r"py::[^:]*:\S*/writerprof/record/session\.py")
 SAMPLER_FRAME = re.compile(r"py::[^:]*:\S*/writerprof/record/sampler\.py")
 INTERPOSER = "libwriterprof_io.so"
+WRAPPER_HELPERS = ("clock_gettime", "getrusage", "[vdso]")  # what a wrapper calls besides the real function
+
+
+def wrappers_of(library: str) -> frozenset[str]:
+    """The functions the interposer exports (nm -D): the calls it wraps."""
+    listed = subprocess.run(["nm", "-D", "--defined-only", library], capture_output=True, text=True).stdout
+    return frozenset(line.split()[-1] for line in listed.splitlines() if line.strip())
 Sample = namedtuple("Sample", "comm pid tid time event frames")  # frames leaf first
 
 
@@ -87,12 +94,13 @@ class Parts:
     CMD's life, from its first sample to its last, splits record's main
     thread into its start-up, its watch and its summary."""
 
-    def __init__(self, parsed: list[Sample]):
+    def __init__(self, parsed: list[Sample], wrappers: frozenset[str]):
         self.record = {s.pid for s in parsed if any(RECORD_FRAME.search(f) for f in s.frames)}
         self.sampler = {s.tid for s in parsed if s.pid in self.record and s.tid != s.pid
                         and any(SAMPLER_FRAME.search(f) for f in s.frames)}
         cmd = [s.time for s in parsed if s.pid not in self.record]
         self.cmd_start, self.cmd_end = (min(cmd), max(cmd)) if cmd else (0.0, 0.0)
+        self.wrappers = wrappers
 
     def __call__(self, sample: Sample) -> str:
         if sample.pid in self.record:
@@ -109,15 +117,27 @@ class Parts:
             probe = PROBE_FRAME.search(frame)
             if probe:
                 return f"probe/{probe.group(1)}"
-        if any(INTERPOSER in f for f in sample.frames):
-            return "interposer"
-        return "target"
+        return "interposer" if self._interposers(sample.frames) else "target"
+
+    def _interposers(self, frames: list[str]) -> bool:
+        """Whether the interposer's own code made this sample: its frame
+        nearest the leaf is one of its helpers (the journal's records, its
+        file table), or one of its wrappers (write, fsync, ...) in anything
+        but the real call it wraps (its clock and fault readings). The real
+        call under a wrapper is the target's: the write it would make anyway."""
+        for i, frame in enumerate(frames):
+            if INTERPOSER in frame:
+                name = frame.split()[1]
+                if i == 0 or name not in self.wrappers:
+                    return True
+                return any(helper in frames[i - 1] for helper in WRAPPER_HELPERS)
+        return False
 
 
-def attribute(script: str) -> tuple[Counter, Counter]:
-    """CPU samples and fault samples by part."""
+def attribute(script: str, wrappers: frozenset[str]) -> tuple[Counter, Counter]:
+    """CPU samples and fault samples by part (wrappers: the interposer's exported functions)."""
     parsed = list(samples(script))
-    part = Parts(parsed)
+    part = Parts(parsed, wrappers)
     cpu, faults = Counter(), Counter()
     for sample in parsed:
         (cpu if sample.event == "cpu-clock" else faults)[part(sample)] += 1
@@ -155,7 +175,9 @@ def main() -> None:
         shutil.rmtree(files, ignore_errors=True)
         if not args.keep:
             shutil.rmtree(where, ignore_errors=True)
-    cpu, faults = attribute(script)
+    from writerprof.record.interposer import LIBRARY
+
+    cpu, faults = attribute(script, wrappers_of(LIBRARY))
     _print(cpu, faults, args.frequency, args.saves)
 
 
