@@ -568,6 +568,8 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
 
 def _diagnoses(recorded) -> str:
     """The run's diagnoses, counted as `report` lists them (its analysis of the run as recorded)."""
+    if not len(recorded.processes):  # nothing journaled, nothing to diagnose (and the analysis not imported)
+        return "none"
     from writerprof.analysis.summary import diagnosed
 
     try:
