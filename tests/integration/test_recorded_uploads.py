@@ -71,6 +71,9 @@ def test_the_benchmarks_other_writers_uploads_are_saves_with_their_parts_in_para
     done = run_writerprof("record", "-o", run, "--", sys.executable, *target, prefix, SAVES, size, part, env=env)
     own = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     sizes = s3_server.objects(prefix + "/")
+    # record's own summary counts the uploads as saves, and says how many and how much.
+    assert f"  saves            {SAVES}" in done.stderr.splitlines()
+    assert f"  uploads          {SAVES}, {SAVES * 15}.0 MiB" in done.stderr.splitlines(), done.stderr
     summary = json.loads(run_writerprof("report", "--json", run).stdout)
     found = sorted(summary["saves"], key=lambda s: s["start_ns"])
     assert [s["writer_pid"] for s in found] == [o["pid"] for o in own] and len(own) == SAVES

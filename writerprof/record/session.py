@@ -489,14 +489,10 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
     written = recorded.chunk_columns["bytes"][phase == codes["write"]]
     starts = [e["data"] for e in recorded.events_of("process_start") if e["data"].get("started")]
     # Where the interposer saw the files: one save per checkpoint file (run.files), whoever wrote it.
-    from writerprof.analysis.ending import cut_signal  # the report's own word on a cut
     from writerprof.run import files, roles  # numpy's, as load's: after CMD
 
     writers = len(roles.writer_starts(recorded))
-
-    from writerprof.analysis import uploads  # (the report's own: an upload is a save)
-
-    uploaded = uploads.checkpoints(recorded) if len(recorded.io) else []
+    uploaded = _uploads(recorded)
     saves = (len(files.checkpoint_spans(recorded)) + len(uploaded) if len(recorded.io)
              else int((phase == codes["save"]).sum()) or len(starts))
     unmatched = unmatched_in(recorded)
@@ -528,7 +524,7 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
         f"checkpoint file)"
         if writers != len(starts) else f"  writers started  {writers}",
         f"  saves            {saves}" + (f" (CMD cut short by {cut}: the report tells complete saves from "
-                                             f"interrupted ones)" if saves and (cut := cut_signal(recorded.meta))
+                                             f"interrupted ones)" if saves and (cut := _cut_signal(recorded.meta))
                                              else "") + (f", {over}" if (over := world_text.seen_only(job)) else ""),
         f"  file writes      {len(written)}, {format_size(int(written.clip(0).sum()))}",
     ]
@@ -564,6 +560,21 @@ def _summary(run_dir: Path, wall_s: float, done: Recorded) -> str:
     else:
         lines.append(f"  next:            writerprof report {run_dir}")
     return "\n".join(lines)
+
+
+def _uploads(recorded) -> list:
+    """The run's uploads, where it made any file or network call (the analysis imported only then)."""
+    if not len(recorded.io):
+        return []
+    from writerprof.analysis import uploads  # (the report's own: an upload is a save)
+
+    return uploads.checkpoints(recorded)
+
+
+def _cut_signal(meta: dict) -> str | None:
+    from writerprof.analysis.ending import cut_signal  # the report's own word on a cut
+
+    return cut_signal(meta)
 
 
 def _diagnoses(recorded) -> str:
