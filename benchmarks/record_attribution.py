@@ -33,7 +33,8 @@ The parts, the first that matches a sample:
                    the one nearest the leaf): the system calls it makes are its own
   interposer       CMD's samples in the C interposer (libwriterprof_io.so) outside the probe's Python
   target           everything else in CMD's processes: the reproducer's own work
-
+  perf-map         the measurement's own: Python writing its perf map (/tmp/perf-PID.map), which
+                   the interposer journals as any file write; counted apart from every part
 Printed per part: samples, CPU seconds (samples / frequency), milliseconds per
 save, and page faults (a sample every FAULT_PERIOD faults); then the parts
 that are record's and the probe's as a share of the target's CPU seconds.
@@ -60,6 +61,7 @@ PROBE_FRAME = re.compile(r"py::[^:]*:\S*/probes/writerprof_probe/(\w+)\.py")
 RECORD_FRAME = re.compile(r"py::[^:]*:\S*/writerprof/record/session\.py")
 SAMPLER_FRAME = re.compile(r"py::[^:]*:\S*/writerprof/record/sampler\.py")
 INTERPOSER = "libwriterprof_io.so"
+PERF_MAP = "perf_map_write_entry"  # Python's trampoline writing /tmp/perf-PID.map: no part of any run
 WRAPPER_HELPERS = ("clock_gettime", "getrusage", "[vdso]")  # what a wrapper calls besides the real function
 
 
@@ -103,6 +105,8 @@ class Parts:
         self.wrappers = wrappers
 
     def __call__(self, sample: Sample) -> str:
+        if any(PERF_MAP in f for f in sample.frames):
+            return "perf-map"  # the measurement's own: the trampoline's map written (through the interposer)
         if sample.pid in self.record:
             if sample.tid in self.sampler:
                 return "record/sampler"

@@ -177,7 +177,7 @@ def _settled():
         try:
             with open("/proc/self/task/%s/status" % task, "rb") as f:
                 blocked = [int(line.split()[1], 16) for line in f if line.startswith(b"SigBlk:")]
-        except FileNotFoundError:  # ended meanwhile
+        except (FileNotFoundError, ProcessLookupError):  # ended meanwhile: before the open, or during the read
             continue
         if task not in alive and blocked and blocked[0] & sent != sent:
             return False
