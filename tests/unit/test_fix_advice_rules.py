@@ -130,8 +130,14 @@ def test_against_a_difference_minor_estimates_go_and_none_exceeds_it():
                                                     "the measured difference)")
     # A measured recovery stays, however small: it is what the advice did.
     assert out[fixes.PRELOAD_ID]["recovery_s"] == 0.01
-    assert fixes.recovery_text(out[fixes.PRELOAD_ID]) == ("recovers 0.01 s per save (measured by "
-                                                           "forkserver+preload; 95% interval -0.02 to 0.04 s)")
+    # ... but where its interval holds no change, it is not said to recover anything.
+    assert fixes.recovery_text(out[fixes.PRELOAD_ID]) == ("may recover 0.01 s per save, not told apart from none "
+                                                           "(measured by forkserver+preload; 95% interval -0.02 to "
+                                                           "0.04 s)")
+    resolved = fixes.measured(fix, {"forkserver+preload": {"recovered_s": 0.03, "ci95_s": [0.01, 0.05],
+                                                           "modules": ["numpy"]}})
+    assert fixes.recovery_text(by_id(fixes.for_difference(resolved, 0.27))[fixes.PRELOAD_ID]) == (
+        "recovers 0.03 s per save (measured by forkserver+preload; 95% interval 0.01 to 0.05 s)")
     # Against a far larger difference, an estimate under 5% of it is no fix worth listing.
     assert "python-m" not in by_id(fixes.for_difference(measured, 10.0))
     assert fixes.for_difference(measured, -0.27) == list(out.values())  # either way round

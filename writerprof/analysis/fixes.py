@@ -442,6 +442,8 @@ def recovery_text(action: dict) -> str:
     ci = action.get("recovery_ci95_s")
     if measured and ci:
         how += f"; 95% interval {_short_s(ci[0])} to {_short_s(ci[1])} s"
+        if ci[0] <= 0:  # no change is within the interval: the median alone is no claim
+            return f"may recover {_short_s(value)} s per save, not told apart from none ({how})"
     return f"recovers {_short_s(value)} s per save ({how})"
 
 
