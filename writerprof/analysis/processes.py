@@ -272,10 +272,13 @@ def _thread_work(run, role_of, saves: list[dict]) -> dict[int, dict]:
     windowed = np.zeros(len(run.processes), bool)
     windowed[windows[0]] = True
     calls = _work_calls(run, role_of) & ~windowed[c["proc"]]
-    row, start, end = (np.concatenate([span, c[name][calls].astype(np.int64)])
-                       for span, name in zip(windows, ("proc", "start_ns", "end_ns")))
-    order = np.argsort(row, kind="stable")  # by process: threads.worked takes a few at a time
-    found = threads.worked(run, row[order], start[order], end[order])
+    row, start, end = windows
+    if calls.any():  # (else no copies: a 10M-chunk run's spans are tens of millions)
+        row, start, end = (np.concatenate([span, c[name][calls].astype(np.int64)])
+                           for span, name in zip(windows, ("proc", "start_ns", "end_ns")))
+        order = np.argsort(row, kind="stable")  # by process: threads.worked takes a few at a time
+        row, start, end = row[order], start[order], end[order]
+    found = threads.worked(run, row, start, end)
     for work in found.values():
         work["nodes"] = shares(work["nodes"])
         for thread in work["threads"]:

@@ -18,6 +18,7 @@ import bisect
 
 import numpy as np
 
+from writerprof.analysis import nesting
 from writerprof.analysis import saves as saves_found
 from writerprof.analysis.components import loop_components
 from writerprof.probes.writerprof_probe.format import SHM_OPS
@@ -40,10 +41,27 @@ def spans(run, found: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         out.append((producer, *work.fill(producer, save, end)))
     if not out:
         return tuple(np.zeros(0, np.int64) for _ in range(3))
-    row = np.concatenate([np.full(len(starts), proc, np.int64) for proc, starts, _ in out])
+    row = np.repeat(np.array([proc for proc, _, _ in out], np.int64), [len(starts) for _, starts, _ in out])
     start, end = (np.concatenate([piece[i] for piece in out]) for i in (1, 2))
-    order = np.lexsort((start, row))
+    # Stable: ties in the order found. One key for the pair, not np.lexsort((start, row)):
+    # 4x faster on the tens of millions of a 10M-chunk run.
+    try:
+        order = np.argsort(_keys(row, start, len(run.processes)), kind="stable")
+    except ValueError:  # (a process's life too long for one key with this many: sorted as a pair)
+        order = np.lexsort((start, row))
     return row[order], start[order], end[order]
+
+
+def _keys(rows: np.ndarray, times: np.ndarray, n_rows: int) -> np.ndarray:
+    """Each (row, time) as one int64 that sorts as the pair: row << bits | the time since the row's first."""
+    first = np.full(n_rows, np.iinfo(np.int64).max)
+    last = np.full(n_rows, np.iinfo(np.int64).min)
+    np.minimum.at(first, rows, times)
+    np.maximum.at(last, rows, times)
+    has = last >= first
+    keys = times - first[rows]
+    keys |= rows << nesting.key_bits(int((last[has] - first[has]).max(initial=0)), n_rows)
+    return keys
 
 
 class _Work:
