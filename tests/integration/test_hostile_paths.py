@@ -14,7 +14,7 @@ import sys
 
 import pytest
 from helpers import run_writerprof, writerprof_command
-from test_hosts import _agents_gone
+from test_hosts import _agents_gone, _stays
 
 # A Python process, probed: enough for a run directory with a journal.
 PYTHON = [sys.executable, "-c", "pass"]
@@ -36,7 +36,10 @@ def recording(tmp_path_factory):
     """A recording with a second host whose run directory was not shared (its part)."""
     tmp = tmp_path_factory.mktemp("hostile")
     run, part = tmp / "run", tmp / "part"
-    other_host = f"WRITERPROF_HOST=hostb WRITERPROF_RUN={part} {' '.join(PYTHON)}"
+    # hostb's part left where it is: record listens for parts to come home where CMD is a shell with an
+    # MPI launcher on its PATH (as here), and an agent that reached it in time (on a loaded machine) sent
+    # the part home and removed it.
+    other_host = _stays(f"WRITERPROF_HOST=hostb WRITERPROF_RUN={part} {' '.join(PYTHON)}")
     run_writerprof("record", "-o", run, "--", "sh", "-c", f"{other_host} & {' '.join(PYTHON)}; wait")
     assert _agents_gone()
     return run, part
@@ -107,7 +110,7 @@ def test_merge_refuses_a_part_of_another_recording_with_both_ids(recording, tmp_
     run, part = recording
     other, other_part = tmp_path / "other", tmp_path / "other-part"
     run_writerprof("record", "-o", other, "--", "sh", "-c",
-                   f"WRITERPROF_HOST=hostb WRITERPROF_RUN={other_part} {' '.join(PYTHON)}")
+                   _stays(f"WRITERPROF_HOST=hostb WRITERPROF_RUN={other_part} {' '.join(PYTHON)}"))
     assert _agents_gone()
     ids = [json.loads((r / "run.json").read_text())["run_id"] for r in (run, other)]
     done = run_writerprof("merge", run, other_part, "-o", tmp_path / "merged", check=False)
