@@ -6,6 +6,8 @@ runs of many ranks; the renderers only format it."""
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 
 from writerprof import forked
@@ -94,11 +96,15 @@ def diagnosed(run) -> list[Diagnosis]:
     """The run's diagnoses as summarize finds them, without their fixes and
     the rest of the summary (its plots' data, ranks, world): what record's
     summary counts, at about half the CPU time of summarize on 16 saves."""
-    _, _, _, procs, _, _, _, _, kept = _analysed(run)
-    return diagnoses.diagnose(run, procs, kept, with_fixes=False)
+    analysed = _analysed(run)
+    return diagnoses.diagnose(run, analysed.procs, analysed.kept, with_fixes=False)
 
 
-def _analysed(run) -> tuple:
+# What summarize and diagnosed both start from (_analysed).
+_Analysed = namedtuple("_Analysed", "idx big found procs origin clock offsets ended kept")
+
+
+def _analysed(run) -> _Analysed:
     """What summarize and diagnosed both start from: the saves' index, whether
     the run is big enough to fork for, the saves and the process table on
     the recording host's time line, the clocks, the run's ending and the
@@ -117,7 +123,7 @@ def _analysed(run) -> tuple:
     for proc in procs:
         _shift(proc, offsets.get(proc["host"], 0) / 1e9)
     ended = ending.ending(run, found, offsets)  # each save's status: the figures take the complete ones
-    return idx, big, found, procs, origin, clock, offsets, ended, ending.complete(found)
+    return _Analysed(idx, big, found, procs, origin, clock, offsets, ended, ending.complete(found))
 
 
 def _saves_and_processes(run, idx, parts) -> tuple[list[dict], list[dict]]:

@@ -54,9 +54,10 @@ WRITER_ROLES = frozenset({"fork_child", "forkserver_child", "spawn_child"})
 # and only of processes the probe does not run in (no journal of theirs
 # found yet): the probe measures its own buffers' placement exactly, and this
 # walk of a producer's and each writer's mappings was a quarter of the
-# sampler's CPU time on 16 saves (benchmarks/record_attribution.py). On a host of one NUMA node pages do not move
-# between nodes: there it is read again only where the process faulted pages
-# in since (its rss or fault counts changed), which a producer filling
+# sampler's CPU time on 16 saves (benchmarks/record_attribution.py). On a
+# host of one NUMA node pages do not move between nodes: there it is read
+# again only where the process faulted pages in since (its rss or fault
+# counts changed), which a producer filling
 # buffers it touched already does not (a read was ~4 ms of a 0.75 ms tick's
 # average for such a producer here).
 NUMA_MAPS_EVERY_NS = 2_000_000_000
