@@ -31,12 +31,13 @@ def run_steps(tmp_path_factory, name: str, steps: list[str], balancing: bool) ->
     if not HARNESS.exists():
         pytest.skip(f"numavm harness not found at {HARNESS} (present in this repository's CI only)")
     xfer = tmp_path_factory.mktemp(name)
-    env = dict(os.environ, NUMAVM_XFER=str(xfer), NUMAVM_QUIET="1", NUMAVM_TIMEOUT="600")
+    # (Within pytest's timeout: three times the longest guest's quiet ~200 s, and a margin.)
+    env = dict(os.environ, NUMAVM_XFER=str(xfer), NUMAVM_QUIET="1", NUMAVM_TIMEOUT="840")
     env.pop("NUMAVM_APPEND", None)
     if not balancing:
         env["NUMAVM_APPEND"] = "numa_balancing=disable"
     done = subprocess.run(["bash", str(HARNESS), "set -e; cd /xfer; " + "; ".join(steps)], env=env,
-                          capture_output=True, text=True, timeout=900)
+                          capture_output=True, text=True, timeout=870)
     if done.returncode == 125:
         pytest.skip(f"the numavm guest could not start: {done.stderr.strip().splitlines()[-1:]}")
     assert done.returncode == 0, f"guest exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
