@@ -46,17 +46,16 @@ SETTLE_S = 3.0
 
 
 @pytest.fixture(autouse=True)
-def no_shared_memory_leak(request):
+def no_shared_memory_leak(tmp_path):
     """A segment created by the test's recorded processes (their journals in
     the test's tmp_path) and still there after it is a leak. Only those:
     /dev/shm is the whole machine's, and other programs' segments, or
-    another test's running beside this one, come and go meanwhile."""
+    another test's running beside this one, come and go meanwhile. (Its own
+    tmp_path: the journals are read before a passed test's directory goes.)"""
     before = _segments()
     yield
-    root = request.node.funcargs.get("tmp_path")
-    if root is not None and Path(root).exists():
-        found = leaks(before, Path(root))
-        assert not found, f"shared-memory segments left in {SHM}: {sorted(found)}"
+    found = leaks(before, tmp_path)
+    assert not found, f"shared-memory segments left in {SHM}: {sorted(found)}"
 
 
 def leaks(before: set[str], root: Path, settle_s: float = SETTLE_S) -> set[str]:
