@@ -10,7 +10,7 @@ import pytest
 
 from writerprof.analysis import contrast
 from writerprof.analysis.summary import summarize
-from writerprof.render import terminal
+from writerprof.render import html, terminal
 from writerprof.run import load
 from writerprof.synthetic import Scenario, make_topology, write_run
 
@@ -196,3 +196,23 @@ def test_contrast_text_shows_each_comparison_and_the_what_ifs(summaries, tmp_pat
         text.split())
     assert "forkserver+pin: not run: nothing to pin" in text
     assert text.rstrip().endswith(f"Report: {tmp_path / 'contrast.html'}")
+
+
+def test_a_what_if_whose_interval_holds_no_change_is_no_claim(summaries, tmp_path):
+    """A recovery whose 95% interval reaches zero or below is said as one that
+    may be none, in the text and in the HTML; one clear of it as recovered."""
+    runs = recordings(summaries, ["fork", "forkserver", "forkserver+preload"])
+    result = contrast.result(["cmd"], METHODS, 2, runs, {"forkserver+pin": "nothing to pin"})
+    clear = result["what_ifs"][0]
+    low, high = clear["recovered_ci95_s"]
+    assert low > 0
+    unclear = copy.deepcopy(result)
+    unclear["what_ifs"][0]["recovered_ci95_s"] = [-low, high]
+    for shown, says in ((result, "recovers"), (unclear, "may recover")):
+        text = " ".join(terminal.contrast_text(shown, tmp_path / "contrast.html").split())
+        line = next(line for line in text.split("Report:")[0].split("forkserver+preload: ")[1:] if "per save" in line)
+        assert line.startswith(f"{says} {clear['recovered_s']:.3f} s per save")
+        assert ("not told apart from none" in line) == (shown is unclear)
+        page = html._what_ifs(shown)
+        assert ("not told apart from none" in page) == (shown is unclear)
+        assert ("maybe " in page) == (shown is unclear)

@@ -442,9 +442,15 @@ def recovery_text(action: dict) -> str:
     ci = action.get("recovery_ci95_s")
     if measured and ci:
         how += f"; 95% interval {_short_s(ci[0])} to {_short_s(ci[1])} s"
-        if ci[0] <= 0:  # no change is within the interval: the median alone is no claim
+        if not told_from_none(ci):
             return f"may recover {_short_s(value)} s per save, not told apart from none ({how})"
     return f"recovers {_short_s(value)} s per save ({how})"
+
+
+def told_from_none(ci95: tuple[float, float] | None) -> bool:
+    """Whether a measured recovery is told apart from none: not where its
+    95% interval reaches zero, as its median alone is then no claim."""
+    return not ci95 or ci95[0] > 0
 
 
 def _short_s(value: float) -> str:

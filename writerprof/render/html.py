@@ -21,7 +21,7 @@ from writerprof.analysis.saves import COMPONENTS, STARTUP_PHASES
 from writerprof.render.format import has_rank as _has_rank, placement_value as _placement_value
 from writerprof.render.format import command as _command, rank as _rank, ranks as _ranks, rate as _rate
 from writerprof.render.format import binding, placement, recording_notes, seconds as _s, shares
-from writerprof.analysis.fixes import recovery_text
+from writerprof.analysis.fixes import recovery_text, told_from_none
 from writerprof.render.format import ending, left_out, save_cut, save_status, slurm_job
 from writerprof.render.format import UPLOADS_TITLE, upload_rows
 from writerprof.render.format import interval_kind as _interval_kind
@@ -441,8 +441,10 @@ def _what_ifs(contrast: dict | None) -> str:
             ci = w.get("recovered_ci95_s")
             rows.append([w["method"], "ran" + (f" with {w['modules']!r}" if w.get("modules") else ""),
                          _rate(w.get("gib_s")),
-                         f"{_s(w.get('recovered_s'))} s ({_pct(w.get('recovered_share'))})"
+                         ("" if told_from_none(ci) else "maybe ")
+                         + f"{_s(w.get('recovered_s'))} s ({_pct(w.get('recovered_share'))})"
                          + (f", 95% interval {_s(ci[0])} to {_s(ci[1])} s" if ci else "")
+                         + ("" if told_from_none(ci) else ", not told apart from none")
                          if w.get("recovered_s") is not None else "-"])
     return ("<h2>What-ifs</h2>" + _table(["method", "", "GiB/s", "recovers of what forkserver lost"], rows,
                                          numeric={2}))

@@ -15,7 +15,7 @@ from writerprof.analysis.saves import COMPONENTS
 from writerprof.render.format import command as _command, placement_value, rank as _rank, rate as _rate
 from writerprof.render.format import binding, host_names, placement, recording_notes, seconds as _sec, shares
 from writerprof.render.format import host_bindings
-from writerprof.analysis.fixes import recovery_text
+from writerprof.analysis.fixes import recovery_text, told_from_none
 from writerprof.render.format import ending, interval_kind, left_out, save_cut, save_status, slurm_job
 from writerprof.render.format import UPLOADS_TITLE, upload_rows
 from writerprof.render.stalls import stall_lines
@@ -458,8 +458,10 @@ def contrast_text(result: dict, report, width: int = WIDTH) -> str:
             lines += _wrap(f"{entry['method']}: not run: {entry['reason']}", "", width)
         elif entry.get("recovered_share") is not None:
             ci = entry.get("recovered_ci95_s")
-            lines += _wrap(f"{entry['method']}: recovers {entry['recovered_s']:.3f} s per save"
+            verb = "recovers" if told_from_none(ci) else "may recover"
+            lines += _wrap(f"{entry['method']}: {verb} {entry['recovered_s']:.3f} s per save"
                            + (f" (95% interval {ci[0]:.3f} to {ci[1]:.3f} s)" if ci else "")
+                           + ("" if told_from_none(ci) else ", not told apart from none")
                            + f", {entry['recovered_share']:.0%} of what forkserver lost against {reference}"
                            + (f"; ran with {entry['modules']!r}" if entry.get("modules") else ""), "", width)
     parts += [line + "\n" for line in lines]
