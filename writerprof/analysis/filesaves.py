@@ -127,8 +127,8 @@ def child_saves(run) -> np.ndarray:
 def pool_workers(run) -> np.ndarray:
     """Per process row: whether it is a pool's worker (its Process ran POOL_WORKERS' loop)."""
     pooled = np.zeros(len(run.processes), dtype=bool)
-    for e in run.events[run.events["kind"] == "bootstrap"]:
-        pooled[e["proc"]] |= e["data"].get("target") in POOL_WORKERS
+    booted = run.events[run.events["kind"] == "bootstrap"]
+    pooled[booted["proc"][[data.get("target") in POOL_WORKERS for data in booted["data"].tolist()]]] = True
     return pooled
 
 

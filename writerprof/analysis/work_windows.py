@@ -14,8 +14,6 @@ were copied."""
 
 from __future__ import annotations
 
-import bisect
-
 import numpy as np
 
 from writerprof.analysis import nesting
@@ -26,30 +24,63 @@ from writerprof.run import files
 
 CREATED = (SHM_OPS["create"],)
 MAPPED = (SHM_OPS["attach"], SHM_OPS["inherited"])
+# Saves taken a block of about this many calls at a time: temporaries malloc
+# reuses. All at once, a 10M-chunk run's took 3x the CPU time, most of it the
+# kernel's faulting in fresh pages.
+BLOCK_RECORDS = 1 << 20
+NONE, NOT_SET = np.iinfo(np.int64).min, np.iinfo(np.int64).max  # no time found, for a max and a min
 
 
 def spans(run, found: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(process row, start_ns, end_ns) of every producer's and writer's work
     in the saves found (saves.find), in row order, then start; on each host's clock."""
-    work = _Work(run)
-    out: list[tuple] = []  # (row, starts, ends) per process and save
-    for save in found:
-        producer, writer, end = save["producer"], save["writer"], save["end_ns"]
-        if writer is not None and writer != producer:
-            end = work.close(writer, save["start_ns"], end)
-            out.append((writer, *work.writes(writer, save["start_ns"], end)))
-        out.append((producer, *work.fill(producer, save, end)))
-    if not out:
+    if not found:
         return tuple(np.zeros(0, np.int64) for _ in range(3))
-    row = np.repeat(np.array([proc for proc, _, _ in out], np.int64), [len(starts) for _, starts, _ in out])
-    start, end = (np.concatenate([piece[i] for piece in out]) for i in (1, 2))
+    row, start, end = _found(run, found)
     # Stable: ties in the order found. One key for the pair, not np.lexsort((start, row)):
     # 4x faster on the tens of millions of a 10M-chunk run.
     try:
         order = np.argsort(_keys(row, start, len(run.processes)), kind="stable")
     except ValueError:  # (a process's life too long for one key with this many: sorted as a pair)
         order = np.lexsort((start, row))
-    return row[order], start[order], end[order]
+    # A column at a time, each freed once sorted: the peak of a 10M-chunk run's report.
+    start = start[order]
+    end = end[order]
+    row = row[order]
+    del order
+    return row.astype(np.int64), start, end
+
+
+def _found(run, found: list[dict]) -> tuple[np.ndarray, ...]:
+    """(row, start_ns, end_ns) of the work in every save, in the order found
+    (_work_of), a block of saves at a time."""
+    work = _Work(run)
+    per_block = max(1, len(found) * BLOCK_RECORDS // max(len(run.chunk_columns), 1))
+    pieces = [_work_of(work, found[at:at + per_block], at) for at in range(0, len(found), per_block)]
+    del work
+    out = []
+    for i in range(3):  # a column at a time, its pieces freed once joined
+        out.append(np.concatenate([piece[i] for piece in pieces]))
+        for piece in pieces:
+            piece[i] = None
+    return tuple(out)
+
+
+def _work_of(work: _Work, found: list[dict], first: int) -> list[np.ndarray]:
+    """[row, start_ns, end_ns] of the work of these saves (found[0] the
+    first-th save found), in the order found: save by save, its writer's,
+    then its producer's, each in time order. Every save at once, step by step."""
+    start, end = (np.array([save[k] for save in found], np.int64) for k in ("start_ns", "end_ns"))
+    producer = np.array([save["producer"] for save in found], np.int64)
+    writer = np.array([-1 if save["writer"] is None else save["writer"] for save in found], np.int64)
+    apart = np.flatnonzero((writer >= 0) & (writer != producer))  # the saves whose writer is a process of its own
+    end[apart] = work.close(writer[apart], start[apart], end[apart])
+    piece = 2 * np.arange(first, first + len(found), dtype=np.int32)  # each save's writer's work, its producer's
+    started = work.started_groups([(save["producer"], save["writer_pid"]) for save in found])
+    pieces = [work.writes(writer[apart], start[apart], end[apart], piece[apart]),
+              work.fill(producer, start, end, started, piece + 1)]
+    in_order = np.argsort(np.concatenate([p[0] for p in pieces]), kind="stable")
+    return [np.concatenate([p[i] for p in pieces])[in_order] for i in (1, 2, 3)]
 
 
 def _keys(rows: np.ndarray, times: np.ndarray, n_rows: int) -> np.ndarray:
@@ -59,88 +90,160 @@ def _keys(rows: np.ndarray, times: np.ndarray, n_rows: int) -> np.ndarray:
     np.minimum.at(first, rows, times)
     np.maximum.at(last, rows, times)
     has = last >= first
-    keys = times - first[rows]
-    keys |= rows << nesting.key_bits(int((last[has] - first[has]).max(initial=0)), n_rows)
+    keys = first[rows]
+    np.subtract(times, keys, out=keys)
+    bits = nesting.key_bits(int((last[has] - first[has]).max(initial=0)), n_rows)
+    for at in range(0, len(keys), BLOCK_RECORDS):  # (no temporary of every row shifted)
+        keys[at:at + BLOCK_RECORDS] |= rows[at:at + BLOCK_RECORDS].astype(np.int64) << bits
     return keys
 
 
 class _Work:
     """What the spans are found from: each process's hooked calls (chunk_columns:
-    each process's in start order), buffer records, writers started and checkpoint files."""
+    each process's in start order), buffer records, writers started and
+    checkpoint files; each asked about many (process row, window) at once."""
 
     def __init__(self, run):
         codes = {name: code for code, name in run.phase_names.items()}
         self.gen, self.put, self.write = (codes.get(name, -1) for name in ("gen", "put", "write"))
         c = run.chunk_columns
         self.starts, self.ends, self.phases = c["start_ns"], c["end_ns"], c["phase"]
-        self.bounds = saves_found.index(run).chunk_bounds
+        self.call_starts = _Sorted(self.starts, saves_found.index(run).chunk_bounds)
         self.is_loop = np.zeros(max([*run.phase_names, int(self.phases.max()) if len(self.phases) else 0]) + 1, bool)
         self.is_loop[list(loop_components(codes))] = True  # a writer's loop calls: the last is its close
-        self.created, self.mapped = _times(run.shm, CREATED), _times(run.shm, MAPPED)
-        self.started = _writers_started(run)
-        self.file_ends = _times(files.checkpoint_spans(run), None, "end_ns")
+        n = len(run.processes)
+        self.created, self.mapped = (_times(run.shm, ops, n) for ops in (CREATED, MAPPED))
+        self.started_pairs, self.started = _writers_started(run)
+        self.file_ends = _times(files.checkpoint_spans(run), None, n, "end_ns")
 
-    def calls(self, row: int, a: int, b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(starts, ends, phases) of the row's calls inside [a, b]."""
-        first, stop = int(self.bounds[row]), int(self.bounds[row + 1])
-        lo = first + int(np.searchsorted(self.starts[first:stop], a))
-        hi = first + int(np.searchsorted(self.starts[first:stop], b, side="right"))
-        inside = self.ends[lo:hi] <= b
-        return (self.starts[lo:hi][inside].astype(np.int64), self.ends[lo:hi][inside].astype(np.int64),
-                self.phases[lo:hi][inside])
+    def calls(self, rows: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(window, call) of each row's calls inside its window [a, b], in window then time order."""
+        window, call = _ranges(self.call_starts.search(rows, a), self.call_starts.search(rows, b, "right"))
+        inside = self.ends[call] <= b[window]
+        return window[inside], call[inside]
 
-    def close(self, writer: int, start: int, end: int) -> int:
-        """The writer's close in the save [start, end]: its last loop call's end or its
+    def close(self, writer: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+        """The writer's close in each save [start, end]: its last loop call's end or its
         checkpoint file's (the interposer's), else the save's end (its exit, as a rule)."""
-        _, ends, phases = self.calls(writer, start, end)
-        closes = ends[self.is_loop[phases]].tolist() + [t for t in self.file_ends.get(writer, ()) if start <= t <= end]
-        return max(closes, default=end)
+        window, call = self.calls(writer, start, end)
+        loop = self.is_loop[self.phases[call]]
+        close = np.full(len(writer), NONE)
+        np.maximum.at(close, window[loop], self.ends[call[loop]])
+        files_in = self.file_ends.search(writer, start), self.file_ends.search(writer, end, "right")
+        has = files_in[1] > files_in[0]
+        close[has] = np.maximum(close[has], self.file_ends.times[files_in[1][has] - 1])  # the last inside
+        return np.where(close == NONE, end, close)
 
-    def writes(self, writer: int, start: int, end: int) -> tuple[np.ndarray, np.ndarray]:
+    def writes(self, writer: np.ndarray, start: np.ndarray, end: np.ndarray, piece: np.ndarray) -> tuple:
         """Its write calls from its attach of the buffers (else its first call) to its close, else that span."""
-        starts, _, _ = self.calls(writer, start, end)
-        attached = _first(self.mapped.get(writer, ()), start, end, int(starts.min()) if len(starts) else start)
-        starts, ends, phases = self.calls(writer, attached, end)
-        mine = phases == self.write
-        return (starts[mine], ends[mine]) if mine.any() else _one(attached, end)
+        # Its first call inside: the first begun in the window, as a rule; else searched among them all.
+        lo, hi = self.call_starts.search(writer, start), self.call_starts.search(writer, end, "right")
+        first, has = np.full(len(writer), NOT_SET), lo < hi
+        first[has] = self.starts[lo[has]]
+        unsure = has.copy()
+        unsure[has] = self.ends[lo[has]] > end[has]
+        window, call = self.calls(writer[unsure], start[unsure], end[unsure])
+        first[unsure] = NOT_SET
+        np.minimum.at(first, np.flatnonzero(unsure)[window], self.starts[call])
+        attached = self.mapped.first_inside(writer, start, end, np.where(first == NOT_SET, start, first))
+        window, call = self.calls(writer, attached, end)
+        mine = self.phases[call] == self.write
+        window, call = window[mine], call[mine]
+        return self._pieces(piece, writer, window, call, np.bincount(window, minlength=len(writer)) == 0,
+                            attached, end)
 
-    def fill(self, producer: int, save: dict, end: int) -> tuple[np.ndarray, np.ndarray]:
+    def fill(self, producer: np.ndarray, start: np.ndarray, end: np.ndarray, started: np.ndarray,
+             piece: np.ndarray) -> tuple:
         """Its gen calls from the buffers' creation to the writer's close; else from its
-        writer's start to its last hand-off (handoffs' fill); else that span."""
-        begin = _first(self.created.get(producer, ()), save["start_ns"], end, save["start_ns"])
-        starts, ends, phases = self.calls(producer, begin, end)
-        if (phases == self.gen).any():
-            return starts[phases == self.gen], ends[phases == self.gen]
-        if (phases == self.put).any():
-            started = _first(self.started.get((producer, save["writer_pid"]), ()), begin, end, begin)
-            return _one(started, int(ends[phases == self.put].max()))
-        return _one(begin, end)
+        writer's start (its group in self.started) to its last hand-off (handoffs' fill); else that span."""
+        begin = self.created.first_inside(producer, start, end, start)
+        window, call = self.calls(producer, begin, end)
+        gen = self.phases[call] == self.gen
+        has_gen = np.bincount(window[gen], minlength=len(producer)) > 0
+        put = self.phases[call] == self.put
+        last_put = np.full(len(producer), NONE)
+        np.maximum.at(last_put, window[put], self.ends[call[put]])
+        handed = (last_put != NONE) & ~has_gen
+        a, b = begin.copy(), end.copy()
+        a[handed] = self.started.first_inside(started[handed], begin[handed], end[handed], begin[handed])
+        b[handed] = last_put[handed]
+        return self._pieces(piece, producer, window[gen], call[gen], ~has_gen, a, b)
+
+    def started_groups(self, pairs: list[tuple]) -> np.ndarray:
+        """Each (process row, child pid)'s group in self.started (none: an empty one)."""
+        return np.array([self.started_pairs.get(pair, len(self.started_pairs)) for pair in pairs], np.int64)
+
+    def _pieces(self, piece, rows, window, call, whole, a, b) -> tuple:
+        """(piece, row, start_ns, end_ns) of the calls found in each window; for the windows `whole`, [a, b]."""
+        return (np.concatenate([piece[window], piece[whole]]),
+                np.concatenate([rows[window], rows[whole]]).astype(np.int32),  # (4 bytes, not 8: the sort's peak)
+                np.concatenate([self.starts[call].astype(np.int64), a[whole]]),
+                np.concatenate([self.ends[call].astype(np.int64), b[whole]]))
 
 
-def _one(a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
-    return np.array([a], np.int64), np.array([b], np.int64)
+class _Sorted:
+    """Times in groups (process rows, ...), ascending within each: group g's are
+    times[bounds[g]:bounds[g + 1]]; searched for many (group, time) at once."""
+
+    def __init__(self, times: np.ndarray, bounds: np.ndarray):
+        self.times, self.bounds = times, np.asarray(bounds, np.int64)
+        counts = np.diff(self.bounds)
+        has = counts > 0
+        self.first, self.last = np.zeros(len(counts), np.int64), np.full(len(counts), -1, np.int64)
+        self.first[has], self.last[has] = times[self.bounds[:-1][has]], times[self.bounds[1:][has] - 1]
+        # One sorted line of keys: each group's times moved to just past the group's before it.
+        width = np.where(has, self.last - self.first + 1, 0)
+        self.base = np.concatenate([[0], np.cumsum(width)[:-1]]).astype(np.int64)
+        self.keys = None  # (where the groups' spans add up to more than an int64: searched group by group)
+        if np.where(has, self.last.astype(np.float64) - self.first + 1, 0).sum() < 2.0 ** 62:  # (no wrap-around)
+            self.keys = np.repeat(self.first - self.base, counts)
+            np.subtract(times, self.keys, out=self.keys)
+
+    @classmethod
+    def of(cls, groups: np.ndarray, times: np.ndarray, n_groups: int) -> _Sorted:
+        """From (group, time) pairs in any order; group n_groups is an empty one."""
+        order = np.lexsort((times, groups))
+        return cls(times[order].astype(np.int64), np.searchsorted(groups[order], np.arange(n_groups + 2)))
+
+    def search(self, groups: np.ndarray, t: np.ndarray, side: str = "left") -> np.ndarray:
+        """Per (group, time): np.searchsorted's place for t among the group's times, as an index of times."""
+        lo, hi = self.bounds[groups], self.bounds[groups + 1]
+        if self.keys is None:
+            return np.array([a + np.searchsorted(self.times[a:b], x, side)
+                             for a, b, x in zip(lo.tolist(), hi.tolist(), t.tolist())], np.int64)
+        first, last = self.first[groups], self.last[groups]
+        t = np.clip(t, first, last + 1) if side == "left" else np.clip(t, first - 1, last)  # inside its part
+        return np.where(hi > lo, np.searchsorted(self.keys, t - first + self.base[groups], side), lo)
+
+    def first_inside(self, groups: np.ndarray, a: np.ndarray, b: np.ndarray, otherwise: np.ndarray) -> np.ndarray:
+        """Per group: its first time inside [a, b], else otherwise."""
+        if not len(self.times):
+            return otherwise.copy()
+        at = self.search(groups, a)
+        t = self.times[np.minimum(at, len(self.times) - 1)]
+        return np.where((at < self.bounds[groups + 1]) & (t <= b), t, otherwise)
 
 
-def _times(records: np.ndarray, ops: tuple[int, ...] | None, column: str = "t_ns") -> dict[int, list[int]]:
-    """Process row -> the times of its records (of these ops: buffer records), in order."""
+def _ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(i, j) for every j in range(lo[i], hi[i]), in order."""
+    n = np.maximum(hi - lo, 0)
+    i = np.repeat(np.arange(len(lo)), n)
+    return i, np.arange(int(n.sum()), dtype=np.int64) + np.repeat(lo - np.cumsum(n) + n, n)
+
+
+def _times(records: np.ndarray, ops: tuple[int, ...] | None, n_rows: int, column: str = "t_ns") -> _Sorted:
+    """The times of each process row's records (of these ops: buffer records)."""
     chosen = records if ops is None else records[np.isin(records["op"], ops)]
-    out: dict[int, list[int]] = {}
-    for proc, t in zip(chosen["proc"].tolist(), chosen[column].tolist()):
-        out.setdefault(proc, []).append(t)
-    return {proc: sorted(times) for proc, times in out.items()}
+    return _Sorted.of(chosen["proc"].astype(np.int64), chosen[column], n_rows)
 
 
-def _writers_started(run) -> dict[tuple[int, int], list[int]]:
-    """(process row, child pid) -> the ends of its Process.start() calls that started that child, in order."""
-    out: dict = {}
+def _writers_started(run) -> tuple[dict[tuple[int, int], int], _Sorted]:
+    """(process row, child pid) -> its group of the ends of its Process.start() calls that started that child."""
+    pairs: dict = {}
+    groups, times = [], []
     starts = run.events[run.events["kind"] == "process_start"]
     for proc, data in zip(starts["proc"].tolist(), starts["data"].tolist()):
         if data.get("started") and data.get("child_pid") is not None and data.get("end_ns") is not None:
-            out.setdefault((proc, int(data["child_pid"])), []).append(int(data["end_ns"]))
-    return {key: sorted(times) for key, times in out.items()}
-
-
-def _first(times, start: int, end: int, otherwise: int) -> int:
-    """The first of the sorted times inside [start, end], else otherwise."""
-    at = bisect.bisect_left(times, start)
-    return times[at] if at < len(times) and times[at] <= end else otherwise
+            groups.append(pairs.setdefault((proc, int(data["child_pid"])), len(pairs)))
+            times.append(int(data["end_ns"]))
+    return pairs, _Sorted.of(np.array(groups, np.int64), np.array(times, np.int64), len(pairs))

@@ -1,0 +1,85 @@
+"""work_windows finds every save's spans at once (columnar, a block of saves
+at a time): the searches it makes of each process's sorted times for many
+(process, time) at once are np.searchsorted's within each process, whether
+the processes' times fit in one line of int64 keys or not; blocks of one
+save find what one block of them all finds, sorted by one key or as pairs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from writerprof.analysis import saves, work_windows
+from writerprof.analysis.work_windows import _Sorted
+from writerprof.run import load
+from writerprof.synthetic import Scenario, write_run
+
+
+def grouped(rng, n_groups: int, spread: int):
+    groups = rng.integers(0, n_groups, 400)
+    times = rng.integers(-spread, spread, 400) + groups * spread // 2  # groups' times overlapping
+    return groups, times
+
+
+def expected(groups, times, n_groups, query_groups, query_times, side):
+    out = []
+    for g, t in zip(query_groups.tolist(), query_times.tolist()):
+        mine = np.sort(times[groups == g])
+        out.append(int(np.searchsorted(groups, g)) + int(np.searchsorted(mine, t, side)))
+    return out
+
+
+@pytest.mark.parametrize("one_line", [True, False])
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_a_search_is_searchsorted_within_the_group(side, one_line):
+    rng = np.random.default_rng(7)
+    n_groups = 12  # some empty, with 400 times over 12 groups drawn from 0-9
+    groups, times = grouped(rng, 10, 1000)
+    found = _Sorted.of(groups, times, n_groups)
+    if not one_line:
+        found.keys = None  # as where the groups' spans add up to more than an int64
+    query_groups = rng.integers(0, n_groups + 1, 300)  # n_groups: the empty one of unknowns
+    query_times = rng.integers(-3000, 9000, 300)
+    sorted_groups = np.sort(groups)
+    want = expected(sorted_groups, times[np.argsort(groups, kind="stable")], n_groups + 1, query_groups,
+                    query_times, side)
+    assert found.search(query_groups, query_times, side).tolist() == want
+
+
+def test_times_far_apart_are_searched_group_by_group():
+    times = np.array([-2**62, 0, 2**62, 5, 9], np.int64)
+    found = _Sorted.of(np.array([0, 0, 0, 1, 1]), times, 2)
+    assert found.keys is None
+    assert found.search(np.array([0, 0, 1, 1]), np.array([1, 2**62, 0, 6])).tolist() == [2, 2, 3, 4]
+    assert found.search(np.array([0, 1]), np.array([2**62, 9]), "right").tolist() == [3, 5]
+
+
+def test_the_first_time_inside_a_window_else_the_default():
+    found = _Sorted.of(np.array([1, 0, 1, 1]), np.array([30, 5, 10, 20]), 2)
+    groups, a, b = np.array([1, 1, 1, 0, 2]), np.array([11, 0, 31, 0, 0]), np.array([25, 9, 40, 4, 99])
+    assert found.first_inside(groups, a, b, np.full(5, -1)).tolist() == [20, -1, -1, -1, -1]
+
+
+def test_a_save_a_block_finds_what_one_block_finds(tmp_path, monkeypatch):
+    write_run(tmp_path / "run", Scenario(ranks_per_host=2, saves=3, chunks_per_save=8))
+    run = load(tmp_path / "run")
+    found = saves.find(run)
+    whole = work_windows.spans(run, found)
+    monkeypatch.setattr(work_windows, "BLOCK_RECORDS", 1)  # a block of one save
+    blocks = work_windows.spans(run, found)
+    assert len(whole[0]) >= 2 * len(found) * 8
+    assert all(a.tolist() == b.tolist() for a, b in zip(whole, blocks))
+
+
+def test_spans_sorted_as_pairs_where_one_key_would_not_hold_them(tmp_path, monkeypatch):
+    write_run(tmp_path / "run", Scenario(ranks_per_host=2, saves=3, chunks_per_save=8))
+    run = load(tmp_path / "run")
+    found = saves.find(run)
+    keyed = work_windows.spans(run, found)
+
+    def too_large(span, count):
+        raise ValueError("too large to index")
+
+    monkeypatch.setattr(work_windows.nesting, "key_bits", too_large)
+    paired = work_windows.spans(run, found)
+    assert all(a.tolist() == b.tolist() and a.dtype == b.dtype == np.int64 for a, b in zip(keyed, paired))
