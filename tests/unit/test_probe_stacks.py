@@ -268,7 +268,7 @@ def test_a_sampling_thread_that_cannot_start_is_a_failed_hook_and_the_probe_goes
     assert stacks._sampler[0] is None
 
 
-def test_at_exit_the_counts_are_written_and_the_thread_left_to_end_with_the_process(monkeypatch, parked):
+def test_at_exit_the_thread_is_ended_and_the_counts_written(monkeypatch, parked):
     events = []
 
     class Journal(_Journal):
@@ -283,12 +283,14 @@ def test_at_exit_the_counts_are_written_and_the_thread_left_to_end_with_the_proc
             time.sleep(0.001)
         sampler.sample(threading.get_ident(), 2.0)
         sampler.samples += 1
+        native_id = sampler.native_id
         stacks._at_exit()
+        # Gone before the interpreter finalizes: not one to wake in its finalization.
+        assert sampler.thread is None and not os.path.exists("/proc/self/task/%d" % native_id)
         [(_, text)] = sampler.journal.written
         assert {parse_line(row)[2] for row in text.splitlines()} == {2}  # (the parked thread's, the sampler's)
         [(kind, fields)] = events
-        assert kind == "stacks" and fields["samples"] == 1 and fields["cpu_ns"] > 0  # the running thread's so far
-        assert sampler.thread is not None  # not woken: it ends with the process
+        assert kind == "stacks" and fields["samples"] == 1 and fields["cpu_ns"] > 0  # the thread's, all of it
     finally:
         sampler.stop()
 
