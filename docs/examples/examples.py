@@ -25,6 +25,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from writerprof.analysis.compare import DETAIL_HEADINGS
+
 ROOT = Path(__file__).resolve().parents[2]
 TARGETS = ROOT / "tests" / "integration" / "targets"
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -101,8 +103,10 @@ def documented() -> dict[str, list[tuple[str, list[str]]]]:
 # clear of a difference that is noise, or none. One shape, whichever it is.
 FINDINGS = ("Top cause:", "Clear of", "No cause", "No single", "That is", "The figure's")
 FINDING = "<the verdict's finding>"
-# Lines only a run that found a cause prints (its fix): checked where the output has them.
+# Lines only a run that found a cause prints (its fix), and the verdict's details'
+# headings, each printed only where the run has lines for it: checked where the output has them.
 WITH_A_CAUSE = ("Best fix", "fix:")
+DETAILS = tuple(heading + ":" for heading in DETAIL_HEADINGS)
 _NUMBER = re.compile(r"[-+±]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 
 
@@ -130,8 +134,8 @@ def drift(block: list[str], output: str) -> list[str]:
     theirs = [key(line) for line in headed(output.splitlines())]
     missing, at = [], 0
     for line in headed(block):
-        if line.startswith(WITH_A_CAUSE) and key(line) not in theirs:
-            continue  # this run found no cause to fix: the verdict's finding says so
+        if line.startswith(WITH_A_CAUSE + DETAILS) and key(line) not in theirs:
+            continue  # this run found no cause to fix (the verdict's finding says so), or nothing to detail
         if key(line) == FINDING and FINDING not in theirs:
             continue  # a one-line verdict: the two sides took the same time within 1%
         try:

@@ -66,3 +66,12 @@ def test_a_fix_is_checked_only_where_the_run_found_a_cause():
 def test_a_one_line_verdict_has_no_finding_to_check():
     block = ["Verdict: B (fork) saves are 0.01 s slower", "No cause is named: more runs are needed"]
     assert not examples.drift(block, "Verdict: B (fork) and A (fork) saves take the same time within 1%\n")
+
+
+def test_a_details_heading_is_checked_only_where_the_run_has_lines_for_it():
+    block = ["Verdict: forkserver saves are 0.51 s slower", "Not distinguishable from noise:", "  write +0.13 s",
+             "fix:", "Report: /tmp/x"]
+    assert not examples.drift(block, "Verdict: forkserver saves are 0.40 s slower\nfix:\nReport: /tmp/y\n")
+    printed = "Verdict: forkserver saves\nfix:\nNot distinguishable from noise:\nReport: /tmp/y\n"
+    assert examples.drift(block, printed) == ["fix:"]  # out of order, where the run has it
+    assert examples.drift(block, "Verdict: forkserver saves\nfix:\n") == ["Report: <path>"]  # the rest still checked

@@ -383,6 +383,13 @@ def _cause_parts(c) -> list[dict]:
     return [parts[name] for name in c["causes"]]
 
 
+# The details' headings: each printed only where the run has lines for it (details).
+OTHER_CAUSES, OFFSETS, CLEAR_EVEN_SO, NOISE, UNRESOLVED = (
+    "Other causes", "Offsets", "Clear of the noise even so, offsetting each other", "Noise",
+    "Not distinguishable from noise")
+DETAIL_HEADINGS = (OTHER_CAUSES, OFFSETS, CLEAR_EVEN_SO, NOISE, UNRESOLVED)
+
+
 def details(comparison: dict) -> list[dict]:
     """What the verdict leaves out, under headings ({"heading", "lines"},
     only those with lines): the other causes and the parts that went the
@@ -396,15 +403,15 @@ def details(comparison: dict) -> list[dict]:
     if c["total"]["significant"] is False and not _within(noise):
         clear = sorted((p for p in c["components"] if p["significant"] and p not in causes[:1]),
                        key=lambda p: -abs(p["diff_s"]))
-        sections.append(("Clear of the noise even so, offsetting each other",
+        sections.append((CLEAR_EVEN_SO,
                          [f"{p['description']}{_main_said(p, c['a'], c['b'])}: {_signed(p['diff_s'])} s{_pm(p)} "
                           f"per save" for p in clear]))
     elif not _within(noise):
-        sections += [("Other causes", _other_causes(c, causes[1:])), ("Offsets", _offsets(c, causes))]
+        sections += [(OTHER_CAUSES, _other_causes(c, causes[1:])), (OFFSETS, _offsets(c, causes))]
     if noise["message"] and noise["message"] not in c["verdict"]:
-        sections.append(("Noise", [noise["message"]]))
+        sections.append((NOISE, [noise["message"]]))
     if not _within(noise):
-        sections.append(("Not distinguishable from noise", _unresolved(c, causes)))
+        sections.append((UNRESOLVED, _unresolved(c, causes)))
     return [{"heading": heading, "lines": lines} for heading, lines in sections if lines]
 
 
