@@ -22,9 +22,11 @@ HERE = Path(TARGETS) / "benchmark_like"
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
+    # (Three attempts: the writer's get waits are milliseconds, and a fresh-clone CI, its two
+    # workers and the two-node guest at once, stretched the target's own twice running, by 2.4 ms the second time.)
     summary, own, run = record_with_own_timings(tmp_path_factory, "benchmark-like", [],
                                                 [HERE / "run_checkpoint.py", "forkserver"],
-                                                ("put_wait_s", "gen_s", "get_wait_s"), floor=0.002)
+                                                ("put_wait_s", "gen_s", "get_wait_s"), floor=0.002, attempts=3)
     return summary, own, load(run)
 
 
