@@ -18,20 +18,23 @@ from own_timings import agree, record_with_own_timings
 from writerprof.run import load
 
 HERE = Path(TARGETS) / "benchmark_like"
+FLOOR_S = 12 * 0.00025  # (below)
 
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
-    # (Three attempts: the writer's get waits are milliseconds, and a fresh-clone CI, its two
-    # workers and the two-node guest at once, stretched the target's own twice running, by 2.4 ms the second time.)
+    # The target's own timer of a save's 12 gets also holds what the probe does after each: up to
+    # 0.25 ms a call on a loaded machine, 3 ms a save (2.2 and 2.4 ms more than writerprof's in two
+    # fresh-clone CIs, their two workers and the two-node guest at once). A second attempt for a
+    # journal flush stalled in write().
     summary, own, run = record_with_own_timings(tmp_path_factory, "benchmark-like", [],
                                                 [HERE / "run_checkpoint.py", "forkserver"],
-                                                ("put_wait_s", "gen_s", "get_wait_s"), floor=0.002, attempts=3)
+                                                ("put_wait_s", "gen_s", "get_wait_s"), floor=FLOOR_S)
     return summary, own, load(run)
 
 
 def close_to(recorded_s, own_s):
-    return agree(recorded_s, own_s, floor=0.002)
+    return agree(recorded_s, own_s, floor=FLOOR_S)
 
 
 def test_the_built_in_specs_find_the_benchmarks_names(recorded):
