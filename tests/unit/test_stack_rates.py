@@ -15,6 +15,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from test_run_load import write_meta
 from test_stacks import CHILD1, CHILD2, FIXTURE, MAIN, SERVER, SETTINGS, TRACKER, _journal
 from writerprof.record import pyspy, stackoptions, stackrate
@@ -258,20 +260,56 @@ def test_a_busy_rate_if_asked_while_the_cpus_are_busy():
     assert stackrate.adapted_rate(100, 0.0, None) == 100  # not asked: the full rate always
 
 
-def test_a_child_that_execs_a_daemon_ends_its_start_up():
-    """Seen between its fork and its exec, a daemon-to-be had its parent's
-    command line (the full rate); its exec into the resource tracker ends
-    that. The forkserver's writers, which keep the daemon's, do not."""
-    daemon = subprocess.Popen([sys.executable, "-c",
-                               "from multiprocessing.resource_tracker import main; import time; time.sleep(30)"])
-    try:
-        deadline = time.monotonic() + 10
-        while "resource_tracker" not in open(f"/proc/{daemon.pid}/cmdline").read() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        now = " ".join(open(f"/proc/{daemon.pid}/cmdline").read().rstrip("\0").split("\0"))
-        assert pyspy._exec_into_daemon(daemon.pid, "python train.py")
-        assert not pyspy._exec_into_daemon(daemon.pid, now)  # a forkserver's writer: the same command line
-        assert not pyspy._exec_into_daemon(os.getpid(), "python train.py")
-    finally:
-        daemon.kill()
-        daemon.wait()
+# CMD forks a child that execs after a moment (the watch sees it first with
+# CMD's command line); the program it execs forks a child of its own.
+EXECS = """import os, sys, time
+if os.fork() == 0:
+    time.sleep(0.4)
+    os.execv(sys.executable, [sys.executable, "-c", {program!r}])
+os.wait()
+"""
+# A fake py-spy that, like py-spy, reads nothing of a process that execs after
+# it attached: one started before the exec (CMD's command line, which sleeps
+# 0.4 s) writes no file.
+BLIND = FAKE.replace("finish() {\n", 'started=$(tr "\\0" " " < /proc/$pid/cmdline)\nfinish() {\n'
+                     '  case "$started" in *"sleep(0.4)"*) exit 0;; esac\n')
+# The exec'd program: multiprocessing's forkserver by its command line (the
+# loader's test of a daemon), or a program; either forks a writer.
+DAEMON_PROGRAM = ("'from multiprocessing.forkserver import main'; import os, time\n"
+                  "if os.fork() == 0: time.sleep(1.0); os._exit(0)\nos.wait()")
+SPAWNED_PROGRAM = DAEMON_PROGRAM.replace("'from multiprocessing.forkserver import main'", "'spawned'")
+
+
+@pytest.mark.parametrize("program, second", [
+    (DAEMON_PROGRAM, (stackoptions.DAEMON_RATE_HZ, "whole")),
+    (SPAWNED_PROGRAM, (100, "startup")),
+], ids=["daemon", "program"])
+def test_a_child_seen_before_its_exec_is_sampled_as_the_program_it_execs(tmp_path, monkeypatch, program, second):
+    """Its py-spy, attached before the exec, would read nothing after it: a
+    new one samples the new program (a daemon at the daemons' rate, a program
+    from its start-up), and the program's own child is known by its parent's
+    new command line (a forkserver's writer, at the full rate: not at the
+    daemons' rate by a stale one)."""
+    fake = tmp_path / "bin" / "py-spy"
+    fake.parent.mkdir()
+    fake.write_text(BLIND)
+    fake.chmod(0o755)
+    monkeypatch.setenv(pyspy.PY_SPY_ENV, str(fake))
+    monkeypatch.setattr(pyspy, "ptrace_problem", lambda system=None: None)
+    cmd = subprocess.Popen([sys.executable, "-c", EXECS.format(program=program)])
+    recorder, _ = pyspy.start(cmd.pid, tmp_path / "stacks", stackoptions.StackOptions(), print)
+    cmd.wait()
+    recorder.stop()
+    segments = json.loads((tmp_path / "stacks" / layout.STACKS_INDEX).read_text())["segments"]
+    by_pid = {}
+    for segment in sorted(segments, key=lambda s: s["started_ns"]):
+        by_pid.setdefault(segment["pid"], []).append(segment)
+    child, writer = sorted(set(by_pid) - {cmd.pid})
+    (own,) = by_pid[writer]
+    assert (own["rate_hz"], own["stage"]) == (100, "startup")
+    (then,) = by_pid[child]  # (the blind py-spy before the exec wrote nothing)
+    assert (then["rate_hz"], then["stage"]) == second
+    log = (tmp_path / "stacks" / "py-spy.log").read_text()
+    assert log.count(f"--pid {child} ") == 2 and log.count(f"--pid {writer} ") == 1
+    text = gzip.decompress((tmp_path / "stacks" / own["file"]).read_bytes()).decode()
+    assert f'process {child}:"{sys.executable} -c {program.split(";")[0]};' in text

@@ -130,6 +130,9 @@ _RETRY_S = 0.5  # between py-spy's attempts to find a Python process in CMD's tr
 _CHILDREN_S = 0.05  # between looks at CMD's tree for new processes and ended py-spys
 _FLUSH_WAIT_S = 1.0  # for py-spy to notice CMD's end and write its file, before SIGINT
 _KILL_WAIT_S = 10.0  # after SIGINT, before SIGKILL
+# How long after its py-spy started a process is watched for an exec: one seen
+# between its fork and its exec (a daemon, a spawn child) execs within moments.
+_EXEC_WATCH_NS = 2 * 10**9
 _NO_PYTHON = "No python processes found"
 _PERMISSION = ("Permission Denied", "Operation not permitted", "permission denied", "EPERM")
 
@@ -147,11 +150,12 @@ class _Spy:
     process: subprocess.Popen
     started_ns: int
     startup: StartupEnd | None = None  # for STARTUP: when to give way to the sparse rate
-    ended: str | None = None  # why record stopped it (stackrate.StartupEnd.ended, "daemon"), if it did
+    ended: str | None = None  # why record stopped it (stackrate.StartupEnd.ended, EXEC, DAEMON), if it did
     cpu_s: float = 0.0  # its user + system time, once reaped
 
 
 STARTUP, AFTER_STARTUP, WHOLE = "startup", "after_startup", "whole"
+EXEC, DAEMON = "exec", "daemon"  # a process that exec'd while its py-spy sampled: into a program, a daemon
 
 
 class StackRecorder:
@@ -233,6 +237,9 @@ class StackRecorder:
         collected, and retried where they found no Python yet."""
         now, seen = time.monotonic_ns(), self._seen
         free_share = self._free.look(now) if self._free is not None else 1.0
+        for spy in self._spies.values():  # first: a new process's chain names its parent's program now
+            if spy.ended is None and now - spy.started_ns < _EXEC_WATCH_NS:
+                spy.ended = self._exec(spy)
         for pid in self._tree.pids():
             if pid in seen or pid in self._spies or pid in self._retry:
                 continue
@@ -246,11 +253,9 @@ class StackRecorder:
             self._begin(pid, self._chain(pid, seen), stat.ppid if writer else None, free_share)
         for pid, spy in list(self._spies.items()):
             if spy.startup is not None and spy.ended is None:
-                spy.ended = "daemon" if _exec_into_daemon(pid, spy.chain[-1][1]) else spy.startup.ended(now)
-                if spy.ended == "daemon":  # no writer: its parent's next child may have the full rate
-                    self._full_starts.get(spy.chain[-2][0], set()).discard(pid)
-                if spy.ended:  # py-spy writes what it has on SIGINT
-                    _signal(spy.process, signal.SIGINT)
+                spy.ended = spy.startup.ended(now)
+            if spy.ended and spy.process.returncode is None:  # py-spy writes what it has on SIGINT
+                _signal(spy.process, signal.SIGINT)
             if self._reaped(spy):
                 self._collect(spy)
                 if not _alive(pid):
@@ -261,6 +266,24 @@ class StackRecorder:
                 del self._retry[pid]
                 if _alive(pid):
                     self._restart(spy)
+
+    def _exec(self, spy: _Spy) -> str | None:
+        """DAEMON or EXEC if spy's process has exec'd since the watch saw it
+        (its command line changed; a forkserver's writers keep the daemon's):
+        a py-spy attached before an exec reads nothing after it. The watch's
+        own record of it is made the new program's, for its children's
+        chains and rates."""
+        now = " ".join(procfs.read_cmdline(HOST, spy.pid))
+        if not now or now == spy.chain[-1][1]:
+            return None
+        spy.chain[-1] = (spy.pid, now)
+        if spy.pid in self._seen:
+            self._seen[spy.pid] = (self._seen[spy.pid][0], now)
+        if not is_daemon(now):
+            return EXEC
+        if len(spy.chain) > 1:  # no writer: its parent's next child may have the full rate
+            self._full_starts.get(spy.chain[-2][0], set()).discard(spy.pid)
+        return DAEMON
 
     def _is_python(self, pid: int) -> bool:
         if _is_python(pid):
@@ -327,6 +350,7 @@ class StackRecorder:
         """An ended py-spy: its file compressed and indexed, or its failure
         handled; and the next py-spy of its process, if it has one."""
         del self._spies[spy.pid]
+        ended_ns = time.monotonic_ns()
         with spy.process.stdout:
             said = spy.process.stdout.read().decode("utf-8", "replace")
         self._log(spy.argv, said)
@@ -334,17 +358,20 @@ class StackRecorder:
         if status != 0 and file.exists():  # cut off writing (a full disk)?
             keep_whole_lines(file)  # whole lines only, and none is no segment
         full = self._note_write_failure(said)
+        if spy.ended and not full and not self._done.is_set() and _alive(spy.pid):  # its next py-spy: the new program's after an exec, else the sparse rate after its start-up
+            if spy.ended == EXEC:
+                self._launch(spy.pid, spy.chain, spy.rate_hz, spy.stage, spy.startup)
+            elif spy.ended == DAEMON:
+                self._launch(spy.pid, spy.chain, min(self.options.sparse_rate_hz, DAEMON_RATE_HZ), WHOLE)
+            else:
+                self._launch(spy.pid, spy.chain, self.options.sparse_rate_hz, AFTER_STARTUP)
         if file.exists():
             self._add_segment(said, {
                 "file": compress(file, process_chain(spy.chain)), "root_pid": self.pid, "pid": spy.pid,
                 "rate_hz": spy.rate_hz, "stage": spy.stage, "started_ns": spy.started_ns,
-                "ended_ns": time.monotonic_ns(),
+                "ended_ns": ended_ns,
                 "ended": spy.ended or ("exit" if not _alive(spy.pid) else "record_stop"), "exit_status": status,
                 "cpu_s": round(spy.cpu_s, 4)})
-            if spy.ended and not full and not self._done.is_set() and _alive(spy.pid):
-                sparse = self.options.sparse_rate_hz
-                self._launch(spy.pid, spy.chain, min(sparse, DAEMON_RATE_HZ) if spy.ended == "daemon" else sparse,
-                             AFTER_STARTUP)
             if full:
                 self._done.set()  # a full disk has no room for the next segments either
         elif full:
@@ -491,14 +518,6 @@ class StackRecorder:
 
 def _is_python(pid: int) -> bool:
     return pythons.is_python(procfs.read_exe(HOST, pid))
-
-
-def _exec_into_daemon(pid: int, seen_cmdline: str) -> bool:
-    """Whether process pid has exec'd one of multiprocessing's daemons since
-    the watch saw it (a forkserver's writers keep the daemon's command line:
-    only a change counts)."""
-    now = " ".join(procfs.read_cmdline(HOST, pid))
-    return bool(now) and now != seen_cmdline and is_daemon(now)
 
 
 def _alive(pid: int) -> bool:

@@ -68,8 +68,9 @@ def full_rate(pid: int, root: int, cmdline: str, parent: tuple[bool, str] | None
 def is_daemon(cmdline: str) -> bool:
     """Whether a command line is one of multiprocessing's daemons'. A child
     seen between its fork and its exec still has its parent's: the watch
-    may give a daemon-to-be the full rate, and its start-up then ends at the
-    exec (the command line asked again while it is at the full rate)."""
+    may give a daemon-to-be the full rate; its exec (the command line asked
+    again in the first moments of its py-spy: pyspy.StackRecorder._exec)
+    then starts the daemon's own py-spy at the daemons' rate."""
     return any(daemon in cmdline for daemon in DAEMONS)
 
 

@@ -50,7 +50,8 @@ or rate_hz when the rates are not split), native,
 idle (blocked threads sampled: the counts are wall-clock time), nonblocking,
 segments: [{file, root_pid, pid, rate_hz (the segment's: the sparse, full,
 busy or daemons' rate), stage (startup | after_startup | whole) and ended
-(target_start | startup_cap | daemon | exit | record_stop), started_ns,
+(target_start | startup_cap | exec | daemon: the process exec'd a
+program, a daemon | exit | record_stop), started_ns,
 ended_ns (CLOCK_MONOTONIC, of the py-spy run), exit_status, samples, errors
 (py-spy's count of failed reads), cpu_s (that py-spy's CPU time)}]; older
 runs have segments of a py-spy for the whole tree too, without pid or stage. Rewritten whole as segments end; a

@@ -159,6 +159,10 @@ def save(context, number, out, peer):
         chunks.put((index, size))
     chunks.put(None)
     child.join()
+    # The chunk queue's feeder thread ends once the queue is closed, in its own
+    # time: joined here, so the next save's fork never finds it still live.
+    chunks.close()
+    chunks.join_thread()
     for buffer in buffers:
         buffer.close()
         buffer.unlink()
