@@ -41,8 +41,8 @@ def guest_runs(tmp_path_factory):
     python = guest_python()
     steps = []
     for name, touch in RECORDINGS:
-        record = [python, "-m", "writerprof", "record", "-o", f"/xfer/{name}", "--interval", "20ms", "--",
-                  python, "-m", "writerprof", "repro", "--saves", "1", "--size", "128MiB",
+        record = [python, "-m", "writerprof", "record", "-o", f"/xfer/{name}", "--no-stacks", "--interval", "20ms",
+                  "--", python, "-m", "writerprof", "repro", "--saves", "1", "--size", "128MiB",
                   "--touch-cpus", touch, "--writer-cpus", "1"]
         steps.append(shlex.join(record))
     steps.append(shlex.join(["numactl", "--interleave=0,1", python, "-c", INTERLEAVED]) + " > /xfer/interleaved.json")
