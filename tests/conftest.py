@@ -3,16 +3,48 @@ beside pytest's slowest durations: on 2 CPUs the suite's wall time is at
 least half its CPU seconds, whatever the number of workers, so these are
 what a faster suite must cut. A phase's CPU is its worker's own and that
 of the children it waited for (a recording, the two-node guest), so work
-a test leaves running is not counted."""
+a test leaves running is not counted.
+
+And the two-node guest's files one after another, first, on one worker
+(pytest-xdist, --dist loadfile): two emulated guests at once on 2 CPUs took
+554 CPU s where the same five files one after another took 296 (each
+guest's two vCPUs wait on each other's locks when the host cannot run both).
+"""
 
 from __future__ import annotations
 
+import os
 import resource
 from collections import Counter
 
 import pytest
 
 SHOWN = 15  # files in the table
+GUEST_FILES = "test_numavm"  # the files whose tests run on the two-node guest start so
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    """The guest's tests first (a stable sort): under xdist the worker that
+    takes them starts at once on the longest unit of the run."""
+    items.sort(key=lambda item: not _on_guest(item.nodeid))
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """loadfile, with the guest's files one unit of work (see above)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class GuestFilesTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return GUEST_FILES if _on_guest(nodeid) else super()._split_scope(nodeid)
+
+    return GuestFilesTogether(config, log)
+
+
+def _on_guest(nodeid: str) -> bool:
+    return os.path.basename(nodeid.split("::", 1)[0]).startswith(GUEST_FILES)
 
 
 def _cpu_s() -> float:
