@@ -1,13 +1,17 @@
 """SIGINT and SIGTERM end a job cleanly: cleanup runs, the exit status is 128+N.
 
 The handler raises Interrupted and also remembers the signal, because an
-exception raised while a destructor runs is swallowed by CPython: long loops
-call check() so that such a signal still ends the job.
+exception raised while a destructor or an at-fork callback runs (logging's,
+as a writer is forked) is swallowed by CPython: long loops call check() so
+that such a signal still ends the job, and the swallowed Interrupted is not
+printed (CPython's "Exception ignored in" and its traceback, for a job that
+then ends as it should).
 """
 
 from __future__ import annotations
 
 import signal
+import sys
 from contextlib import contextmanager
 
 from writerprof.errors import Interrupted
@@ -43,6 +47,20 @@ def install() -> None:
     for signum in (signal.SIGINT, signal.SIGTERM):
         if signal.getsignal(signum) != signal.SIG_IGN:
             signal.signal(signum, _handler)
+    if not isinstance(sys.unraisablehook, _Quiet):
+        sys.unraisablehook = _Quiet(sys.unraisablehook)
+
+
+class _Quiet:
+    """sys.unraisablehook: a swallowed Interrupted is remembered already
+    (check() raises it again); anything else goes to the hook before."""
+
+    def __init__(self, before):
+        self.before = before
+
+    def __call__(self, unraisable) -> None:
+        if not isinstance(unraisable.exc_value, Interrupted):
+            self.before(unraisable)
 
 
 def check() -> None:
