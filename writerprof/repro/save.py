@@ -272,6 +272,8 @@ class _Save:
             channel.close()
             if failed:  # nobody will read what is left: do not wait to flush it
                 channel.cancel_join_thread()
+            else:  # its feeder thread gone before the next save forks a writer (no live thread at that fork)
+                channel.join_thread()
         for buffer in self.buffers:
             try:
                 buffer.unlink()  # first: it cannot fail on a view still held
