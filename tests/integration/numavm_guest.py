@@ -23,6 +23,18 @@ def guest_python() -> str:
     return guest_path(sys.executable)
 
 
+# Run directories are recorded into the guest's own tmpfs and copied to /xfer
+# as the steps end (passed or failed): /xfer is a 9p share without a cache, and
+# every journal write there is a round trip through the emulator (a recording
+# of placed_fill.py: 16.0 s into /xfer, 8.0 s into /tmp and 0.4 s to copy).
+GUEST_RUNS = "/tmp/writerprof-runs"
+
+
+def guest_run(name: str) -> str:
+    """Where a step records run `name` (the host reads it at xfer / name)."""
+    return f"{GUEST_RUNS}/{name}"
+
+
 def run_steps(tmp_path_factory, name: str, steps: list[str], balancing: bool) -> Path:
     """Run the shell steps in one guest, from /xfer (a checkout in the working
     directory would shadow the installed package); the host side of /xfer.
@@ -37,7 +49,8 @@ def run_steps(tmp_path_factory, name: str, steps: list[str], balancing: bool) ->
     # addresses, so the emulator reuses the code it translated for the last one
     # (python -c pass: 0.35 s in the guest, against 0.72-0.80 s with ASLR).
     env["NUMAVM_APPEND"] = "norandmaps" + ("" if balancing else " numa_balancing=disable")
-    done = subprocess.run(["bash", str(HARNESS), "set -e; cd /xfer; " + "; ".join(steps)], env=env,
+    script = f"set -e; mkdir -p {GUEST_RUNS}; trap 'cp -a {GUEST_RUNS}/. /xfer/' EXIT; cd /xfer; "
+    done = subprocess.run(["bash", str(HARNESS), script + "; ".join(steps)], env=env,
                           capture_output=True, text=True, timeout=870)
     if done.returncode == 125:
         pytest.skip(f"the numavm guest could not start: {done.stderr.strip().splitlines()[-1:]}")

@@ -14,7 +14,7 @@ from writerprof.analysis.summary import summarize
 from writerprof.run import load, topology
 
 from helpers import attached_placements
-from numavm_guest import guest_python, run_steps
+from numavm_guest import guest_python, guest_run, run_steps
 
 pytestmark = pytest.mark.numavm
 
@@ -41,7 +41,7 @@ def guest_runs(tmp_path_factory):
     python = guest_python()
     steps = []
     for name, touch in RECORDINGS:
-        record = [python, "-m", "writerprof", "record", "-o", f"/xfer/{name}", "--no-stacks", "--interval", "20ms",
+        record = [python, "-m", "writerprof", "record", "-o", guest_run(name), "--no-stacks", "--interval", "20ms",
                   "--", python, "-m", "writerprof", "repro", "--saves", "1", "--size", "128MiB",
                   "--touch-cpus", touch, "--writer-cpus", "1"]
         steps.append(shlex.join(record))

@@ -12,7 +12,7 @@ import shlex
 import pytest
 
 from helpers import run_writerprof
-from numavm_guest import guest_python, run_steps
+from numavm_guest import guest_python, guest_run, run_steps
 
 pytestmark = pytest.mark.numavm
 
@@ -23,7 +23,7 @@ NUMACTL = {"node1": ["numactl", "--cpunodebind=1", "--membind=1"], "interleaved"
 def reports(tmp_path_factory):
     python = guest_python()
     # (No stacks: none is looked at here, and py-spy under the guest's emulation costs.)
-    steps = [shlex.join([*numactl, python, "-m", "writerprof", "record", "-o", f"/xfer/{name}", "--no-stacks", "--",
+    steps = [shlex.join([*numactl, python, "-m", "writerprof", "record", "-o", guest_run(name), "--no-stacks", "--",
                          python, "-m", "writerprof", "repro", "--saves", "1", "--size", "32MiB",
                          "--start-method", "forkserver"])
              for name, numactl in NUMACTL.items()]

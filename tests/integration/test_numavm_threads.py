@@ -17,7 +17,7 @@ from writerprof.analysis.summary import summarize
 from writerprof.run import load
 
 from helpers import TARGETS
-from numavm_guest import guest_python, run_steps
+from numavm_guest import guest_python, guest_run, run_steps
 
 pytestmark = pytest.mark.numavm
 
@@ -34,7 +34,7 @@ RECORDINGS = (
 @pytest.fixture(scope="module")
 def summaries(tmp_path_factory):
     python = guest_python()
-    steps = [shlex.join([python, "-m", "writerprof", "record", "-o", f"/xfer/{name}", "--interval", "20ms",
+    steps = [shlex.join([python, "-m", "writerprof", "record", "-o", guest_run(name), "--interval", "20ms",
                          "--no-stacks", "--probe", "pool_fill:fill=gen", "--", python, TARGET, *args])
              for name, args in RECORDINGS]
     # No balancing: the pages stay where first touch put them.

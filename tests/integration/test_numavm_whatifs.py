@@ -17,7 +17,7 @@ from writerprof.analysis.summary import summarize
 from writerprof.run import load, topology
 
 from helpers import attached_placements
-from numavm_guest import guest_python, run_steps
+from numavm_guest import guest_python, guest_run, run_steps
 
 pytestmark = pytest.mark.numavm
 
@@ -31,7 +31,7 @@ def guest_runs(tmp_path_factory):
     steps = ["cat /proc/sys/kernel/numa_balancing > /xfer/numa_balancing"]
     for what_if in WHAT_IFS:
         record = ["env", "WRITERPROF_FORCE_START_METHOD=forkserver", f"WRITERPROF_MITIGATE={what_if}",
-                  python, "-m", "writerprof", "record", "-o", f"/xfer/{what_if}", "--no-stacks",
+                  python, "-m", "writerprof", "record", "-o", guest_run(what_if), "--no-stacks",
                   "--interval", "20ms", "--", python, "-m", "writerprof", "repro", "--saves", "1",
                   "--size", "64MiB", "--pin-parent", "1", "--touch-cpus", "0"]
         steps.append(shlex.join(record))

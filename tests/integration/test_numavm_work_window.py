@@ -24,7 +24,7 @@ from writerprof.analysis.summary import summarize
 from writerprof.run import load
 
 from helpers import TARGETS
-from numavm_guest import guest_python, run_steps
+from numavm_guest import guest_python, guest_run, run_steps
 
 pytestmark = pytest.mark.numavm
 
@@ -70,7 +70,7 @@ def recorded(tmp_path_factory):
     steps = []
     for pair in (names[i:i + 2] for i in range(0, len(names), 2)):  # two at a time: the guest has two CPUs
         steps.append(" ".join(
-            shlex.join([python, "-m", "writerprof", "record", "-o", f"/xfer/{name}", "--no-stacks", "--",
+            shlex.join([python, "-m", "writerprof", "record", "-o", guest_run(name), "--no-stacks", "--",
                         *commands[name](python, f"/tmp/{name}.bin")]) + f" > /xfer/{name}.log 2>&1 &"
             for name in pair) + " wait")
     xfer = run_steps(tmp_path_factory, "numavm_work_window", steps, balancing=False)
