@@ -156,13 +156,18 @@ PARENT = ("import subprocess, sys; "
           "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(0.6)']).wait()")
 
 
-def test_a_child_of_a_python_cmd_gets_its_own_py_spy(tmp_path, monkeypatch):
+def _use_fake_py_spy(tmp_path, monkeypatch, script: str) -> None:
+    """record's py-spy is `script` (FAKE, BLIND), and ptrace is taken to allow it."""
     fake = tmp_path / "bin" / "py-spy"
     fake.parent.mkdir()
-    fake.write_text(FAKE)
+    fake.write_text(script)
     fake.chmod(0o755)
     monkeypatch.setenv(pyspy.PY_SPY_ENV, str(fake))
     monkeypatch.setattr(pyspy, "ptrace_problem", lambda system=None: None)
+
+
+def test_a_child_of_a_python_cmd_gets_its_own_py_spy(tmp_path, monkeypatch):
+    _use_fake_py_spy(tmp_path, monkeypatch, FAKE)
     cmd = subprocess.Popen([sys.executable, "-c", PARENT])
     recorder, _ = pyspy.start(cmd.pid, tmp_path / "stacks", stackoptions.StackOptions(), print)
     deadline = time.monotonic() + 20
@@ -201,14 +206,9 @@ def test_a_parent_s_later_children_are_sampled_at_the_sparse_rate(tmp_path, monk
 
 
 def test_a_writer_full_rate_py_spy_gives_way_to_a_sparse_one_at_its_target_start(tmp_path, monkeypatch):
-    fake = tmp_path / "bin" / "py-spy"
-    fake.parent.mkdir()
-    fake.write_text(FAKE)
-    fake.chmod(0o755)
+    _use_fake_py_spy(tmp_path, monkeypatch, FAKE)
     journals = tmp_path / "procs"
     journals.mkdir()
-    monkeypatch.setenv(pyspy.PY_SPY_ENV, str(fake))
-    monkeypatch.setattr(pyspy, "ptrace_problem", lambda system=None: None)
     cmd = subprocess.Popen([sys.executable, "-c", PARENT.replace("0.6", "30")])
     try:
         recorder, _ = pyspy.start(cmd.pid, tmp_path / "stacks", stackoptions.StackOptions(), print, journals=journals)
@@ -290,12 +290,7 @@ def test_a_child_seen_before_its_exec_is_sampled_as_the_program_it_execs(tmp_pat
     from its start-up), and the program's own child is known by its parent's
     new command line (a forkserver's writer, at the full rate: not at the
     daemons' rate by a stale one)."""
-    fake = tmp_path / "bin" / "py-spy"
-    fake.parent.mkdir()
-    fake.write_text(BLIND)
-    fake.chmod(0o755)
-    monkeypatch.setenv(pyspy.PY_SPY_ENV, str(fake))
-    monkeypatch.setattr(pyspy, "ptrace_problem", lambda system=None: None)
+    _use_fake_py_spy(tmp_path, monkeypatch, BLIND)
     cmd = subprocess.Popen([sys.executable, "-c", EXECS.format(program=program)])
     recorder, _ = pyspy.start(cmd.pid, tmp_path / "stacks", stackoptions.StackOptions(), print)
     cmd.wait()
