@@ -7,8 +7,9 @@ a test leaves running is not counted.
 
 And the two-node guest's files one after another, first, on one worker
 (pytest-xdist, --dist loadfile): two emulated guests at once on 2 CPUs took
-554 CPU s where the same five files one after another took 296 (each
-guest's two vCPUs wait on each other's locks when the host cannot run both).
+554 CPU s where the same five files one after another took 296 (likely,
+not measured: each guest's two vCPUs spin on each other's locks when the
+host cannot run both).
 """
 
 from __future__ import annotations

@@ -32,7 +32,8 @@ def test_outside_a_block_a_signal_raises_at_once():
 
 
 # A SIGTERM that arrives as a fork's after-in-parent callback runs (logging has
-# one), as a writer is forked: its Interrupted is swallowed there.
+# one), as a writer is forked: its Interrupted is swallowed there. (The list
+# after the kill is bytecode for the handler to run at, inside the callback.)
 AT_FORK = """
 import os, signal, sys
 from writerprof import interrupts

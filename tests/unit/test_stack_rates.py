@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -308,3 +309,25 @@ def test_a_child_seen_before_its_exec_is_sampled_as_the_program_it_execs(tmp_pat
     assert log.count(f"--pid {child} ") == 2 and log.count(f"--pid {writer} ") == 1
     text = gzip.decompress((tmp_path / "stacks" / own["file"]).read_bytes()).decode()
     assert f'process {child}:"{sys.executable} -c {program.split(";")[0]};' in text
+
+
+EXECS_SLEEP = """import os, time
+if os.fork() == 0:
+    time.sleep(0.4)
+    os.execv("/bin/sleep", ["sleep", "1.5"])
+os.wait()
+"""
+
+
+def test_a_child_that_execs_a_program_not_python_gets_no_py_spy_after(tmp_path, monkeypatch):
+    """Not Python after its exec: its blind py-spy ends, and none is started
+    again for it (py-spy would find no Python, and be retried every half
+    second while it lives)."""
+    _use_fake_py_spy(tmp_path, monkeypatch, BLIND)
+    cmd = subprocess.Popen([sys.executable, "-c", EXECS_SLEEP])
+    recorder, _ = pyspy.start(cmd.pid, tmp_path / "stacks", stackoptions.StackOptions(), print)
+    cmd.wait()
+    recorder.stop()
+    log = (tmp_path / "stacks" / "py-spy.log").read_text()
+    pids = {int(p) for p in re.findall(r"--pid (\d+) ", log)} - {cmd.pid}
+    assert len(pids) == 1 and log.count(f"--pid {pids.pop()} ") == 1

@@ -358,9 +358,12 @@ class StackRecorder:
         if status != 0 and file.exists():  # cut off writing (a full disk)?
             keep_whole_lines(file)  # whole lines only, and none is no segment
         full = self._note_write_failure(said)
-        if spy.ended and not full and not self._done.is_set() and _alive(spy.pid):  # its next py-spy: the new program's after an exec, else the sparse rate after its start-up
+        # Its next py-spy: the new program's after an exec (none for a program that is not
+        # Python: _look's rule), else the sparse rate after its start-up.
+        if spy.ended and not full and not self._done.is_set() and _alive(spy.pid):
             if spy.ended == EXEC:
-                self._launch(spy.pid, spy.chain, spy.rate_hz, spy.stage, spy.startup)
+                if self._is_python(spy.pid):
+                    self._launch(spy.pid, spy.chain, spy.rate_hz, spy.stage, spy.startup)
             elif spy.ended == DAEMON:
                 self._launch(spy.pid, spy.chain, min(self.options.sparse_rate_hz, DAEMON_RATE_HZ), WHOLE)
             else:
