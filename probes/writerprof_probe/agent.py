@@ -10,7 +10,13 @@ next probed process of the host, which starts a new agent (a job step that
 starts after the host's agent ended with the one before). Of processes that
 find it so at once, the one that links it aside (agent.lock.stale-HOLDER)
 takes it over. (Another recording's lock is never found: its part was moved
-aside whole, part.py.)"""
+aside whole, part.py.)
+
+Where record listens for the parts (HOMECOMING_ENV), the starter dials it
+before it starts the agent and hands the connections on (HOMECOMING_FDS_ENV):
+the kernel completes them while this process goes on, so record knows of
+the host before its ranks, and so CMD, can end, however long the agent
+takes to start (a one-second rank ends before an agent has imported)."""
 
 import os
 import sys
@@ -26,6 +32,7 @@ def maybe_start(journal, run, host):
     fd = take_lock(os.path.join(run, format.HOSTS_DIR, format.safe_host(host), format.AGENT_LOCK))
     if fd is None:
         return  # started by another process of this host, and still running
+    dialed = []
     try:
         import subprocess  # only here, once a host: it costs start-up
 
@@ -40,17 +47,48 @@ def maybe_start(journal, run, host):
                 stall]
         if not os.path.exists(python):
             raise OSError("no interpreter %s on this host" % python)
+        if os.environ.get(format.HOMECOMING_ENV) and os.environ.get(format.HOMECOMING_KEY_ENV):
+            dialed = dial(os.environ[format.HOMECOMING_ENV].split(","))[0]
+            env[format.HOMECOMING_FDS_ENV] = ",".join(str(sock.fileno()) for sock in dialed)
         # From /: `-m` puts the working directory first on sys.path, where a
         # checkout of writerprof would shadow the installed one.
         agent = subprocess.Popen(argv, env=env, cwd="/", stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL, close_fds=True, start_new_session=True)
+                                 stderr=subprocess.DEVNULL, close_fds=True, start_new_session=True,
+                                 pass_fds=[sock.fileno() for sock in dialed])
         os.write(fd, _holder(agent.pid))
         journal.event("agent", started=True, pid=agent.pid, python=python)
     except Exception as exc:  # the host goes unsampled; the target runs on
         journal.event("agent", started=False, reason="%s: %s" % (type(exc).__name__, exc),
                       python=python, executable=sys.executable)
     finally:
+        for sock in dialed:  # (the agent's now, or nobody's)
+            sock.close()
         os.close(fd)
+
+
+def dial(addresses):
+    """Connections to each of record's addresses ("IP:PORT"), begun and not
+    waited for (non-blocking sockets: which one answers is the agent's to
+    see), and the error of the last address that could not be dialed."""
+    import socket
+
+    dialed, error = [], None
+    for address in addresses:
+        ip, _, port = address.rpartition(":")
+        sock = None
+        try:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setblocking(False)
+            sock.connect((ip, int(port)))
+        except BlockingIOError:
+            pass  # under way
+        except (OSError, ValueError) as exc:
+            if sock is not None:
+                sock.close()
+            error = exc
+            continue
+        dialed.append(sock)
+    return dialed, error
 
 
 def take_lock(path):

@@ -261,6 +261,9 @@ PREVIOUS_DIR = "previous"
 # (writerprof.record.homecoming).
 HOMECOMING_ENV = "WRITERPROF_HOMECOMING"
 HOMECOMING_KEY_ENV = "WRITERPROF_HOMECOMING_KEY"
+# In the agent's environment only: the descriptors of the connections to
+# those addresses that its starter began for it ("FD,FD,...": agent.py).
+HOMECOMING_FDS_ENV = "WRITERPROF_HOMECOMING_FDS"
 
 
 _FORMATS = {"CHUNK": CHUNK_FORMAT, "SHM": SHM_FORMAT, "PLACEMENT": PLACEMENT_FORMAT}

@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import socket
 import stat
+import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+from writerprof.probes.writerprof_probe import agent as probe_agent
+from writerprof.probes.writerprof_probe import format
 from writerprof.probes.writerprof_probe.format import host_name
 from writerprof.record import agent, homecoming, launchers
 from writerprof.run import directory, layout, meta
@@ -202,6 +207,64 @@ def test_a_second_agent_for_one_host_is_refused(launcher):
     with pytest.raises(homecoming.ProtocolError, match=f"host {host_name()} has its part here already"):
         _register(listener, host=host_name())  # the launcher's own
     first.channel.sock.close()
+
+
+def test_an_agent_that_speaks_after_cmds_end_on_a_connection_made_before_comes_home(launcher, tmp_path):
+    """The race of a one-second rank: its probe dialed record, then CMD ended
+    before the agent it started had imported, and before record's accepting
+    thread took the connection. collect() waits for that host all the same."""
+    run_dir, listener = launcher
+    os.write(listener._stop_w, b"x")  # record's accepting thread is behind: it takes nothing
+    listener._accepting.join()
+    address = "%s:%d" % listener.sockets[0].getsockname()[:2]
+    dialed, error = probe_agent.dial([address, "127.0.0.1:notaport"])
+    assert len(dialed) == 1 and isinstance(error, ValueError)  # (an address that cannot be dialed is passed over)
+    remote = tmp_path / "remote-run"
+    before = sum(f.stat().st_size for f in _part(remote, listener.run_id).rglob("*") if f.is_file())
+
+    def late_agent():
+        time.sleep(0.5)  # CMD has ended by now
+        home = agent._Home._handshake(agent._connect_any([address], dialed), listener.key, HOST, listener.run_id,
+                                      str(remote))
+        assert home.wait_for_end(NO_PROCESSES)
+        home.send(remote, HOST)
+
+    speaker = threading.Thread(target=late_agent)
+    speaker.start()
+    listener.end()
+    outcome = listener.collect()
+    speaker.join()
+    assert outcome["home"] == {HOST: {"files": 4, "bytes": before}} and outcome["missing"] == {}
+    assert (run_dir / "hosts" / HOST / "samples.bin").exists()
+
+
+def test_the_starter_dials_record_before_the_agent_starts_and_hands_it_on(launcher, tmp_path, monkeypatch):
+    """The probe's maybe_start: record has the connection while the agent's
+    interpreter (here a script standing for one) has not yet said a word;
+    the agent finds it among its descriptors, by HOMECOMING_FDS_ENV."""
+    run_dir, listener = launcher
+    seen = tmp_path / "seen"
+    python = tmp_path / "python"
+    python.write_text(f"#!/bin/sh\necho \"$WRITERPROF_HOMECOMING_FDS\" > {seen}.tmp\n"
+                      f"readlink /proc/self/fd/$WRITERPROF_HOMECOMING_FDS >> {seen}.tmp\n"
+                      f"env | grep -c ^WRITERPROF_HOMECOMING_KEY= >> {seen}.tmp\nmv {seen}.tmp {seen}\nsleep 1\n")
+    python.chmod(0o700)
+    for name, value in {format.LAUNCH_HOST_ENV: "launcher", format.AGENT_PYTHON_ENV: str(python),
+                        **listener.environment()}.items():
+        monkeypatch.setenv(name, value)
+    remote = tmp_path / "remote-run"
+    (remote / "hosts" / HOST).mkdir(parents=True)
+    events = []
+    probe_agent.maybe_start(SimpleNamespace(event=lambda kind, **fields: events.append(fields)), str(remote), HOST)
+    assert events[0]["started"] is True, events
+    deadline = time.monotonic() + 30
+    while not seen.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    fd, link, keys = seen.read_text().split()
+    assert fd.isdigit() and link.startswith("socket:[") and keys == "1"
+    assert len(listener.hosts) == 1  # accepted, though the agent has said nothing
+    outcome = listener.collect()  # it ends without a word: no host, nothing missing
+    assert outcome["home"] == outcome["missing"] == {}
 
 
 def test_a_listener_only_where_cmd_may_reach_other_hosts(tmp_path):

@@ -82,17 +82,20 @@ class _Home:
         self.channel, self.key, self.nonces, self.run_id = channel, key, nonces, run_id
 
     @classmethod
-    def register(cls, run_dir: Path, host: str) -> _Home | None:
-        """Registered with record where it listens (None where it does not);
+    def register(cls, run_dir: Path, host: str, dialed: list[socket.socket] | None = None) -> _Home | None:
+        """Registered with record where it listens (None where it does not),
+        on one of the connections its starter began (dialed) or a new one;
         the outcome left in the part's homecoming.json either way."""
         from writerprof.probes.writerprof_probe.format import HOMECOMING_ENV, HOMECOMING_KEY_ENV, RUN_ID_ENV
 
         addresses, key = os.environ.get(HOMECOMING_ENV), os.environ.get(HOMECOMING_KEY_ENV)
         run_id = os.environ.get(RUN_ID_ENV, "")
         if not addresses or not key or _shared(run_dir, run_id):
+            for sock in dialed or ():
+                sock.close()
             return None  # (shared: the part is where record reads it, and the agent ends with its processes)
         try:
-            home = cls._handshake(_connect_any(addresses.split(",")), key, host, run_id, str(run_dir))
+            home = cls._handshake(_connect_any(addresses.split(","), dialed), key, host, run_id, str(run_dir))
         except Exception as exc:  # record unreachable, gone, or refusing: the agent samples on without it
             _note(run_dir, host, to=addresses, registered=False, error=_reason(exc))
             return None
@@ -194,27 +197,20 @@ def _shared(run_dir: Path, run_id: str) -> bool:
     return bool(run_id) and meta.run_id(run_dir) == run_id
 
 
-def _connect_any(addresses: list[str]) -> socket.socket:
+def _connect_any(addresses: list[str], dialed: list[socket.socket] | None = None) -> socket.socket:
     """A connection to the first of record's addresses to answer, all tried at
-    once (an address of another network of the launcher's may never answer)."""
+    once (an address of another network of the launcher's may never answer):
+    the connections the starter began (dialed), or new ones."""
+    from writerprof.probes.writerprof_probe.agent import dial
     from writerprof.record.homecoming import CONNECT_S
 
-    pending, error = [], None
+    error = None
+    if dialed is None:
+        dialed, error = dial(addresses)
+    pending = list(dialed)
     with selectors.DefaultSelector() as selector:
-        for address in addresses:
-            ip, _, port = address.rpartition(":")
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.setblocking(False)
-            try:
-                sock.connect((ip, int(port)))
-            except BlockingIOError:
-                pass
-            except (OSError, ValueError) as exc:
-                sock.close()
-                error = exc
-                continue
+        for sock in pending:
             selector.register(sock, selectors.EVENT_WRITE)
-            pending.append(sock)
         deadline = time.monotonic() + CONNECT_S
         try:
             while pending and (left := deadline - time.monotonic()) > 0:
@@ -238,6 +234,22 @@ def _connect_any(addresses: list[str]) -> socket.socket:
             for sock in pending:
                 sock.close()
     raise error or TimeoutError(f"no answer from {', '.join(addresses)} within {CONNECT_S:.0f} s")
+
+
+def _handed() -> list[socket.socket] | None:
+    """The connections to record that the starter began (HOMECOMING_FDS_ENV), or None (none were)."""
+    from writerprof.probes.writerprof_probe.format import HOMECOMING_FDS_ENV
+
+    fds = os.environ.pop(HOMECOMING_FDS_ENV, None)
+    if fds is None:
+        return None
+    handed = []
+    for fd in filter(None, fds.split(",")):
+        try:
+            handed.append(socket.socket(fileno=int(fd)))
+        except (OSError, ValueError):
+            continue  # not a socket after all: the others are tried
+    return handed
 
 
 def _entries(top: Path) -> list[tuple[str, bool, int]]:
@@ -284,8 +296,9 @@ def _reason(exc: BaseException) -> str:
 def main(argv: list[str]) -> int:
     try:
         run_dir, host, interval_ns, root_pid, *stall_ns = argv  # (no STALL_NS: a probe from before --stall)
-        # Registered first: a short job's record may otherwise end before it hears of this host.
-        home = _Home.register(Path(run_dir), host)
+        # Registered first, on the connections its starter began: a short job's
+        # record may otherwise end before it hears of this host.
+        home = _Home.register(Path(run_dir), host, _handed())
         run(Path(run_dir), host, int(interval_ns) / 1e9, int(root_pid), int(stall_ns[0]) if stall_ns else 0,
             home=home)
     except Exception:

@@ -15,7 +15,10 @@ launcher offers its own daemons, which reach it back on one of them); no
 other host, no listener. The agents learn the addresses and a secret of the
 recording's (format.HOMECOMING_ENV, HOMECOMING_KEY_ENV) from CMD's
 environment, which the launcher forwards as it does record's other
-variables; the secret is never in argv or a file of the run.
+variables; the secret is never in argv or a file of the run. The process
+that starts a host's agent dials record first and hands the connections on
+(the probe's agent.py): record knows of every host before CMD can end, and
+waits for the ones whose connection it has, however late their agents speak.
 
 One TCP connection per host, for the whole recording; JSON lines, each
 file's bytes after its line:
@@ -63,6 +66,9 @@ VERSION = 1
 LIMIT = 1 << 30  # the bytes a host's part may bring: more is left where it is, for merge
 DEADLINE_S = 60.0  # after CMD's end, the parts that are not home are missing
 HANDSHAKE_S = 10.0  # an answer in the handshake takes no longer on any network
+# The agent's greeting may come as late as this after its connection: the
+# starter dials record, then the agent's interpreter starts (a loaded host).
+GREETING_S = 60.0
 CONNECT_S = 5.0  # the agent's connection attempt, to every address at once
 LINE_LIMIT = 64 << 10  # a JSON line: a header, or an entry's path
 _CHUNK = 1 << 20
@@ -227,6 +233,7 @@ class _Host:
         self.sock.settimeout(HANDSHAKE_S)
         ours = secrets.token_hex(32)
         channel.send({"writerprof": "homecoming", "version": VERSION, "nonce": ours})
+        self.sock.settimeout(GREETING_S)
         hello = channel.line()
         theirs, host, run_id, run = (hello.get(k) for k in ("nonce", "host", "run_id", "run"))
         if not all(isinstance(v, str) for v in (theirs, host, run_id, run)):
@@ -356,15 +363,22 @@ class Listener:
                 for key, _ in selector.select():
                     if key.fileobj == self._stop_r:
                         return
-                    try:
-                        conn, _ = key.fileobj.accept()
-                    except OSError:  # (gone before it was taken)
-                        continue
-                    conn.setblocking(True)
-                    host = _Host(self, conn)
-                    with self.lock:
-                        self.hosts.append(host)
-                    threading.Thread(target=host.serve, name="writerprof-homecoming-host", daemon=True).start()
+                    self._take(key.fileobj)
+
+    def _take(self, sock: socket.socket) -> bool:
+        """The next connection waiting on sock, served in a thread of its own;
+        False where none waits. Under the lock: once collect() has taken the
+        lock, a connection accepted is among the hosts it waits for."""
+        with self.lock:
+            try:
+                conn, _ = sock.accept()
+            except OSError:  # (none waits: another thread took it, or it went before it was taken)
+                return False
+            conn.setblocking(True)
+            host = _Host(self, conn)
+            self.hosts.append(host)
+        threading.Thread(target=host.serve, name="writerprof-homecoming-host", daemon=True).start()
+        return True
 
     def reserve(self, host: _Host, name: str) -> None:
         with self.lock:
@@ -407,6 +421,12 @@ class Listener:
         if self.ended_at is None:
             self.end()
         called = time.monotonic()
+        # An agent's starter dials record before it goes on (the probe's
+        # agent.py): a connection made before CMD's end and not yet accepted
+        # is a host to wait for, however late its agent speaks.
+        for sock in self.sockets:
+            while self._take(sock):
+                pass
         deadline = self.ended_at + DEADLINE_S
         while True:
             with self.lock:
