@@ -12,6 +12,7 @@ import pytest
 from writerprof.analysis import diagnoses
 from writerprof.analysis.diagnoses import base as diagnosis_base
 from writerprof.analysis.summary import summarize
+from writerprof.analysis.threads import STACKS_THREAD
 from writerprof.run import load
 from writerprof.run.loader import CPU_SAMPLES_DTYPE
 from writerprof.synthetic import Scenario, make_topology, write_run
@@ -161,6 +162,30 @@ def test_cpu_contention_other_programs(tmp_path):
         assert d["severity"] == "info" and ev["own_share"] < 0.1 and len(ev["cpus"]) == 16
         assert ev["others_s_per_save"] > 10  # 16 busy CPUs, of which the run's threads used ~2
         assert "other programs (not recorded)" in d["message"] and "slowed by them, not by itself" in d["message"]
+
+
+def test_cpu_contention_counts_no_probe_stack_thread_as_the_runs_own(tmp_path):
+    """A stack thread of the probe's in each producer, on the producers' CPU
+    all along: the run's own share and demand are what they were without it
+    (the profiler's CPU is not the run wanting more CPUs)."""
+    run = load(_synthetic(tmp_path, producer_cpus="0", run_queue_share=0.3))
+    before = {d["pid"]: d["evidence"] for d in _contention(run)}
+    t = run.threads
+    producers = np.isin(t["pid"], list(before)) & (t["pid"] == t["tid"])
+    stacks = t[producers].copy()
+    stacks["tid"] += 1_000_000
+    stacks["name"] = STACKS_THREAD
+    stacks["cpu"] = 0
+    # Busy and waiting the whole time it is read: CPU 0 wanted twice over.
+    for field in ("utime_ns", "run_delay_ns"):
+        stacks[field] = stacks["t_ns"] - stacks["t_ns"].min()
+    with_stacks = dataclasses.replace(run, threads=np.concatenate([t, stacks]))
+    after = {d["pid"]: d["evidence"] for d in _contention(with_stacks)}
+    assert sorted(after) == sorted(before) and len(before) == 2
+    for pid, ev in after.items():
+        assert STACKS_THREAD.decode() in {h["name"] for h in ev["held"]}  # it held CPU 0: said so
+        assert ev["own_share"] == pytest.approx(before[pid]["own_share"])
+        assert ev["demand_cpus"] == pytest.approx(before[pid]["demand_cpus"])
 
 
 def test_cpu_contention_is_silent_where_the_waits_do_not_cost(summary_of, tmp_path):

@@ -130,14 +130,18 @@ def _save(run, procs, s) -> dict:
         {c for on in t.cpu_s_on for c in on})
     on_set = np.array([sum(v for c, v in on.items() if c in cpus) for on in t.cpu_s_on])
     share_on = np.divide(on_set, t.cpu_s, out=np.zeros(len(on_set)), where=t.cpu_s > 0)
-    held, waited = share_on @ t.cpu_bins, share_on @ t.wait_bins  # per bin, on the save's CPUs
+    # The run's own demand, per bin on the save's CPUs: its threads', the probe's
+    # stack threads aside (what the profiler takes is not the run's wanting more
+    # CPUs); the CPU time they held is not other programs' either.
+    own = np.where([name == STACKS_NAME for name in t.name], 0.0, share_on)
+    held, waited = own @ t.cpu_bins, own @ t.wait_bins
     capacity = len(cpus) * np.diff(edges) / 1e9
     busy = runqueue.host_busy(run, host, cpus, edges)
     return {
         "duration_s": s["duration_s"], "cost_s": float(min(cost, s["duration_s"])), "cpus": cpus,
         "waited_s": float(waited.sum()), "excess_s": float(np.maximum(held + waited - capacity, 0).sum()),
         "demand_s": float((held + waited).sum()),
-        "others_s": None if busy is None else float(np.maximum(busy - held, 0).sum()),
+        "others_s": None if busy is None else float(np.maximum(busy - share_on @ t.cpu_bins, 0).sum()),
         "waited": [_thread(t, i, side, host) for i, side in sides.items() if t.wait_s[i] > 0],
         "held": [_thread(t, i, None, host, cpu_s=float(on_set[i])) for i in np.flatnonzero(on_set > 0)],
     }
