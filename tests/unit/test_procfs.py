@@ -68,7 +68,7 @@ def test_stat_of_a_real_process():
     stat = procfs.read_stat(System(NUMA2), SAMPLE_PID)
     assert stat == procfs.Stat(state="R", ppid=135, minflt=5084, majflt=115, utime_ns=116 * procfs.TICK_NS,
                                stime_ns=62 * procfs.TICK_NS, threads=1, rss_bytes=6870 * PAGE_SIZE, cpu=0,
-                               start_ticks=1503)
+                               start_ticks=1503, args=(140730395336206, 140730395336216))
 
 
 @needs_numa2

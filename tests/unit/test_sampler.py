@@ -96,6 +96,34 @@ def test_short_lived_child_tree_is_sampled_and_loads(tmp_path):
     assert status.processes_seen >= 2 and status.alive == frozenset() and status.errors == 0
 
 
+# A Python's fork, seen before its exec, that execs the same Python (its comm stays "python").
+FORK_EXECS_PYTHON = """
+import os, sys, time
+pid = os.fork()
+if pid == 0:
+    time.sleep(0.3)
+    os.execv(sys.executable, [sys.executable, "-I", "-c", "import time; time.sleep(0.3)"])
+print(pid, flush=True)
+os.waitpid(pid, 0)
+"""
+
+
+def test_a_fork_that_execs_the_same_python_is_seen_to_exec(tmp_path):
+    run_dir, host_dir = new_run(tmp_path)
+    child = python(FORK_EXECS_PYTHON)
+    sampler = Sampler(child.pid, host_dir, INTERVAL_S)
+    try:
+        sampler.start()
+        grandchild = int(child.stdout.readline())
+        child.wait(timeout=60)
+    finally:
+        sampler.stop()
+        finish(child)
+    seen, execs = sampled(host_dir, "seen", grandchild), sampled(host_dir, "exec", grandchild)
+    assert seen[0]["cmdline"] == [sys.executable, "-c", FORK_EXECS_PYTHON]  # before its exec: the parent's
+    assert [e["cmdline"] for e in execs] == [[sys.executable, "-I", "-c", "import time; time.sleep(0.3)"]]
+
+
 HOLDS_SHARED_MEMORY = """
 import os, time
 from multiprocessing import shared_memory

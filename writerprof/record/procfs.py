@@ -24,6 +24,9 @@ Stat = namedtuple("Stat", (
     "ppid", "minflt", "majflt", "utime_ns", "stime_ns", "threads", "rss_bytes",
     "cpu",  # the CPU it last ran on
     "start_ticks",  # since boot: with the pid, tells a reused pid apart
+    # (arg_start, arg_end): where its arguments are, on a new stack after an exec;
+    # (0, 0) where it has no memory (exiting) or the kernel does not say (before 3.5).
+    "args",
 ))
 ThreadStat = namedtuple("ThreadStat", (
     "tid",
@@ -50,7 +53,8 @@ def parse_stat(text: str) -> Stat:
     f = text[text.rindex(")") + 2:].split()
     return Stat(state=f[0], ppid=int(f[1]), minflt=int(f[7]), majflt=int(f[9]),
                 utime_ns=int(f[11]) * TICK_NS, stime_ns=int(f[12]) * TICK_NS, threads=int(f[17]),
-                rss_bytes=int(f[21]) * PAGE_SIZE, cpu=int(f[36]), start_ticks=int(f[19]))
+                rss_bytes=int(f[21]) * PAGE_SIZE, cpu=int(f[36]), start_ticks=int(f[19]),
+                args=(int(f[45]), int(f[46])) if len(f) > 46 else (0, 0))
 
 
 def parse_thread_stat(data: bytes) -> ThreadStat:

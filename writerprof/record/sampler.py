@@ -113,13 +113,15 @@ SamplerStatus = namedtuple("SamplerStatus", (
 class _Process:
     """What the sampler keeps of a process it follows, from tick to tick."""
 
-    __slots__ = ("pid", "start_ticks", "comm", "cpus", "wchar", "ppid", "role", "numa_read_ns", "numa_faults",
+    __slots__ = ("pid", "start_ticks", "comm", "args", "cpus", "wchar", "ppid", "role", "numa_read_ns", "numa_faults",
                  "numa", "read_ns", "cpu_ns", "thread_count", "threads", "thread_reader", "files", "stat_text",
                  "stat", "io_text", "io", "status", "status_ns")
 
-    def __init__(self, pid: int, start_ticks: int, files: procfs.ProcessFiles | None = None, comm: str = ""):
+    def __init__(self, pid: int, start_ticks: int, files: procfs.ProcessFiles | None = None, comm: str = "",
+                 args: tuple[int, int] = (0, 0)):
         self.pid, self.start_ticks = pid, start_ticks
         self.comm = comm  # its name in its stat: another after an exec
+        self.args = args  # where its arguments are (procfs.Stat.args): elsewhere after an exec
         self.cpus: str | None = None  # the last affinity recorded
         self.wchar = -1
         self.ppid = 0
@@ -374,8 +376,15 @@ class Sampler:
         if proc is not None and (stat is None or stat.start_ticks != proc.start_ticks):
             self._end(proc, t_ns)  # gone, or its pid already reused
             proc = None
-        if proc is not None and stat_text != proc.stat_text and _comm(stat_text) != proc.comm:
-            self._exec(proc, stat_text, t_ns)
+        if proc is not None and stat_text != proc.stat_text:
+            # An exec: another name, or the arguments on another stack (a Python's
+            # fork that execs a Python keeps its name). Where it has no memory to
+            # tell (exiting), the next reading with some does.
+            comm = _comm(stat_text)
+            if comm != proc.comm or (stat.args != proc.args and proc.args[0] and stat.args[0]):
+                self._exec(proc, comm, stat.args, t_ns)
+            elif stat.args[0]:
+                proc.args = stat.args
         created_ns = self._journal_pids.pop(pid, None) if self._journal_pids else None
         if stat is None or (proc is None and (pid, stat.start_ticks) in self._ended):
             return
@@ -486,13 +495,14 @@ class Sampler:
                      files: procfs.ProcessFiles) -> _Process:
         self._records.append({"kind": "seen", "t_ns": t_ns, "pid": pid, "ppid": stat.ppid,
                               "created_ns": procfs.start_ns(stat.start_ticks), **self._program(pid)})
-        proc = self._live[pid] = _Process(pid, stat.start_ticks, files=files, comm=_comm(stat_text))
+        proc = self._live[pid] = _Process(pid, stat.start_ticks, files=files, comm=_comm(stat_text),
+                                          args=stat.args)
         return proc
 
-    def _exec(self, proc: _Process, stat_text: str, t_ns: int) -> None:
-        """Its name changed since it was seen: it exec'd another program (a
-        shell or `env` its Python, a Python's fork its command), as a rule."""
-        proc.comm = _comm(stat_text)
+    def _exec(self, proc: _Process, comm: str, args: tuple[int, int], t_ns: int) -> None:
+        """It exec'd another program since it was seen (a shell or `env` its
+        Python, a Python's fork its command, or another Python)."""
+        proc.comm, proc.args = comm, args
         self._records.append({"kind": "exec", "t_ns": t_ns, "pid": proc.pid, **self._program(proc.pid)})
 
     def _program(self, pid: int) -> dict:
