@@ -65,9 +65,10 @@ os.waitpid(pid, 0)
 """
 
 
-def test_short_lived_child_tree_is_sampled_and_loads(tmp_path):
-    run_dir, host_dir = new_run(tmp_path)
-    child = python(FORKS_A_GRANDCHILD)
+def _sampled_tree(host_dir, code):
+    """A Python running code (which prints the pid of the child it forks) and
+    its tree, sampled until it ends: (its Popen, the child's pid, the Sampler)."""
+    child = python(code)
     sampler = Sampler(child.pid, host_dir, INTERVAL_S)
     try:
         sampler.start()
@@ -76,6 +77,12 @@ def test_short_lived_child_tree_is_sampled_and_loads(tmp_path):
     finally:
         sampler.stop()
         finish(child)
+    return child, grandchild, sampler
+
+
+def test_short_lived_child_tree_is_sampled_and_loads(tmp_path):
+    run_dir, host_dir = new_run(tmp_path)
+    child, grandchild, sampler = _sampled_tree(host_dir, FORKS_A_GRANDCHILD)
     directory.finish(run_dir, exit_status=0, ended_by="exit", signal=None)
 
     run = load(run_dir)
@@ -109,16 +116,8 @@ os.waitpid(pid, 0)
 
 
 def test_a_fork_that_execs_the_same_python_is_seen_to_exec(tmp_path):
-    run_dir, host_dir = new_run(tmp_path)
-    child = python(FORK_EXECS_PYTHON)
-    sampler = Sampler(child.pid, host_dir, INTERVAL_S)
-    try:
-        sampler.start()
-        grandchild = int(child.stdout.readline())
-        child.wait(timeout=60)
-    finally:
-        sampler.stop()
-        finish(child)
+    _, host_dir = new_run(tmp_path)
+    _, grandchild, _ = _sampled_tree(host_dir, FORK_EXECS_PYTHON)
     seen, execs = sampled(host_dir, "seen", grandchild), sampled(host_dir, "exec", grandchild)
     assert seen[0]["cmdline"] == [sys.executable, "-c", FORK_EXECS_PYTHON]  # before its exec: the parent's
     assert [e["cmdline"] for e in execs] == [[sys.executable, "-I", "-c", "import time; time.sleep(0.3)"]]
