@@ -1,6 +1,6 @@
 """A multiprocessing.Pool whose start method makes no difference to its wall
 time: the program starts its pool of two workers while a thread fetches its
-input (a 1 s wait, as a download's; the thread holds no lock a forked
+input (a 2 s wait, as a download's; the thread holds no lock a forked
 worker could need), so whatever the workers' start-up costs (forkserver's
 daemon, the re-run of this light file, each worker's unpickling; spawn's
 interpreters) is over before the input is there. Then the workers run a few
@@ -19,8 +19,9 @@ import time
 
 TASKS = 8
 ROUNDS = 2_500_000
-# (Not 0.4 s: on 2 CPUs shared with other work, forkserver's daemon and workers took longer to start.)
-FETCH_SECONDS = 1.0
+# (Not 0.4 s, nor 1 s: on 2 CPUs shared with other work, a slow VM's forkserver daemon and workers
+# took longer to start, and forkserver was then slower in both of a test's contrasts.)
+FETCH_SECONDS = 2.0
 
 
 def fetch_input(into):
