@@ -49,7 +49,8 @@ def maybe_start(journal, run, host):
             raise OSError("no interpreter %s on this host" % python)
         if os.environ.get(format.HOMECOMING_ENV) and os.environ.get(format.HOMECOMING_KEY_ENV):
             dialed = dial(os.environ[format.HOMECOMING_ENV].split(","))[0]
-            env[format.HOMECOMING_FDS_ENV] = ",".join(str(sock.fileno()) for sock in dialed)
+            if dialed:  # (else the agent dials record itself)
+                env[format.HOMECOMING_FDS_ENV] = ",".join(str(sock.fileno()) for sock in dialed)
         # From /: `-m` puts the working directory first on sys.path, where a
         # checkout of writerprof would shadow the installed one.
         agent = subprocess.Popen(argv, env=env, cwd="/", stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,

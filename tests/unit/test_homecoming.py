@@ -267,6 +267,25 @@ def test_the_starter_dials_record_before_the_agent_starts_and_hands_it_on(launch
     assert outcome["home"] == outcome["missing"] == {}
 
 
+def test_an_agent_handed_no_connection_dials_record_itself(launcher, tmp_path, monkeypatch):
+    """What the starter handed on (HOMECOMING_FDS_ENV): sockets are taken,
+    anything else is not; with none, the agent connects on its own."""
+    _, listener = launcher
+    not_a_socket = os.open(tmp_path, os.O_RDONLY)
+    try:
+        for handed in ("", str(not_a_socket), f"{not_a_socket},x"):
+            monkeypatch.setenv(format.HOMECOMING_FDS_ENV, handed)
+            assert agent._handed() is None and format.HOMECOMING_FDS_ENV not in os.environ
+    finally:
+        os.close(not_a_socket)
+    dialed, _ = probe_agent.dial(["%s:%d" % listener.sockets[0].getsockname()[:2]])
+    monkeypatch.setenv(format.HOMECOMING_FDS_ENV, str(dialed[0].fileno()))
+    (taken,) = agent._handed()
+    assert taken.fileno() == dialed[0].fileno()
+    taken.detach()  # (one socket object closes the descriptor)
+    dialed[0].close()
+
+
 def test_a_listener_only_where_cmd_may_reach_other_hosts(tmp_path):
     for name in ("mpiexec", "script.sh", "train.py"):
         made = tmp_path / name

@@ -237,7 +237,8 @@ def _connect_any(addresses: list[str], dialed: list[socket.socket] | None = None
 
 
 def _handed() -> list[socket.socket] | None:
-    """The connections to record that the starter began (HOMECOMING_FDS_ENV), or None (none were)."""
+    """The connections to record that the starter began (HOMECOMING_FDS_ENV),
+    or None where it began none: the agent then dials record itself."""
     from writerprof.probes.writerprof_probe.format import HOMECOMING_FDS_ENV
 
     fds = os.environ.pop(HOMECOMING_FDS_ENV, None)
@@ -249,7 +250,7 @@ def _handed() -> list[socket.socket] | None:
             handed.append(socket.socket(fileno=int(fd)))
         except (OSError, ValueError):
             continue  # not a socket after all: the others are tried
-    return handed
+    return handed or None
 
 
 def _entries(top: Path) -> list[tuple[str, bool, int]]:
