@@ -378,11 +378,13 @@ class Sampler:
             proc = None
         if proc is not None and stat_text != proc.stat_text:
             # An exec: another name, or the arguments on another stack (a Python's
-            # fork that execs a Python keeps its name). A process without memory
-            # (exiting) shows them nowhere: that tells nothing.
+            # fork that execs a Python keeps its name). Where it has no memory to
+            # tell (exiting), the next reading with some does.
             comm = _comm(stat_text)
             if comm != proc.comm or (stat.args != proc.args and proc.args[0] and stat.args[0]):
                 self._exec(proc, comm, stat.args, t_ns)
+            elif stat.args[0]:
+                proc.args = stat.args
         created_ns = self._journal_pids.pop(pid, None) if self._journal_pids else None
         if stat is None or (proc is None and (pid, stat.start_ticks) in self._ended):
             return
