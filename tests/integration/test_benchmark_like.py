@@ -18,15 +18,15 @@ from own_timings import agree, record_with_own_timings
 from writerprof.run import load
 
 HERE = Path(TARGETS) / "benchmark_like"
-FLOOR_S = 12 * 0.00025  # (below)
+FLOOR_S = 12 * 0.0005  # (below)
 
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
     # The target's own timer of a save's 12 gets also holds what the probe does after each: up to
-    # 0.25 ms a call on a loaded machine, 3 ms a save (2.2 and 2.4 ms more than writerprof's in two
-    # fresh-clone CIs, their two workers and the two-node guest at once). A second attempt for a
-    # journal flush stalled in write().
+    # 0.5 ms a call on a loaded machine, 6 ms a save (2.2 and 2.4 ms more than writerprof's in two
+    # fresh-clone CIs, their two workers and the two-node guest at once; 3.4 ms in both attempts of
+    # one on a machine three times slower). A second attempt for a journal flush stalled in write().
     summary, own, run = record_with_own_timings(tmp_path_factory, "benchmark-like", [],
                                                 [HERE / "run_checkpoint.py", "forkserver"],
                                                 ("put_wait_s", "gen_s", "get_wait_s"), floor=FLOOR_S)

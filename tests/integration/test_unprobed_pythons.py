@@ -53,7 +53,7 @@ def test_a_probed_python_that_starts_programs_and_an_isolated_python_has_that_on
               f"subprocess.run([sys.executable, '-I', '-c', {SLEEPS!r}])\n")
     run = tmp_path / "run"
     done = run_writerprof("record", "--interval", "1ms", "-o", run, "--", sys.executable, "-c", script)
-    assert "processes        1 probed," in done.stderr and ", 1 Python process not probed" in done.stderr
+    assert "processes        1 probed," in done.stderr and ", 1 Python process not probed" in done.stderr, done.stderr
     (entry,) = json.loads(run_writerprof("report", run, "--json").stdout)["run"]["not_probed"]
     assert entry["options"] == "-I" and entry["processes"] == 1
 

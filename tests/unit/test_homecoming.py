@@ -262,8 +262,8 @@ def test_the_starter_dials_record_before_the_agent_starts_and_hands_it_on(launch
         time.sleep(0.05)
     fd, link, keys = seen.read_text().split()
     assert fd.isdigit() and link.startswith("socket:[") and keys == "1"
-    assert len(listener.hosts) == 1  # accepted, though the agent has said nothing
     outcome = listener.collect()  # it ends without a word: no host, nothing missing
+    assert len(listener.hosts) == 1  # its connection came all the same (accepted, or taken from the backlog)
     assert outcome["home"] == outcome["missing"] == {}
 
 

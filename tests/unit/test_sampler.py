@@ -265,6 +265,28 @@ def test_records_follow_the_process(tmp_path):
     assert (rows[rows["pid"] == 100]["write_bytes"] == -1).all()
 
 
+def test_an_exec_under_way_is_seen_once_it_is_done(tmp_path):
+    """Between an exec's point of no return and its new arguments (a moment,
+    longer on a loaded machine) a process has no command line: it is looked
+    at again next tick, not seen as a program without one."""
+    root = tmp_path / "root"
+    _, host_dir = new_run(tmp_path)
+    write_process(root, 100, children={100: [101]}, io=False)
+    write_process(root, 101, ppid=100, children={101: []}, cmdline="", start=5000)  # exec'ing
+    sampler = Sampler(100, host_dir, INTERVAL_S, System(root))
+    sampler.tick()
+    assert sampled(host_dir, "seen", 101) == []
+    write_process(root, 101, ppid=100, children={101: []}, cmdline="true\0", comm="true", start=5000)
+    sampler.tick()
+    assert [r["cmdline"] for r in sampled(host_dir, "seen", 101)] == [["true"]]
+    write_process(root, 101, ppid=100, children={101: []}, cmdline="", comm="sh", start=5000, utime=6)
+    sampler.tick()  # its next exec, under way: not yet
+    write_process(root, 101, ppid=100, children={101: []}, cmdline="sh\0-c\0:\0", comm="sh", start=5000, utime=7)
+    sampler.tick()
+    assert [(r["kind"], r.get("cmdline")) for r in sampled(host_dir, pid=101) if r["kind"] in ("seen", "exec")] == [
+        ("seen", ["true"]), ("exec", ["sh", "-c", ":"])]
+
+
 def test_numa_maps_at_first_sight_then_only_on_change(tmp_path, monkeypatch):
     root = tmp_path / "root"
     _, host_dir = new_run(tmp_path)

@@ -47,6 +47,8 @@ def test_a_torn_frame_is_named_so():
     # As py-spy --nonblocking read one on this machine, the process changing it under the read.
     _, frames, _ = parse_line('process 9:"python x.py";<module> (x.py:3);module\x00ocessing (socket.py:1) 1')
     assert frames == ("<module> (x.py:3)", TORN_FRAME)
+    _, frames, _ = parse_line('process 9:"python x.py";<module> (x.py:3); (socket.py:1);;run (x.py:5) 1')
+    assert frames == ("<module> (x.py:3)", TORN_FRAME, TORN_FRAME, "run (x.py:5)")
 
 
 def test_the_fixture_parses_into_its_five_processes():

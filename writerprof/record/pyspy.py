@@ -247,6 +247,8 @@ class StackRecorder:
             if stat is None or not self._is_python(pid):
                 continue  # (looked at again next time: it may exec Python)
             cmdline = " ".join(procfs.read_cmdline(HOST, pid))
+            if not cmdline:  # exec'ing (its new arguments not yet in place), or exiting: next time
+                continue
             seen[pid] = (stat.ppid, cmdline)
             parent = seen.get(stat.ppid)
             writer = full_rate(pid, self.pid, cmdline, parent and (True, parent[1]))

@@ -382,7 +382,7 @@ class Sampler:
             # tell (exiting), the next reading with some does.
             comm = _comm(stat_text)
             if comm != proc.comm or (stat.args != proc.args and proc.args[0] and stat.args[0]):
-                self._exec(proc, comm, stat.args, t_ns)
+                self._exec(proc, comm, stat, t_ns)
             elif stat.args[0]:
                 proc.args = stat.args
         created_ns = self._journal_pids.pop(pid, None) if self._journal_pids else None
@@ -403,6 +403,11 @@ class Sampler:
                 return
             if proc is None:
                 proc = self._first_sight(pid, stat, stat_text, t_ns, files)
+                if proc is None:  # exec'ing: the next tick sees it as the program it becomes
+                    files.close()
+                    if created_ns is not None:
+                        self._journal_pids[pid] = created_ns
+                    return
             proc.status, proc.status_ns = procfs.parse_status(status_text), t_ns
         if io_text != proc.io_text or proc.io is None:
             proc.io = procfs.UNREADABLE_IO if io_text is None else procfs.parse_io(io_text)
@@ -492,18 +497,26 @@ class Sampler:
             proc.thread_reader.close()
 
     def _first_sight(self, pid: int, stat: procfs.Stat, stat_text: str, t_ns: int,
-                     files: procfs.ProcessFiles) -> _Process:
+                     files: procfs.ProcessFiles) -> _Process | None:
+        """Its "seen" record, and it followed; None while an exec is under way."""
+        program = self._program(pid)
+        if _exec_under_way(program, stat):
+            return None
         self._records.append({"kind": "seen", "t_ns": t_ns, "pid": pid, "ppid": stat.ppid,
-                              "created_ns": procfs.start_ns(stat.start_ticks), **self._program(pid)})
+                              "created_ns": procfs.start_ns(stat.start_ticks), **program})
         proc = self._live[pid] = _Process(pid, stat.start_ticks, files=files, comm=_comm(stat_text),
                                           args=stat.args)
         return proc
 
-    def _exec(self, proc: _Process, comm: str, args: tuple[int, int], t_ns: int) -> None:
+    def _exec(self, proc: _Process, comm: str, stat: procfs.Stat, t_ns: int) -> None:
         """It exec'd another program since it was seen (a shell or `env` its
-        Python, a Python's fork its command, or another Python)."""
-        proc.comm, proc.args = comm, args
-        self._records.append({"kind": "exec", "t_ns": t_ns, "pid": proc.pid, **self._program(proc.pid)})
+        Python, a Python's fork its command, or another Python); an exec
+        still under way is looked at again next tick."""
+        program = self._program(proc.pid)
+        if _exec_under_way(program, stat):
+            return
+        proc.comm, proc.args = comm, stat.args
+        self._records.append({"kind": "exec", "t_ns": t_ns, "pid": proc.pid, **program})
 
     def _program(self, pid: int) -> dict:
         """What a process runs: its command line, its executable, and for a
@@ -596,6 +609,14 @@ def journaled_by(start_ticks: int, created_ns: int) -> bool:
     start_ticks: a journal is opened after its process started (start_ticks
     is rounded down to a clock tick), and a reused pid starts later."""
     return procfs.start_ns(start_ticks) <= created_ns + procfs.TICK_NS
+
+
+def _exec_under_way(program: dict, stat: procfs.Stat) -> bool:
+    """Whether a process is in the middle of an exec: no command line yet and
+    not a zombie. Its executable may already be the new program's, its name
+    and arguments not; seen so, it would read as a Python without an
+    environment, or be seen to exec twice."""
+    return not program["cmdline"] and stat.state != "Z"
 
 
 def _comm(stat_text: str) -> str:

@@ -58,9 +58,10 @@ from writerprof.run import roles as run_roles
 
 NO_PYTHON_FRAME = "(no Python frame)"  # the stack of a sample that had none (a process starting or exiting)
 # A frame read while the process changed it (py-spy --nonblocking) can come
-# out torn, e.g. "module\x00ocessing (socket.py:1)": any frame with a control
-# character is given this name, so that such samples stay counted and show as
-# what they are.
+# out torn, e.g. "module\x00ocessing (socket.py:1)" or with no name at all
+# (" (x.py:3)", seen in a loaded CI): any frame with a control character or
+# without a name is given this name, so that such samples stay counted and
+# show as what they are.
 TORN_FRAME = "(torn frame)"
 # Where a stack says a frame of writerprof's probe is: the pseudo-file of the
 # code the probe compiles itself (its timing wrappers: "<writerprof_probe
@@ -139,8 +140,12 @@ def parse_line(line: str) -> tuple[list[tuple[int, str]], tuple[str, ...], int]:
             break
         chain.append((int(match.group(1)), rest[match.end():end]))
         rest = rest[end + 2:]
-    frames = tuple(TORN_FRAME if _CONTROL.search(f) else f for f in rest.split(";")) if rest else ()
+    frames = tuple(TORN_FRAME if _torn(f) else f for f in rest.split(";")) if rest else ()
     return chain, frames, int(count)
+
+
+def _torn(frame: str) -> bool:
+    return _CONTROL.search(frame) is not None or not frame_parts(frame)[0]
 
 
 def frame_parts(frame: str) -> tuple[str, str | None, int | None]:
