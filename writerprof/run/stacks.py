@@ -145,7 +145,7 @@ def parse_line(line: str) -> tuple[list[tuple[int, str]], tuple[str, ...], int]:
 
 
 def _torn(frame: str) -> bool:
-    return _CONTROL.search(frame) is not None or not frame_parts(frame)[0]
+    return not frame or frame.startswith(" (") or _CONTROL.search(frame) is not None
 
 
 def frame_parts(frame: str) -> tuple[str, str | None, int | None]:
