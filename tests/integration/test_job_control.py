@@ -36,13 +36,14 @@ class Shell:
             finally:
                 os._exit(127)
         self.out = ""
+        self.transcript = ""  # all the terminal showed, for a failure's message
 
     def expect(self, text: str, timeout_s: float = 60) -> None:
         """Read until text shows (after what earlier expects consumed)."""
         deadline = time.monotonic() + timeout_s
         while text not in self.out:
             if time.monotonic() > deadline:
-                raise AssertionError(f"no {text!r} after {timeout_s} s; the terminal showed:\n{self.out}")
+                raise AssertionError(f"no {text!r} after {timeout_s} s; the terminal showed:\n{self.transcript}")
             ready, _, _ = select.select([self.master], [], [], 0.1)
             if ready:
                 try:
@@ -50,8 +51,10 @@ class Shell:
                 except OSError:
                     data = b""
                 if not data:
-                    raise AssertionError(f"the terminal closed before {text!r}:\n{self.out}")
-                self.out += data.decode(errors="replace").replace("\r\n", "\n")
+                    raise AssertionError(f"the terminal closed before {text!r}:\n{self.transcript}")
+                text_read = data.decode(errors="replace").replace("\r\n", "\n")
+                self.out += text_read
+                self.transcript += text_read
         self.out = self.out.split(text, 1)[1]
 
     def send(self, text: str) -> None:
@@ -84,9 +87,10 @@ def _record(tmp_path, code: str) -> str:
                                               code])
 
 
-# Reads one line, then waits for Ctrl-C (short sleeps: a signal is handled between calls).
+# Reads one line, then waits for Ctrl-C (short sleeps: a signal is handled between calls). The
+# read is inside the try: a Ctrl-C sent as soon as "got" shows can come before the loop.
 READS_THEN_WAITS = ("import os, time\nopen('cmd.pid', 'w').write(str(os.getpid()))\nprint('ready', flush=True)\n"
-                    "print('got', input(), flush=True)\ntry:\n    while True:\n        time.sleep(0.05)\n"
+                    "try:\n    print('got', input(), flush=True)\n    while True:\n        time.sleep(0.05)\n"
                     "except KeyboardInterrupt:\n    print('interrupted', flush=True)\n    raise\n")
 
 
@@ -96,7 +100,7 @@ def _running_with_the_terminal(shell: Shell, cmd: int) -> None:
     deadline = time.monotonic() + 60
     while _state(cmd) == "T" or os.tcgetpgrp(shell.master) != cmd:
         assert time.monotonic() < deadline, (f"CMD {_state(cmd)}, the terminal's group {os.tcgetpgrp(shell.master)} "
-                                             f"after 60 s; the terminal showed:\n{shell.out}")
+                                             f"after 60 s; the terminal showed:\n{shell.transcript}")
         time.sleep(0.02)
 
 
@@ -128,6 +132,7 @@ def test_ctrl_z_gives_the_prompt_back_and_fg_resumes_the_command(shell, tmp_path
     shell.expect(PROMPT)
     shell.send("echo status=$?\n")
     shell.expect("status=130\n")
+    assert shell.transcript.count("recording into") == 1, shell.transcript
     run = load(tmp_path / "run")
     assert run.complete and run.meta["signal"] == "SIGINT"
 
@@ -150,7 +155,7 @@ def test_a_recording_started_in_the_background_reads_the_terminal_after_fg(shell
             shell.expect("Stopped", timeout_s=1)
             break
         except AssertionError:
-            assert time.monotonic() < deadline, f"the shell never saw the recording stop:\n{shell.out}"
+            assert time.monotonic() < deadline, f"the shell never saw the recording stop:\n{shell.transcript}"
     shell.expect(PROMPT)
     shell.send("fg\n")
     _running_with_the_terminal(shell, int((tmp_path / "cmd.pid").read_text()))
