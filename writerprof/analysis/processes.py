@@ -201,7 +201,12 @@ def _work_calls(run, role_of):
     c = run.chunk_columns
     codes = {name: code for code, name in run.phase_names.items()}
     work_code = np.array([codes.get(WORK_PHASES.get(role), -1) for role in role_of] or [-1])
-    return c["phase"] == work_code[c["proc"]]
+    phase, proc = c["phase"], c["proc"]
+    mask = np.empty(len(phase), bool)
+    for at in range(0, len(phase), BLOCK_RECORDS):  # (no temporary of every record's code: 8 bytes a record)
+        block = slice(at, at + BLOCK_RECORDS)
+        np.equal(phase[block], work_code[proc[block]], out=mask[block])
+    return mask
 
 
 def _work_nodes(run, proc, start, end, cpu) -> list[dict[str, float]]:
@@ -271,7 +276,8 @@ def _thread_work(run, role_of, saves: list[dict]) -> dict[int, dict]:
     c = run.chunk_columns
     windowed = np.zeros(len(run.processes), bool)
     windowed[windows[0]] = True
-    calls = _work_calls(run, role_of) & ~windowed[c["proc"]]
+    calls = _work_calls(run, role_of)
+    calls &= (~windowed)[c["proc"]]
     row, start, end = windows
     if calls.any():  # (else no copies: a 10M-chunk run's spans are tens of millions)
         row, start, end = (np.concatenate([span, c[name][calls].astype(np.int64)])
