@@ -15,6 +15,7 @@ import pytest
 from helpers import TARGETS
 from own_timings import agree, record_with_own_timings
 
+from writerprof.analysis.diagnoses.pipeline import WAIT_SHARE
 from writerprof.run import load
 
 HERE = Path(TARGETS) / "benchmark_like"
@@ -58,7 +59,12 @@ def test_the_waits_generation_and_flush_agree_with_the_targets_own(recorded):
         assert close_to(save["fsync_s"], mine["fsync_s"]), (save["fsync_s"], mine)
         # close() is its fsync and an os.close: its own time is what is left, not the flush again.
         assert close_to(save["close_s"], mine["close_s"] - mine["fsync_s"]), (save["close_s"], mine)
-    assert "writer-bound" in {d["code"] for d in summary["diagnoses"]}
+    # The writer sets the pace by the target's own clock where its producer waited on it more than
+    # writer-bound's share of its loop, with a margin; under load the writer's start can take longer
+    # than its writes, and then it does not.
+    share = sum(s["put_wait_s"] for s in own) / sum(s["loop_s"] for s in own)
+    if abs(share - WAIT_SHARE) >= 0.1:
+        assert ("writer-bound" in {d["code"] for d in summary["diagnoses"]}) == (share > WAIT_SHARE), share
 
 
 def test_a_save_is_as_long_as_the_benchmarks_own(recorded):

@@ -194,6 +194,7 @@ HANDLES = ("import signal, sys, time\n"
            "while True:\n"
            "    time.sleep(0.05)\n")
 PASSED_ON = ["SIGUSR1", "SIGUSR2", "SIGHUP", "SIGQUIT", "SIGALRM", "SIGWINCH", "SIGTERM", "SIGINT"]
+PASSED_ON_SIGNALS = [getattr(signal, name) for name in PASSED_ON] + [signal.SIGCONT, signal.SIGTSTP]
 
 
 def test_record_passes_every_signal_a_parent_would_on_to_the_command(tmp_path):
@@ -209,6 +210,50 @@ def test_record_passes_every_signal_a_parent_would_on_to_the_command(tmp_path):
         recorder.send_signal(getattr(signal, name))
         out, err = recorder.communicate(timeout=60)
         assert (recorder.returncode, out) == (0, f"got {name}\n"), err
+
+
+def _blocked(pid: int, tid: int | None = None) -> set[int]:
+    """The signals a thread (its process's main one: tid None) blocks, from /proc."""
+    with open(f"/proc/{pid}/task/{tid or pid}/status") as f:
+        mask = int(next(line for line in f if line.startswith("SigBlk:")).split()[1], 16)
+    return {n for n in range(1, 65) if mask >> (n - 1) & 1}
+
+
+def test_records_own_threads_leave_every_signal_to_its_main_thread(tmp_path):
+    """A signal sent to record (Slurm's SIGCONT and then SIGTERM to a job's
+    batch step) goes to its main thread, which passes it on and writes it
+    into run.json: record's sampler and py-spy threads block every signal.
+    One of them that took it would have Python only note it for the main
+    thread, asleep in wait4 until CMD ends: under Slurm, the SIGKILL after
+    KillWait came first, and run.json never said SIGTERM. The py-spys it
+    starts block none of them: SIGINT has py-spy write what it has."""
+    import subprocess
+
+    recorder = subprocess.Popen(writerprof_command() + ["record", "--stacks-by", "py-spy", "-o", str(tmp_path / "run"),
+                                                        "--", sys.executable, "-c", HANDLES, "SIGTERM"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert recorder.stdout.readline() == "ready\n"
+        deadline = time.monotonic() + 60
+        while True:  # until the sampler, py-spy's watch and a py-spy have started
+            helpers = [int(t) for t in os.listdir(f"/proc/{recorder.pid}/task") if int(t) != recorder.pid]
+            children = {int(c) for t in os.listdir(f"/proc/{recorder.pid}/task")
+                        for c in open(f"/proc/{recorder.pid}/task/{t}/children").read().split()}
+            spies = [c for c in children if os.path.basename(os.readlink(f"/proc/{c}/exe")).startswith("py-spy")]
+            if len(helpers) >= 2 and spies:
+                break
+            assert time.monotonic() < deadline, (helpers, children)
+            time.sleep(0.05)
+        passed_on = {int(s) for s in PASSED_ON_SIGNALS}
+        assert not passed_on & _blocked(recorder.pid)
+        for tid in helpers:
+            assert passed_on <= _blocked(recorder.pid, tid), tid
+        for spy in spies:
+            assert signal.SIGINT not in _blocked(spy)
+    finally:
+        recorder.send_signal(signal.SIGTERM)
+        out, err = recorder.communicate(timeout=60)
+    assert (recorder.returncode, out) == (0, "got SIGTERM\n"), err
 
 
 def test_record_passes_signals_on_though_its_parent_blocked_them(tmp_path):

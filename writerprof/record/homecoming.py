@@ -60,6 +60,7 @@ import time
 from pathlib import Path, PurePosixPath
 
 from writerprof.errors import WriterprofError
+from writerprof.probes.writerprof_probe import quiet
 from writerprof.probes.writerprof_probe.format import HOMECOMING_ENV, HOMECOMING_KEY_ENV, HOSTS_DIR, safe_host
 
 VERSION = 1
@@ -327,7 +328,7 @@ class Listener:
         self.ended_at: float | None = None
         self._stop_r, self._stop_w = os.pipe()
         self._accepting = threading.Thread(target=self._accept, name="writerprof-homecoming", daemon=True)
-        self._accepting.start()
+        quiet.blocking_all(self._accepting.start)
 
     @classmethod
     def open(cls, run_dir: Path, run_id: str, own_host: str) -> Listener | None:
@@ -377,7 +378,7 @@ class Listener:
             conn.setblocking(True)
             host = _Host(self, conn)
             self.hosts.append(host)
-        threading.Thread(target=host.serve, name="writerprof-homecoming-host", daemon=True).start()
+        quiet.blocking_all(threading.Thread(target=host.serve, name="writerprof-homecoming-host", daemon=True).start)
         return True
 
     def reserve(self, host: _Host, name: str) -> None:

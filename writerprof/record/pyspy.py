@@ -118,6 +118,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from writerprof.probes.writerprof_probe import format as journal
+from writerprof.probes.writerprof_probe import quiet
 from writerprof.record import procfs, pythons
 from writerprof.record.ptrace import FIX, PY_SPY_ENV, find_py_spy, ptrace_problem, py_spy_version, read_problem
 from writerprof.record.rawstacks import compress, keep_whole_lines, process_chain
@@ -186,6 +187,9 @@ class StackRecorder:
         self.write_error: str | None = None  # what could not be written (a full run directory)
         self.version: str | None = None  # asked once CMD has ended, not while it starts
         self._thread = threading.Thread(target=self._watch, name="writerprof-py-spy", daemon=True)
+        # The mask its py-spys get: record's (the watch thread blocks every signal,
+        # and a py-spy must take the SIGINT that has it write what it has).
+        self._spawn_mask = signal.pthread_sigmask(signal.SIG_BLOCK, ())
 
     def command(self, output: Path, pid: int | str, rate_hz: int) -> list[str]:
         """py-spy's argv for process pid alone at rate_hz."""
@@ -209,7 +213,7 @@ class StackRecorder:
             self._look()
         except OSError as exc:
             self._cannot_write(exc)
-        self._thread.start()
+        quiet.blocking_all(self._thread.start)
 
     def _watch(self) -> None:
         """Every _CHILDREN_S until stop() (CMD's end is not enough: what
@@ -339,8 +343,9 @@ class StackRecorder:
         try:
             # Its words through a pipe, not into a file: on a full disk they still
             # arrive (a few lines: the pipe holds them until py-spy ends).
-            process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                       stderr=subprocess.STDOUT, start_new_session=True, cwd=self.dir)
+            process = quiet.masked(self._spawn_mask, lambda: subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                start_new_session=True, cwd=self.dir))
         except OSError as exc:
             self._fail(f"cannot run py-spy ({self.executable}): {exc.strerror}")
             self._done.set()

@@ -41,6 +41,7 @@ from collections import namedtuple
 from pathlib import Path
 
 from writerprof.probes.writerprof_probe import format as journal
+from writerprof.probes.writerprof_probe import quiet
 from writerprof.probes.writerprof_probe.identity import redact_argv
 from writerprof.record import procfs, pythons, vmstat
 from writerprof.record.stall import StallWatch
@@ -216,7 +217,7 @@ class Sampler:
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="writerprof-sampler", daemon=True)
-        self._thread.start()
+        quiet.blocking_all(self._thread.start)
 
     def stop(self) -> None:
         """One last tick (it sees what ended since the previous one), then close."""

@@ -23,6 +23,7 @@ import threading
 import time
 from pathlib import Path
 
+from writerprof.probes.writerprof_probe import quiet
 from writerprof.record.progress import Progress
 from writerprof.record.system import HOST, System
 from writerprof.run import layout, ownfile
@@ -71,7 +72,7 @@ class StallWatch:
                  "stall_ns": self.stall_ns}
         self._thread = threading.Thread(target=self._take, args=(processes, stall), name="writerprof-stall",
                                         daemon=True)
-        self._thread.start()
+        quiet.blocking_all(self._thread.start)
 
     def stop(self) -> None:
         """Wait for a snapshot being taken to be written."""

@@ -28,12 +28,14 @@ class StreamingCheckpointing:
         stats_queue = self.ctx.Queue()
         writer = self.ctx.Process(target=self._writer_process,
                                   args=([b.name for b in buffers], filepath, buffer_queue, stats_queue))
+        started = time.monotonic()
         writer.start()
         try:
             own = self._run_producer(buffers, buffer_queue, total_size_bytes, generator)
             t0 = time.monotonic()
             buffer_queue.put(None)
             own["put_wait_s"] += time.monotonic() - t0
+            own["loop_s"] = time.monotonic() - started  # from the writer's start to the last hand-off
             stats = stats_queue.get(timeout=60)
             writer.join(60)
         finally:

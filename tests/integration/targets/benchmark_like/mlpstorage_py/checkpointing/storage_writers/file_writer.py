@@ -5,7 +5,7 @@ WRITE_HOLD_S stands for a slow device, so that the producer fills the queue."""
 import os
 import time
 
-WRITE_HOLD_S = 0.05
+WRITE_HOLD_S = 0.1
 
 
 class FileStorageWriter:
