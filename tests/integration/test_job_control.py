@@ -235,14 +235,18 @@ def test_records_own_threads_leave_every_signal_to_its_main_thread(tmp_path):
     try:
         assert recorder.stdout.readline() == "ready\n"
         deadline = time.monotonic() + 60
-        while True:  # until the sampler, py-spy's watch and a py-spy have started
+        # Until the sampler, py-spy's watch and a py-spy have started, and record
+        # waits for CMD: while it starts a thread its main thread blocks every
+        # signal too (one that comes meanwhile stays pending, for it).
+        while True:
+            waiting = open(f"/proc/{recorder.pid}/wchan").read() == "do_wait"
             helpers = [int(t) for t in os.listdir(f"/proc/{recorder.pid}/task") if int(t) != recorder.pid]
             children = {int(c) for t in os.listdir(f"/proc/{recorder.pid}/task")
                         for c in open(f"/proc/{recorder.pid}/task/{t}/children").read().split()}
             spies = [c for c in children if os.path.basename(os.readlink(f"/proc/{c}/exe")).startswith("py-spy")]
-            if len(helpers) >= 2 and spies:
+            if len(helpers) >= 2 and spies and waiting:
                 break
-            assert time.monotonic() < deadline, (helpers, children)
+            assert time.monotonic() < deadline, (helpers, children, waiting)
             time.sleep(0.05)
         passed_on = {int(s) for s in PASSED_ON_SIGNALS}
         assert not passed_on & _blocked(recorder.pid)

@@ -170,9 +170,13 @@ def test_shared_memory_placement(tmp_path, monkeypatch):
 
 def test_process_named_only_by_its_journal(tmp_path):
     _, host_dir = new_run(tmp_path)
-    sleep = "import time; time.sleep(60)"
+    sleep = "import time; print(flush=True); time.sleep(60)"
     root, daemon, stranger = python(sleep), python(sleep), python(sleep)
     try:
+        # Popen returns when the exec closes its pipe, before the kernel gives the
+        # process its command line: until then a tick rightly waits to see it.
+        for process in (root, daemon, stranger):
+            process.stdout.readline()
         procs = host_dir / layout.PROCS_DIR
         # daemon is no descendant of root: only its journal names it (a spawn child, a writer).
         identity = {"kind": "process", "pid": daemon.pid, "role": "spawn_child"}

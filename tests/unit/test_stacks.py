@@ -23,9 +23,9 @@ from writerprof.exports import speedscope
 from writerprof.probes.writerprof_probe import format as journal
 from writerprof.run import layout, load
 from writerprof.run.stacks import (CHILD_START, NO_PYTHON_FRAME, PROBE_ONLY, TORN_FRAME, UNTOLD, NoStacks,
-                                   from_child_start, how_many, is_probe_frame, load_stacks, merged, parse_line,
-                                   read_raw, require_stacks, select, split_threads, threads_added, why_none,
-                                   without_probe_frames)
+                                   from_child_start, how_many, in_standard_library, is_probe_frame, load_stacks,
+                                   merged, parse_line, read_raw, require_stacks, select, split_threads,
+                                   threads_added, why_none, without_probe_frames)
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "stacks" / "forkserver.raw"
 MAIN, TRACKER, SERVER, CHILD1, CHILD2 = 29989, 29994, 29995, 29998, 30000
@@ -427,3 +427,10 @@ def test_speedscope_profiles_say_their_threads_or_are_one_per_thread(probe_recor
         f"writer pid {CHILD1}: {UNTOLD}"]
     assert split["profiles"][split["activeProfileIndex"]]["name"].startswith("writer ")
     assert [p["endValue"] for p in split["profiles"]][:2] == [340.0, 250.0]
+
+
+def test_the_standard_library_is_told_by_its_frozen_modules_and_top_level_names():
+    assert in_standard_library("<frozen genericpath>")
+    assert in_standard_library("multiprocessing/process.py") and in_standard_library("queue.py")
+    assert not in_standard_library("numpy/core/numeric.py") and not in_standard_library("saver.py")
+    assert not in_standard_library("<string>") and not in_standard_library("/abs/path/queue.py")

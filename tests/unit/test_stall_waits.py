@@ -66,7 +66,9 @@ def summary(tmp_path_factory):
             _process(TRACKER, PRODUCER, "resource_tracker", _thread(TRACKER, "main (resource_tracker.py:200)",
                                                                     syscall="read", wchan="pipe_read")),
             # Another rank spins; one not probed sleeps in the kernel.
-            _process(1202, 1000, "main", _thread(1202, "<module> (saver.py:60)", syscall=None, wchan=None,
+            _process(1202, 1000, "main", _thread(1202, "exists (<frozen genericpath>:19)",
+                                                 "BaseProcess.run (multiprocessing/process.py:108)",
+                                                 "<module> (saver.py:60)", syscall=None, wchan=None,
                                                  cpu_ns=WINDOW_NS // 10, delay_ns=WINDOW_NS // 2, state="R")),
             _process(77, 1, None, _thread(77, syscall="fsync", wchan="jbd2_log_wait_commit", state="D")),
             {"ppid": 1},  # no pid: dropped
@@ -107,8 +109,16 @@ def test_the_journals_say_who_feeds_and_drains_a_queue_and_the_cycle_is_a_deadlo
 def test_a_thread_runnable_most_of_the_window_spins_on_a_busy_host(section):
     rank = _by_pid(section)[1202]
     assert rank["spins"] and rank["cpu_share"] == 0.1 and rank["runnable_share"] == 0.6 and not rank["waits_on"]
+    assert rank["where"] == "<module> (saver.py:60)"  # its loop, not the standard library's os.path.exists
     (snapshot,) = section["snapshots"]
     assert snapshot["spinning"] == [1202]
+
+
+def test_where_is_the_programs_own_frame_and_a_script_named_as_a_standard_module_still_counts():
+    assert stalls._where(_frames("exists (<frozen genericpath>:19)", "retry (test.py:12)",
+                                 "<module> (test.py:30)")) == "retry (test.py:12)"
+    assert stalls._where(_frames("exists (<frozen genericpath>:19)")) == "exists (<frozen genericpath>:19)"
+    assert stalls._where([]) is None
 
 
 def test_without_a_frame_the_kernel_says_and_only_named_processes_are_said(section):

@@ -29,6 +29,7 @@ import numpy as np
 from writerprof.analysis.clocks import host_offsets
 from writerprof.probes.writerprof_probe.format import SHM_OPS, STACKS_THREAD
 from writerprof.run import stalls as stall_files
+from writerprof.run.stacks import in_standard_library
 
 # Of the snapshot's window, the share a thread was on a CPU or waiting on a run
 # queue for one (a busy host shares its CPUs out): one this runnable while
@@ -227,10 +228,18 @@ def _wait(thread: dict, frames: list[dict]) -> tuple[str | None, str | None]:
 
 
 def _where(frames: list[dict]) -> str | None:
-    """The innermost frame of the program's own (outside the waits' library files and the probe)."""
+    """The innermost frame of the program's own: outside the waits' library
+    files and the probe, and first outside the standard library (a loop that
+    calls os.path.exists loops in its own frame, not in genericpath), then
+    outside its frozen modules (a script named as one of its modules, test.py)."""
     own = [f for f in frames if not (f.get("file") or "").endswith(_FRAME_FILES)
-           and _PROBE_FILES not in (f.get("file") or "")]
-    return _frame_text(own[0]) if own else (_frame_text(frames[0]) if frames else None)
+           and _PROBE_FILES not in (f.get("file") or "")] or frames
+    return _frame_text(min(own, key=_library_rank)) if own else None
+
+
+def _library_rank(frame: dict) -> int:
+    file = frame.get("file") or ""
+    return 2 if file.startswith("<frozen ") else int(in_standard_library(file))
 
 
 def _frame_text(frame: dict) -> str:

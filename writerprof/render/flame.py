@@ -31,12 +31,13 @@ one, white no change; the hover gives both.
 from __future__ import annotations
 
 import io
-import sys
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 import re
 from xml.sax.saxutils import escape as _escape
+
+from writerprof.run.stacks import in_standard_library
 
 ROW_PX = 16
 FONT_PX = 11
@@ -179,7 +180,7 @@ def frame_colour(name: str, depth: int = 1) -> str:
     top = file.split("/", 1)[0].removesuffix(".py")
     if any(file.startswith(p) or f"/{p}" in file for p in _IMPORT_FILES):
         hue, sat = (170 + 25 * jitter, 55)
-    elif top in sys.stdlib_module_names or file.startswith("<"):
+    elif in_standard_library(file) or file.startswith("<"):
         hue, sat = (22 + 20 * jitter, 80)
     elif top in ("writerprof", "__main__", "") or file.endswith("main.py"):
         hue, sat = (0 + 12 * jitter, 75)

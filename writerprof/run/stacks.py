@@ -45,6 +45,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,6 +159,13 @@ def frame_parts(frame: str) -> tuple[str, str | None, int | None]:
             return name, file, int(line)
         return name, where, None
     return frame, None, None
+
+
+def in_standard_library(file: str) -> bool:
+    """Whether a frame's file, as py-spy shortens it by its sys.path entry,
+    is the standard library's: a frozen module (<frozen genericpath>) or a
+    path under one of its top-level names (multiprocessing/process.py)."""
+    return file.startswith("<frozen ") or file.split("/", 1)[0].removesuffix(".py") in sys.stdlib_module_names
 
 
 def is_probe_frame(frame: str) -> bool:
