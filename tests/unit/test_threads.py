@@ -226,10 +226,12 @@ def test_spans_taken_a_few_processes_at_a_time_weigh_the_threads_as_all_at_once(
     run = load(tmp_path / "run")
     found = saves.find(run)
     whole = processes._thread_work(run, roles.roles(run), found)
-    assert len(threads._blocks(np.zeros(10, np.int64))) == 1
+    assert threads._blocks(np.zeros(10, np.int32), 3) == [(0, 3)]
     monkeypatch.setattr(threads, "SPAN_BLOCK", 5)
     rows, _, _ = work_windows.spans(run, found)
-    assert len(threads._blocks(rows)) > 3  # whole processes' spans, several blocks
+    blocks = threads._blocks(rows, len(run.processes))
+    assert len(blocks) > 3 and blocks[0][0] == 0 and blocks[-1][1] == len(run.processes)  # every row, in ranges
+    assert all(a[1] == b[0] for a, b in zip(blocks, blocks[1:]))
     assert processes._thread_work(run, roles.roles(run), found) == whole
     assert any(work["threads"] for work in whole.values())
 

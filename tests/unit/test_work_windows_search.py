@@ -2,7 +2,7 @@
 at a time): the searches it makes of each process's sorted times for many
 (process, time) at once are np.searchsorted's within each process, whether
 the processes' times fit in one line of int64 keys or not; blocks of one
-save find what one block of them all finds, sorted by one key or as pairs."""
+save find what one block of them all finds."""
 
 from __future__ import annotations
 
@@ -69,17 +69,3 @@ def test_a_save_a_block_finds_what_one_block_finds(tmp_path, monkeypatch):
     blocks = work_windows.spans(run, found)
     assert len(whole[0]) >= 2 * len(found) * 8
     assert all(a.tolist() == b.tolist() for a, b in zip(whole, blocks))
-
-
-def test_spans_sorted_as_pairs_where_one_key_would_not_hold_them(tmp_path, monkeypatch):
-    write_run(tmp_path / "run", Scenario(ranks_per_host=2, saves=3, chunks_per_save=8))
-    run = load(tmp_path / "run")
-    found = saves.find(run)
-    keyed = work_windows.spans(run, found)
-
-    def too_large(span, count):
-        raise ValueError("too large to index")
-
-    monkeypatch.setattr(work_windows.nesting, "key_bits", too_large)
-    paired = work_windows.spans(run, found)
-    assert all(a.tolist() == b.tolist() and a.dtype == b.dtype == np.int64 for a, b in zip(keyed, paired))

@@ -272,18 +272,15 @@ def _thread_work(run, role_of, saves: list[dict]) -> dict[int, dict]:
     worked on none: inside its work calls (all its life without any)."""
     if not len(run.processes):
         return {}
-    windows = work_windows.spans(run, saves)
+    row, start, end = work_windows.spans(run, saves)
     c = run.chunk_columns
     windowed = np.zeros(len(run.processes), bool)
-    windowed[windows[0]] = True
+    windowed[row] = True
     calls = _work_calls(run, role_of)
     calls &= (~windowed)[c["proc"]]
-    row, start, end = windows
     if calls.any():  # (else no copies: a 10M-chunk run's spans are tens of millions)
-        row, start, end = (np.concatenate([span, c[name][calls].astype(np.int64)])
-                           for span, name in zip(windows, ("proc", "start_ns", "end_ns")))
-        order = np.argsort(row, kind="stable")  # by process: threads.worked takes a few at a time
-        row, start, end = row[order], start[order], end[order]
+        row, start, end = (np.concatenate([span, c[name][calls].astype(span.dtype)])
+                           for span, name in ((row, "proc"), (start, "start_ns"), (end, "end_ns")))
     found = threads.worked(run, row, start, end)
     for work in found.values():
         work["nodes"] = shares(work["nodes"])

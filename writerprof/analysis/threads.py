@@ -71,13 +71,15 @@ def worked(run, span_row: np.ndarray, span_start: np.ndarray, span_end: np.ndarr
     weight = np.where(same & (used >= before), used - before, used).astype(np.float64)
     since, until = t["since_ns"], t["t_ns"]
     has = _has(span_row, len(run.processes))[rows]
-    for a, b in _blocks(span_row):  # the spans of a few processes at a time: small temporaries
-        lo, hi = np.searchsorted(rows, [span_row[a:b].min(), span_row[a:b].max() + 1])  # their readings
-        if lo == hi:
+    blocks = _blocks(span_row, len(run.processes))
+    for first, stop in blocks:  # the spans of a few processes at a time: small temporaries
+        lo, hi = np.searchsorted(rows, [first, stop])  # their readings
+        mine = slice(None) if len(blocks) == 1 else np.flatnonzero((span_row >= first) & (span_row < stop))
+        if lo == hi or not len(span_row[mine]):
             continue
         part = slice(lo, hi)
         weight[part] = np.where(has[part], weight[part] * _share_inside(
-            rows[part], since[part], until[part], span_row[a:b], span_start[a:b], span_end[a:b]), weight[part])
+            rows[part], since[part], until[part], span_row[mine], span_start[mine], span_end[mine]), weight[part])
     lut = node_table(run)
     node = lut[t["host_index"], cpu_column(lut, t["cpu"])]
     known = (weight > 0) & (node >= 0)
@@ -116,16 +118,14 @@ def worked(run, span_row: np.ndarray, span_start: np.ndarray, span_end: np.ndarr
 SPAN_BLOCK = 1 << 21  # spans read at once (a 10M-chunk run has tens of millions)
 
 
-def _blocks(span_row: np.ndarray) -> list[tuple[int, int]]:
-    """[(first, stop)] of span_row in blocks of about SPAN_BLOCK, each of
-    whole rows' spans (when span_row is in row order; else one block)."""
-    n = len(span_row)
-    if not n:
+def _blocks(span_row: np.ndarray, n_rows: int) -> list[tuple[int, int]]:
+    """[(first, stop)] ranges of process rows whose spans (in any order)
+    number about SPAN_BLOCK a range (a row's are never split)."""
+    if not len(span_row):
         return []
-    if n <= SPAN_BLOCK or not (span_row[1:] >= span_row[:-1]).all():
-        return [(0, n)]
-    cuts = np.searchsorted(span_row, span_row[np.arange(SPAN_BLOCK, n, SPAN_BLOCK)])  # a row's first span
-    edges = np.unique(np.concatenate(([0], cuts, [n])))
+    count = np.cumsum(np.bincount(span_row, minlength=n_rows))
+    cuts = np.searchsorted(count, np.arange(SPAN_BLOCK, count[-1], SPAN_BLOCK)) + 1  # after the row reaching each
+    edges = np.unique(np.concatenate(([0], np.minimum(cuts, n_rows), [n_rows])))
     return list(zip(edges[:-1].tolist(), edges[1:].tolist()))
 
 

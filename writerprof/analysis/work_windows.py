@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from writerprof.analysis import nesting
 from writerprof.analysis import saves as saves_found
 from writerprof.analysis.components import loop_components
 from writerprof.probes.writerprof_probe.format import SHM_OPS
@@ -32,23 +31,14 @@ NONE, NOT_SET = np.iinfo(np.int64).min, np.iinfo(np.int64).max  # no time found,
 
 
 def spans(run, found: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(process row, start_ns, end_ns) of every producer's and writer's work
-    in the saves found (saves.find), in row order, then start; on each host's clock."""
+    """(process row, int32; start_ns, end_ns) of every producer's and
+    writer's work in the saves found (saves.find), in the order found
+    (_work_of); on each host's clock. Not sorted: threads.worked takes a few
+    processes' at a time, and a 10M-chunk run's tens of millions sorted were
+    the peak of its report's memory."""
     if not found:
-        return tuple(np.zeros(0, np.int64) for _ in range(3))
-    row, start, end = _found(run, found)
-    # Stable: ties in the order found. One key for the pair, not np.lexsort((start, row)):
-    # 4x faster on the tens of millions of a 10M-chunk run.
-    try:
-        order = np.argsort(_keys(row, start, len(run.processes)), kind="stable")
-    except ValueError:  # (a process's life too long for one key with this many: sorted as a pair)
-        order = np.lexsort((start, row))
-    # A column at a time, each freed once sorted: the peak of a 10M-chunk run's report.
-    start = start[order]
-    end = end[order]
-    row = row[order]
-    del order
-    return row.astype(np.int64), start, end
+        return np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return _found(run, found)
 
 
 def _found(run, found: list[dict]) -> tuple[np.ndarray, ...]:
@@ -81,21 +71,6 @@ def _work_of(work: _Work, found: list[dict], first: int) -> list[np.ndarray]:
               work.fill(producer, start, end, started, piece + 1)]
     in_order = np.argsort(np.concatenate([p[0] for p in pieces]), kind="stable")
     return [np.concatenate([p[i] for p in pieces])[in_order] for i in (1, 2, 3)]
-
-
-def _keys(rows: np.ndarray, times: np.ndarray, n_rows: int) -> np.ndarray:
-    """Each (row, time) as one int64 that sorts as the pair: row << bits | the time since the row's first."""
-    first = np.full(n_rows, np.iinfo(np.int64).max)
-    last = np.full(n_rows, np.iinfo(np.int64).min)
-    np.minimum.at(first, rows, times)
-    np.maximum.at(last, rows, times)
-    has = last >= first
-    keys = first[rows]
-    np.subtract(times, keys, out=keys)
-    bits = nesting.key_bits(int((last[has] - first[has]).max(initial=0)), n_rows)
-    for at in range(0, len(keys), BLOCK_RECORDS):  # (no temporary of every row shifted)
-        keys[at:at + BLOCK_RECORDS] |= rows[at:at + BLOCK_RECORDS].astype(np.int64) << bits
-    return keys
 
 
 class _Work:
@@ -176,7 +151,7 @@ class _Work:
     def _pieces(self, piece, rows, window, call, whole, a, b) -> tuple:
         """(piece, row, start_ns, end_ns) of the calls found in each window; for the windows `whole`, [a, b]."""
         return (np.concatenate([piece[window], piece[whole]]),
-                np.concatenate([rows[window], rows[whole]]).astype(np.int32),  # (4 bytes, not 8: the sort's peak)
+                np.concatenate([rows[window], rows[whole]]).astype(np.int32),  # (4 bytes, not 8: tens of millions)
                 np.concatenate([self.starts[call].astype(np.int64), a[whole]]),
                 np.concatenate([self.ends[call].astype(np.int64), b[whole]]))
 
