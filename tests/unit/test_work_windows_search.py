@@ -1,8 +1,7 @@
 """work_windows finds every save's spans at once (columnar, a block of saves
 at a time): the searches it makes of each process's sorted times for many
-(process, time) at once are np.searchsorted's within each process, whether
-the processes' times fit in one line of int64 keys or not; blocks of one
-save find what one block of them all finds."""
+(process, time) at once are np.searchsorted's within each process, however
+far apart the times; blocks of one save find what one block of them all finds."""
 
 from __future__ import annotations
 
@@ -29,15 +28,12 @@ def expected(groups, times, n_groups, query_groups, query_times, side):
     return out
 
 
-@pytest.mark.parametrize("one_line", [True, False])
 @pytest.mark.parametrize("side", ["left", "right"])
-def test_a_search_is_searchsorted_within_the_group(side, one_line):
+def test_a_search_is_searchsorted_within_the_group(side):
     rng = np.random.default_rng(7)
     n_groups = 12  # some empty, with 400 times over 12 groups drawn from 0-9
     groups, times = grouped(rng, 10, 1000)
     found = _Sorted.of(groups, times, n_groups)
-    if not one_line:
-        found.keys = None  # as where the groups' spans add up to more than an int64
     query_groups = rng.integers(0, n_groups + 1, 300)  # n_groups: the empty one of unknowns
     query_times = rng.integers(-3000, 9000, 300)
     sorted_groups = np.sort(groups)
@@ -46,10 +42,9 @@ def test_a_search_is_searchsorted_within_the_group(side, one_line):
     assert found.search(query_groups, query_times, side).tolist() == want
 
 
-def test_times_far_apart_are_searched_group_by_group():
+def test_times_far_apart_are_searched_within_their_group():
     times = np.array([-2**62, 0, 2**62, 5, 9], np.int64)
     found = _Sorted.of(np.array([0, 0, 0, 1, 1]), times, 2)
-    assert found.keys is None
     assert found.search(np.array([0, 0, 1, 1]), np.array([1, 2**62, 0, 6])).tolist() == [2, 2, 3, 4]
     assert found.search(np.array([0, 1]), np.array([2**62, 9]), "right").tolist() == [3, 5]
 
