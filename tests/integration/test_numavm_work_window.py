@@ -119,7 +119,7 @@ def test_over_its_whole_life_the_producer_ran_mostly_on_its_start_up_node(record
     node, _ = PLACED[name]
     run, summary = recorded[name]
     (producer,) = _processes(summary, "producer")
-    life = threads.worked(run, *np.zeros((3, 0), np.int64))[producer["id"]]
+    life = threads.worked(run, [])[producer["id"]]
     assert dominant(shares(life["nodes"]))[0] == 1 - node
 
 

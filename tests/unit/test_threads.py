@@ -160,7 +160,7 @@ def test_an_idle_main_thread_on_node_0_weighs_nothing_against_a_filling_pool_on_
     assert set(run.samples["cpu"].tolist()) == {0}  # the process's own stat: its main thread's CPU
     # Only the filling time: the spans start after the main thread's start-up.
     (t0, t1, t2) = np.unique(run.threads["t_ns"])
-    found = threads.worked(run, np.array([0]), np.array([t0]), np.array([t2]))
+    found = threads.worked(run, [(np.array([0]), np.array([t0]), np.array([t2]))])
     assert found[0]["nodes"] == {1: pytest.approx((61 + 3 + 59 + 4) / 1e2)}
     assert [(t["tid"], t["name"], t["main"]) for t in found[0]["threads"]] == [
         (FILL1, "fill", False), (FILL2, "fill", False)]  # the busiest first: 64 ticks, then 63
@@ -172,7 +172,7 @@ def test_an_idle_main_thread_on_node_0_weighs_nothing_against_a_filling_pool_on_
 @needs_numa2
 def test_over_its_whole_life_the_main_threads_start_up_counts_too(tmp_path):
     run_dir, _ = record(tmp_path, IDLE_MAIN_BUSY_POOL)
-    found = threads.worked(with_process(load(run_dir)), *np.zeros((3, 0), np.int64))
+    found = threads.worked(with_process(load(run_dir)), [])
     assert found[0]["nodes"] == {0: pytest.approx(0.44), 1: pytest.approx(1.27)}
     assert found[0]["threads"][-1]["tid"] == MAIN and found[0]["threads"][-1]["main"]
 
@@ -185,7 +185,7 @@ def test_the_probes_stack_sampling_thread_is_not_the_processs_work(tmp_path):
     run_dir, _ = record(tmp_path, readings)
     run = with_process(load(run_dir))
     assert sampler in run.threads["tid"].tolist()  # read as any thread, and left out of the work
-    found = threads.worked(run, *np.zeros((3, 0), np.int64))
+    found = threads.worked(run, [])
     assert found[0]["nodes"] == {0: pytest.approx(0.44), 1: pytest.approx(1.27)}
     assert sampler not in [t["tid"] for t in found[0]["threads"]]
 
@@ -226,10 +226,10 @@ def test_spans_taken_a_few_processes_at_a_time_weigh_the_threads_as_all_at_once(
     run = load(tmp_path / "run")
     found = saves.find(run)
     whole = processes._thread_work(run, roles.roles(run), found)
-    assert threads._blocks(np.zeros(10, np.int32), 3) == [(0, 3)]
+    assert threads._blocks([(np.zeros(10, np.int32), None, None)], 3) == [(0, 3)]
     monkeypatch.setattr(threads, "SPAN_BLOCK", 5)
-    rows, _, _ = work_windows.spans(run, found)
-    blocks = threads._blocks(rows, len(run.processes))
+    monkeypatch.setattr(work_windows, "BLOCK_RECORDS", 1)  # a piece of spans per save
+    blocks = threads._blocks(work_windows.spans(run, found), len(run.processes))
     assert len(blocks) > 3 and blocks[0][0] == 0 and blocks[-1][1] == len(run.processes)  # every row, in ranges
     assert all(a[1] == b[0] for a, b in zip(blocks, blocks[1:]))
     assert processes._thread_work(run, roles.roles(run), found) == whole
@@ -244,5 +244,4 @@ def test_spans_of_processes_without_thread_readings_change_nothing(tmp_path):
     run = load(tmp_path / "run")
     run = dataclasses.replace(run, threads=run.threads[thread_rows(run) != 2])  # row 2: no readings
     assert len(run.threads)
-    assert threads.worked(run, np.array([2]), np.array([0]), np.array([1])) == threads.worked(
-        run, *np.zeros((3, 0), np.int64))
+    assert threads.worked(run, [(np.array([2]), np.array([0]), np.array([1]))]) == threads.worked(run, [])

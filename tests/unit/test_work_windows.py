@@ -61,11 +61,11 @@ def mismatches(summary, role: str) -> list[dict]:
 
 def whole_life(run, row: int) -> dict[str, float]:
     """Where the row's threads used their CPU time over its whole life."""
-    return shares(threads.worked(run, *np.zeros((3, 0), np.int64))[row]["nodes"])
+    return shares(threads.worked(run, [])[row]["nodes"])
 
 
 def spans_of(run, found, row) -> list[tuple[int, int]]:
-    rows, starts, ends = work_windows.spans(run, found)
+    rows, starts, ends = (np.concatenate(column) for column in zip(*work_windows.spans(run, found)))
     return list(zip(starts[rows == row].tolist(), ends[rows == row].tolist()))
 
 

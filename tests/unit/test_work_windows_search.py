@@ -59,8 +59,8 @@ def test_a_save_a_block_finds_what_one_block_finds(tmp_path, monkeypatch):
     write_run(tmp_path / "run", Scenario(ranks_per_host=2, saves=3, chunks_per_save=8))
     run = load(tmp_path / "run")
     found = saves.find(run)
-    whole = work_windows.spans(run, found)
+    (whole,) = work_windows.spans(run, found)
     monkeypatch.setattr(work_windows, "BLOCK_RECORDS", 1)  # a block of one save
-    blocks = work_windows.spans(run, found)
-    assert len(whole[0]) >= 2 * len(found) * 8
-    assert all(a.tolist() == b.tolist() for a, b in zip(whole, blocks))
+    pieces = work_windows.spans(run, found)
+    assert len(pieces) == len(found) and len(whole[0]) >= 2 * len(found) * 8
+    assert all(a.tolist() == np.concatenate(b).tolist() for a, b in zip(whole, zip(*pieces)))

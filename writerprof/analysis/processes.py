@@ -272,16 +272,16 @@ def _thread_work(run, role_of, saves: list[dict]) -> dict[int, dict]:
     worked on none: inside its work calls (all its life without any)."""
     if not len(run.processes):
         return {}
-    row, start, end = work_windows.spans(run, saves)
+    spans = work_windows.spans(run, saves)
     c = run.chunk_columns
     windowed = np.zeros(len(run.processes), bool)
-    windowed[row] = True
+    for row, _, _ in spans:
+        windowed[row] = True
     calls = _work_calls(run, role_of)
     calls &= (~windowed)[c["proc"]]
-    if calls.any():  # (else no copies: a 10M-chunk run's spans are tens of millions)
-        row, start, end = (np.concatenate([span, c[name][calls].astype(span.dtype)])
-                           for span, name in ((row, "proc"), (start, "start_ns"), (end, "end_ns")))
-    found = threads.worked(run, row, start, end)
+    if calls.any():
+        spans.append((c["proc"][calls], c["start_ns"][calls].astype(np.int64), c["end_ns"][calls].astype(np.int64)))
+    found = threads.worked(run, spans)
     for work in found.values():
         work["nodes"] = shares(work["nodes"])
         for thread in work["threads"]:

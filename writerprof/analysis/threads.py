@@ -50,10 +50,10 @@ def merged(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return starts[new], ends[last]
 
 
-def worked(run, span_row: np.ndarray, span_start: np.ndarray, span_end: np.ndarray) -> dict[int, dict]:
+def worked(run, spans: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> dict[int, dict]:
     """Per row of run.processes with thread readings whose CPU time falls in its
-    spans (span_row[i] has span_start[i] to span_end[i]; a row with none:
-    its whole life): {"nodes": node -> CPU seconds, "cpu_s", "threads": the
+    spans (pieces of (row, start_ns, end_ns), work_windows.Spans, in any
+    order; a row with none: its whole life): {"nodes": node -> CPU seconds, "cpu_s", "threads": the
     busiest MAX_THREADS, each {"tid", "name", "main", "cpu_s", "nodes"}}.
     All processes at once: a large run has thousands."""
     t, rows = run.threads, thread_rows(run)
@@ -70,16 +70,18 @@ def worked(run, span_row: np.ndarray, span_start: np.ndarray, span_end: np.ndarr
     before = np.concatenate(([0], used[:-1]))
     weight = np.where(same & (used >= before), used - before, used).astype(np.float64)
     since, until = t["since_ns"], t["t_ns"]
-    has = _has(span_row, len(run.processes))[rows]
-    blocks = _blocks(span_row, len(run.processes))
-    for first, stop in blocks:  # the spans of a few processes at a time: small temporaries
+    has = np.zeros(len(run.processes), bool)
+    for span_row, _, _ in spans:
+        has[span_row] = True
+    has = has[rows]
+    for first, stop in _blocks(spans, len(run.processes)):  # a few processes' spans at a time: small temporaries
         lo, hi = np.searchsorted(rows, [first, stop])  # their readings
-        mine = slice(None) if len(blocks) == 1 else np.flatnonzero((span_row >= first) & (span_row < stop))
-        if lo == hi or not len(span_row[mine]):
+        if lo == hi:
             continue
+        span_row, span_start, span_end = _rows_spans(spans, first, stop)
         part = slice(lo, hi)
         weight[part] = np.where(has[part], weight[part] * _share_inside(
-            rows[part], since[part], until[part], span_row[mine], span_start[mine], span_end[mine]), weight[part])
+            rows[part], since[part], until[part], span_row, span_start, span_end), weight[part])
     lut = node_table(run)
     node = lut[t["host_index"], cpu_column(lut, t["cpu"])]
     known = (weight > 0) & (node >= 0)
@@ -118,21 +120,21 @@ def worked(run, span_row: np.ndarray, span_start: np.ndarray, span_end: np.ndarr
 SPAN_BLOCK = 1 << 21  # spans read at once (a 10M-chunk run has tens of millions)
 
 
-def _blocks(span_row: np.ndarray, n_rows: int) -> list[tuple[int, int]]:
-    """[(first, stop)] ranges of process rows whose spans (in any order)
-    number about SPAN_BLOCK a range (a row's are never split)."""
-    if not len(span_row):
+def _blocks(spans, n_rows: int) -> list[tuple[int, int]]:
+    """[(first, stop)] ranges of process rows whose spans number about
+    SPAN_BLOCK a range (a row's are never split)."""
+    if not spans:
         return []
-    count = np.cumsum(np.bincount(span_row, minlength=n_rows))
+    count = np.cumsum(sum(np.bincount(row, minlength=n_rows) for row, _, _ in spans))
     cuts = np.searchsorted(count, np.arange(SPAN_BLOCK, count[-1], SPAN_BLOCK)) + 1  # after the row reaching each
     edges = np.unique(np.concatenate(([0], np.minimum(cuts, n_rows), [n_rows])))
     return list(zip(edges[:-1].tolist(), edges[1:].tolist()))
 
 
-def _has(span_row: np.ndarray, n: int) -> np.ndarray:
-    found = np.zeros(n, bool)
-    found[span_row] = True
-    return found
+def _rows_spans(spans, first: int, stop: int) -> tuple[np.ndarray, ...]:
+    """(row, start_ns, end_ns) of the spans of rows first to stop - 1, from every piece."""
+    chosen = [np.flatnonzero((row >= first) & (row < stop)) for row, _, _ in spans]
+    return tuple(np.concatenate([piece[i][mine] for piece, mine in zip(spans, chosen)]) for i in range(3))
 
 
 def _share_inside(rows, since, until, span_row, span_start, span_end) -> np.ndarray:

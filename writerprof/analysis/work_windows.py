@@ -30,34 +30,25 @@ BLOCK_RECORDS = 1 << 20
 NONE, NOT_SET = np.iinfo(np.int64).min, np.iinfo(np.int64).max  # no time found, for a max and a min
 
 
-def spans(run, found: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(process row, int32; start_ns, end_ns) of every producer's and
-    writer's work in the saves found (saves.find), in the order found
-    (_work_of); on each host's clock. Not sorted: threads.worked takes a few
-    processes' at a time, and a 10M-chunk run's tens of millions sorted were
-    the peak of its report's memory."""
+# A run's spans, in pieces: [(process row, int32; start_ns; end_ns)]. Never
+# joined: a 10M-chunk run's 19M, joined a column at a time, grew its report's
+# memory by their size again (the pieces' freed heap is not given back).
+Spans = list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+
+def spans(run, found: list[dict]) -> Spans:
+    """Every producer's and writer's work in the saves found (saves.find),
+    in the order found (_work_of), a piece per block of saves; on each
+    host's clock. Not sorted: threads.worked takes a few processes' at a time."""
     if not found:
-        return np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return _found(run, found)
-
-
-def _found(run, found: list[dict]) -> tuple[np.ndarray, ...]:
-    """(row, start_ns, end_ns) of the work in every save, in the order found
-    (_work_of), a block of saves at a time."""
+        return []
     work = _Work(run)
     per_block = max(1, len(found) * BLOCK_RECORDS // max(len(run.chunk_columns), 1))
-    pieces = [_work_of(work, found[at:at + per_block], at) for at in range(0, len(found), per_block)]
-    del work
-    out = []
-    for i in range(3):  # a column at a time, its pieces freed once joined
-        out.append(np.concatenate([piece[i] for piece in pieces]))
-        for piece in pieces:
-            piece[i] = None
-    return tuple(out)
+    return [_work_of(work, found[at:at + per_block], at) for at in range(0, len(found), per_block)]
 
 
-def _work_of(work: _Work, found: list[dict], first: int) -> list[np.ndarray]:
-    """[row, start_ns, end_ns] of the work of these saves (found[0] the
+def _work_of(work: _Work, found: list[dict], first: int) -> tuple[np.ndarray, ...]:
+    """(row, start_ns, end_ns) of the work of these saves (found[0] the
     first-th save found), in the order found: save by save, its writer's,
     then its producer's, each in time order. Every save at once, step by step."""
     start, end = (np.array([save[k] for save in found], np.int64) for k in ("start_ns", "end_ns"))
@@ -70,7 +61,7 @@ def _work_of(work: _Work, found: list[dict], first: int) -> list[np.ndarray]:
     pieces = [work.writes(writer[apart], start[apart], end[apart], piece[apart]),
               work.fill(producer, start, end, started, piece + 1)]
     in_order = np.argsort(np.concatenate([p[0] for p in pieces]), kind="stable")
-    return [np.concatenate([p[i] for p in pieces])[in_order] for i in (1, 2, 3)]
+    return tuple(np.concatenate([p[i] for p in pieces])[in_order] for i in (1, 2, 3))
 
 
 class _Work:
