@@ -209,16 +209,20 @@ def _work_calls(run, role_of):
     return mask
 
 
-def _work_nodes(run, proc, start, end, cpu) -> list[dict[str, float]]:
-    """Per process: node -> share of the time of its work calls (proc, start,
-    end, cpu: theirs), by the CPU each ended on; all processes at once, a
-    block of calls at a time (small temporaries in a run of 10M records)."""
+def _work_nodes(run, mine: np.ndarray) -> list[dict[str, float]]:
+    """Per process: node -> share of the time of its work calls (mine: a mask
+    of run.chunk_columns), by the CPU each ended on; all processes at once, a
+    block of records at a time (no copy of every call's fields: a 10M-chunk
+    run's took 0.4 GiB)."""
+    c = run.chunk_columns
+    proc, start, end, cpu = c["proc"], c["start_ns"], c["end_ns"], c["cpu"]
     on_nodes = _on_nodes(run)
     table = 0.0
     for at in range(0, max(len(proc), 1), BLOCK_RECORDS):  # (once, empty, without calls: a table of zeros)
         block = slice(at, at + BLOCK_RECORDS)
+        calls = np.flatnonzero(mine[block]) + at
         # Whole nanoseconds summed as floats: exact in any order up to 2**53 ns (104 days).
-        table = table + on_nodes(proc[block], cpu[block], end[block] - start[block])
+        table = table + on_nodes(proc[calls], cpu[calls], end[calls] - start[calls])
     return _node_shares(table)
 
 
@@ -260,9 +264,7 @@ def _calls_work(run, role_of) -> list[dict[str, float]]:
     """Per process: the share of its work calls' time per node."""
     if not len(run.processes):
         return []
-    mine = _work_calls(run, role_of)
-    c = run.chunk_columns
-    return _work_nodes(run, c["proc"][mine], c["start_ns"][mine], c["end_ns"][mine], c["cpu"][mine])
+    return _work_nodes(run, _work_calls(run, role_of))
 
 
 def _thread_work(run, role_of, saves: list[dict]) -> dict[int, dict]:
