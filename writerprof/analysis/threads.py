@@ -60,9 +60,9 @@ def worked(run, spans: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> dict[
     keep = (rows >= 0) & (t["name"] != STACKS_THREAD)  # the probe's sampling is not the process's work
     if not keep.any():
         return {}
-    t, rows = t[keep], rows[keep]
-    order = np.lexsort((t["t_ns"], t["tid"], rows))
-    t, rows = t[order], rows[order]
+    kept = np.flatnonzero(keep)
+    order = kept[np.lexsort((t["t_ns"][kept], t["tid"][kept], rows[kept]))]
+    t, rows = t[order], rows[order]  # (one copy of the readings, not two)
     used = t["utime_ns"] + t["stime_ns"]
     # Each record's CPU time since the previous of its thread (from zero for its
     # first, and for a tid reused: its time starts again).
@@ -117,7 +117,7 @@ def worked(run, spans: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> dict[
     return out
 
 
-SPAN_BLOCK = 1 << 21  # spans read at once (a 10M-chunk run has tens of millions)
+SPAN_BLOCK = 1 << 20  # spans read at once (a 10M-chunk run has tens of millions)
 
 
 def _blocks(spans, n_rows: int) -> list[tuple[int, int]]:
