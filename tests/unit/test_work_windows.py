@@ -66,7 +66,7 @@ def whole_life(run, row: int) -> dict[str, float]:
 
 def spans_of(run, found, row) -> list[tuple[int, int]]:
     rows, starts, ends = (np.concatenate(column) for column in zip(*work_windows.spans(run, found)))
-    return list(zip(starts[rows == row].tolist(), ends[rows == row].tolist()))
+    return sorted(zip(starts[rows == row].tolist(), ends[rows == row].tolist()))
 
 
 def calls_of(run, row, phase) -> list[tuple[int, int]]:

@@ -59,8 +59,18 @@ def test_a_save_a_block_finds_what_one_block_finds(tmp_path, monkeypatch):
     write_run(tmp_path / "run", Scenario(ranks_per_host=2, saves=3, chunks_per_save=8))
     run = load(tmp_path / "run")
     found = saves.find(run)
-    (whole,) = work_windows.spans(run, found)
+    whole = joined(work_windows.spans(run, found))
     monkeypatch.setattr(work_windows, "BLOCK_RECORDS", 1)  # a block of one save
-    pieces = work_windows.spans(run, found)
-    assert len(pieces) == len(found) and len(whole[0]) >= 2 * len(found) * 8
-    assert all(a.tolist() == np.concatenate(b).tolist() for a, b in zip(whole, zip(*pieces)))
+    blocks = work_windows.spans(run, found)
+    assert len(blocks) == 4 * len(found) and len(whole) >= 2 * len(found) * 8  # 2 pieces each of writes and fill
+    assert joined(blocks) == whole
+
+
+def joined(spans) -> list[tuple[int, int, int]]:
+    return sorted(zip(*(np.concatenate(column).tolist() for column in zip(*spans))))
+
+
+def test_a_column_of_calls_is_read_when_indexed_its_index_in_4_bytes():
+    calls = work_windows.taken(np.array([10, 20, 30, 40], np.int64), np.array([3, 1]))
+    assert calls.index.dtype == np.int32 and len(calls) == 2
+    assert calls[np.array([1])].tolist() == [20] and np.asarray(calls).tolist() == [40, 20]

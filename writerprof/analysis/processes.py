@@ -282,7 +282,8 @@ def _thread_work(run, role_of, saves: list[dict]) -> dict[int, dict]:
     calls = _work_calls(run, role_of)
     calls &= (~windowed)[c["proc"]]
     if calls.any():
-        spans.append((c["proc"][calls], c["start_ns"][calls].astype(np.int64), c["end_ns"][calls].astype(np.int64)))
+        calls = np.flatnonzero(calls)
+        spans.append((c["proc"][calls], work_windows.taken(c["start_ns"], calls), work_windows.taken(c["end_ns"], calls)))
     found = threads.worked(run, spans)
     for work in found.values():
         work["nodes"] = shares(work["nodes"])

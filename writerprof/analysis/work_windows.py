@@ -30,38 +30,57 @@ BLOCK_RECORDS = 1 << 20
 NONE, NOT_SET = np.iinfo(np.int64).min, np.iinfo(np.int64).max  # no time found, for a max and a min
 
 
-# A run's spans, in pieces: [(process row, int32; start_ns; end_ns)]. Never
-# joined: a 10M-chunk run's 19M, joined a column at a time, grew its report's
-# memory by their size again (the pieces' freed heap is not given back).
-Spans = list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+# A run's spans, in pieces: [(process row, int32; start_ns; end_ns)], each
+# piece's row in any order; a piece of calls has their times as Taken from
+# the chunk columns (8 bytes a span, not 20). Never joined: a 10M-chunk run's
+# 19M, joined a column at a time, grew its report's memory by their size
+# again (the pieces' freed heap is not given back).
+Spans = list[tuple]
+
+
+class Taken:
+    """values[index], read when indexed: a column of calls' times not copied out."""
+
+    def __init__(self, values: np.ndarray, index: np.ndarray):
+        self.values, self.index = values, index
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def __getitem__(self, rows) -> np.ndarray:
+        return self.values[self.index[rows]]
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        return self.values[self.index] if dtype is None else self.values[self.index].astype(dtype)
+
+
+def taken(column: np.ndarray, index: np.ndarray) -> Taken:
+    """A column of calls as Taken, its index in 4 bytes where the column is short enough."""
+    return Taken(column, index.astype(np.int32) if len(column) <= np.iinfo(np.int32).max else index)
 
 
 def spans(run, found: list[dict]) -> Spans:
-    """Every producer's and writer's work in the saves found (saves.find),
-    in the order found (_work_of), a piece per block of saves; on each
-    host's clock. Not sorted: threads.worked takes a few processes' at a time."""
+    """Every producer's and writer's work in the saves found (saves.find), on
+    each host's clock, in pieces: per block of saves, the calls found and
+    the windows taken whole. Not sorted: threads.worked takes a few
+    processes' at a time."""
     if not found:
         return []
     work = _Work(run)
     per_block = max(1, len(found) * BLOCK_RECORDS // max(len(run.chunk_columns), 1))
-    return [_work_of(work, found[at:at + per_block], at) for at in range(0, len(found), per_block)]
+    return [piece for at in range(0, len(found), per_block) for piece in _work_of(work, found[at:at + per_block])]
 
 
-def _work_of(work: _Work, found: list[dict], first: int) -> tuple[np.ndarray, ...]:
-    """(row, start_ns, end_ns) of the work of these saves (found[0] the
-    first-th save found), in the order found: save by save, its writer's,
-    then its producer's, each in time order. Every save at once, step by step."""
+def _work_of(work: _Work, found: list[dict]) -> Spans:
+    """The work of these saves: the writers' (where a process of its own)
+    and the producers'. Every save at once, step by step."""
     start, end = (np.array([save[k] for save in found], np.int64) for k in ("start_ns", "end_ns"))
     producer = np.array([save["producer"] for save in found], np.int64)
     writer = np.array([-1 if save["writer"] is None else save["writer"] for save in found], np.int64)
     apart = np.flatnonzero((writer >= 0) & (writer != producer))  # the saves whose writer is a process of its own
     end[apart] = work.close(writer[apart], start[apart], end[apart])
-    piece = 2 * np.arange(first, first + len(found), dtype=np.int32)  # each save's writer's work, its producer's
     started = work.started_groups([(save["producer"], save["writer_pid"]) for save in found])
-    pieces = [work.writes(writer[apart], start[apart], end[apart], piece[apart]),
-              work.fill(producer, start, end, started, piece + 1)]
-    in_order = np.argsort(np.concatenate([p[0] for p in pieces]), kind="stable")
-    return tuple(np.concatenate([p[i] for p in pieces])[in_order] for i in (1, 2, 3))
+    return [*work.writes(writer[apart], start[apart], end[apart]), *work.fill(producer, start, end, started)]
 
 
 class _Work:
@@ -100,7 +119,7 @@ class _Work:
         close[has] = np.maximum(close[has], self.file_ends.times[files_in[1][has] - 1])  # the last inside
         return np.where(close == NONE, end, close)
 
-    def writes(self, writer: np.ndarray, start: np.ndarray, end: np.ndarray, piece: np.ndarray) -> tuple:
+    def writes(self, writer: np.ndarray, start: np.ndarray, end: np.ndarray) -> Spans:
         """Its write calls from its attach of the buffers (else its first call) to its close, else that span."""
         # Its first call inside: the first begun in the window, as a rule; else searched among them all.
         lo, hi = self.call_starts.search(writer, start), self.call_starts.search(writer, end, "right")
@@ -115,11 +134,9 @@ class _Work:
         window, call = self.calls(writer, attached, end)
         mine = self.phases[call] == self.write
         window, call = window[mine], call[mine]
-        return self._pieces(piece, writer, window, call, np.bincount(window, minlength=len(writer)) == 0,
-                            attached, end)
+        return self._pieces(writer, window, call, np.bincount(window, minlength=len(writer)) == 0, attached, end)
 
-    def fill(self, producer: np.ndarray, start: np.ndarray, end: np.ndarray, started: np.ndarray,
-             piece: np.ndarray) -> tuple:
+    def fill(self, producer: np.ndarray, start: np.ndarray, end: np.ndarray, started: np.ndarray) -> Spans:
         """Its gen calls from the buffers' creation to the writer's close; else from its
         writer's start (its group in self.started) to its last hand-off (handoffs' fill); else that span."""
         begin = self.created.first_inside(producer, start, end, start)
@@ -133,18 +150,16 @@ class _Work:
         a, b = begin.copy(), end.copy()
         a[handed] = self.started.first_inside(started[handed], begin[handed], end[handed], begin[handed])
         b[handed] = last_put[handed]
-        return self._pieces(piece, producer, window[gen], call[gen], ~has_gen, a, b)
+        return self._pieces(producer, window[gen], call[gen], ~has_gen, a, b)
 
     def started_groups(self, pairs: list[tuple]) -> np.ndarray:
         """Each (process row, child pid)'s group in self.started (none: an empty one)."""
         return np.array([self.started_pairs.get(pair, len(self.started_pairs)) for pair in pairs], np.int64)
 
-    def _pieces(self, piece, rows, window, call, whole, a, b) -> tuple:
-        """(piece, row, start_ns, end_ns) of the calls found in each window; for the windows `whole`, [a, b]."""
-        return (np.concatenate([piece[window], piece[whole]]),
-                np.concatenate([rows[window], rows[whole]]).astype(np.int32),  # (4 bytes, not 8: tens of millions)
-                np.concatenate([self.starts[call].astype(np.int64), a[whole]]),
-                np.concatenate([self.ends[call].astype(np.int64), b[whole]]))
+    def _pieces(self, rows, window, call, whole, a, b) -> Spans:
+        """The calls found in each window, and for the windows `whole`, [a, b]: two pieces."""
+        return [(rows[window].astype(np.int32), taken(self.starts, call), taken(self.ends, call)),
+                (rows[whole].astype(np.int32), a[whole], b[whole])]
 
 
 class _Sorted:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from writerprof.analysis import buffers
+from writerprof.analysis.saves import index as saves_index
 from writerprof.analysis.diagnoses.base import INFO, WARNING, Code, diagnosis, emits, per_producer, producer_of
 from writerprof.run import roles as run_roles
 
@@ -138,7 +139,7 @@ def page_fault_storm(run, procs, saves):
     its calls fault once per page copied, and say nothing of its buffers."""
     out = []
     pages = buffers.readings(run).pages
-    bounds = np.searchsorted(run.chunk_columns["proc"], np.arange(len(run.processes) + 1))  # grouped by process
+    bounds = saves_index(run).chunk_bounds  # chunk records grouped by process
     for proc in procs:
         own = pages.get(proc["id"], 0)
         if proc["role"] not in (run_roles.WRITER, run_roles.PRODUCER) or not own:
