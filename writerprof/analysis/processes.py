@@ -11,7 +11,7 @@ import numpy as np
 from writerprof.analysis import buffers, threads, work_windows
 from writerprof.analysis.samples import cpu_column, node_table, sample_rows
 from writerprof.run import roles as run_roles
-from writerprof.run import topology
+from writerprof.run import columns, topology
 from writerprof.units import parse_cpu_list
 
 # The calls that are a process's own work, whose CPUs say where it worked.
@@ -193,9 +193,6 @@ def with_start_methods(rows: list[dict], saves: list[dict]) -> list[dict]:
     return rows
 
 
-BLOCK_RECORDS = 1 << 21
-
-
 def _work_calls(run, role_of):
     """The chunks of each process's work calls (WORK_PHASES of its role): a mask of run.chunk_columns."""
     c = run.chunk_columns
@@ -203,8 +200,7 @@ def _work_calls(run, role_of):
     work_code = np.array([codes.get(WORK_PHASES.get(role), -1) for role in role_of] or [-1])
     phase, proc = c["phase"], c["proc"]
     mask = np.empty(len(phase), bool)
-    for at in range(0, len(phase), BLOCK_RECORDS):  # (no temporary of every record's code: 8 bytes a record)
-        block = slice(at, at + BLOCK_RECORDS)
+    for block in columns.blocks(len(phase)):  # (no temporary of every record's code: 8 bytes a record)
         np.equal(phase[block], work_code[proc[block]], out=mask[block])
     return mask
 
@@ -218,9 +214,8 @@ def _work_nodes(run, mine: np.ndarray) -> list[dict[str, float]]:
     proc, start, end, cpu = c["proc"], c["start_ns"], c["end_ns"], c["cpu"]
     on_nodes = _on_nodes(run)
     table = 0.0
-    for at in range(0, max(len(proc), 1), BLOCK_RECORDS):  # (once, empty, without calls: a table of zeros)
-        block = slice(at, at + BLOCK_RECORDS)
-        calls = np.flatnonzero(mine[block]) + at
+    for block in columns.blocks(len(proc)) or [slice(0, 0)]:  # (once, empty, without calls: a table of zeros)
+        calls = np.flatnonzero(mine[block]) + block.start
         # Whole nanoseconds summed as floats: exact in any order up to 2**53 ns (104 days).
         table = table + on_nodes(proc[calls], cpu[calls], end[calls] - start[calls])
     return _node_shares(table)

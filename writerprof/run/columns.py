@@ -37,6 +37,16 @@ BATCH_BYTES = 4 << 20
 PARALLEL_RECORDS = 2 << 20
 WORKER_SHARE = 0.55  # the caller has little else to do meanwhile (read the samples)
 
+# Records a pass over every chunk record takes at a time where it needs
+# temporaries of what it takes (a mask's selection, a field widened to
+# int64 or float64): MiBs, not a 10M-chunk run's GiB.
+BLOCK_RECORDS = 1 << 21
+
+
+def blocks(n: int) -> list[slice]:
+    """Slices of BLOCK_RECORDS covering records 0 to n - 1 (none for none)."""
+    return [slice(at, at + BLOCK_RECORDS) for at in range(0, n, BLOCK_RECORDS)]
+
 
 class Chunks:
     def __init__(self, columns: dict[str, np.ndarray], dtype: np.dtype, per_proc: dict[str, np.ndarray]):

@@ -20,7 +20,7 @@ import numpy as np
 
 from writerprof.analysis import uploads
 from writerprof.probes.writerprof_probe.format import SHM_OPS
-from writerprof.run import files
+from writerprof.run import columns, files
 
 PRODUCER = "producer"
 WRITER = "writer"
@@ -65,8 +65,10 @@ def _wrote(run) -> np.ndarray:
     c = run.chunk_columns
     write = {code for code, name in run.phase_names.items() if name == "write"}
     if len(c) and write:
-        is_write = np.isin(c["phase"], list(write))
-        by_proc = np.bincount(c["proc"][is_write], weights=c["bytes"][is_write].clip(0), minlength=n)
+        by_proc = np.zeros(n)
+        for block in columns.blocks(len(c)):
+            is_write = np.flatnonzero(np.isin(c["phase"][block], list(write))) + block.start
+            by_proc += np.bincount(c["proc"][is_write], weights=c["bytes"][is_write].clip(0), minlength=n)
         wrote |= (by_proc >= files.MIN_SAVE_BYTES) & ~files.interposed(run)
     return wrote
 
