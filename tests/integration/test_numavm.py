@@ -83,8 +83,9 @@ def test_sampler_shows_the_pinned_writer_on_node_1(guest_runs):
     writer = _writer_pid(run)
     affinity = [s for s in run.sampled if s["pid"] == writer and s["kind"] == "affinity"]
     assert affinity[-1]["cpus"] == "1"
-    # From the tick that saw it pinned itself, every sample has it on node 1.
-    samples = run.samples[(run.samples["pid"] == writer) & (run.samples["t_ns"] >= affinity[-1]["t_ns"])]
+    # After the tick that saw it pinned itself, every sample has it on node 1 (in
+    # that tick its stat, the CPU it last ran on, was read before its status).
+    samples = run.samples[(run.samples["pid"] == writer) & (run.samples["t_ns"] > affinity[-1]["t_ns"])]
     assert len(samples) > 0 and {nodes[int(cpu)] for cpu in samples["cpu"]} == {1}
     # The probe's own records say the same: every write ran on cpu 1, node 1.
     writes = run.chunks[(run.chunks["pid"] == writer)

@@ -20,10 +20,10 @@ needs_numa2 = pytest.mark.skipif(not (NUMA2 / "proc" / SAMPLE_PID).is_dir(),
 # --- fake /proc trees in the kernel's formats ---
 
 def stat_line(pid, comm="python3", *, state="S", ppid=1, minflt=10, majflt=1, utime=5, stime=2,
-              threads=1, start=1000, rss=100, cpu=0):
+              threads=1, start=1000, rss=100, cpu=0, args=(0, 0)):
     fields = ["0"] * 50
     for index, value in ((0, state), (1, ppid), (7, minflt), (9, majflt), (11, utime), (12, stime),
-                         (17, threads), (19, start), (21, rss), (36, cpu)):
+                         (17, threads), (19, start), (21, rss), (36, cpu), (45, args[0]), (46, args[1])):
         fields[index] = str(value)
     return f"{pid} ({comm}) {' '.join(fields)}\n"
 

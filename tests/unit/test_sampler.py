@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from test_procfs import write_process
+from test_procfs import stat_line, write_process
 from writerprof.probes.writerprof_probe import format as journal
 from writerprof.probes.writerprof_probe.numa import PAGE_SIZE
 from writerprof.record import procfs
@@ -289,6 +289,36 @@ def test_an_exec_under_way_is_seen_once_it_is_done(tmp_path):
     sampler.tick()
     assert [(r["kind"], r.get("cmdline")) for r in sampled(host_dir, pid=101) if r["kind"] in ("seen", "exec")] == [
         ("seen", ["true"]), ("exec", ["sh", "-c", ":"])]
+
+
+def test_a_stat_read_inside_an_exec_makes_no_second_exec(tmp_path):
+    """A tick reads the stat inside an exec (its arguments' end not yet
+    laid out) and, the exec done meanwhile, its whole command line: one
+    exec, not another at the next tick when the stat's arguments are whole."""
+    root = tmp_path / "root"
+    _, host_dir = new_run(tmp_path)
+    write_process(root, 100, children={100: []}, cmdline="sh\0-c\0:\0", comm="sh", args=(10, 20))
+    inside = stat_line(100, comm="python3", utime=6, args=(30, 0))
+
+    class InsideTheExec(System):
+        """The stat as it read inside the exec, once; the files as they are after it."""
+        pending = []
+
+        def read(self, path):
+            if path == "/proc/100/stat" and self.pending:
+                return self.pending.pop()
+            return super().read(path)
+
+    system = InsideTheExec(root)
+    sampler = Sampler(100, host_dir, INTERVAL_S, system)
+    sampler.tick()
+    write_process(root, 100, children={100: []}, comm="python3", utime=6, args=(30, 40))
+    system.pending.append(inside)
+    sampler.tick()
+    write_process(root, 100, children={100: []}, comm="python3", utime=7, args=(30, 40))
+    sampler.tick()
+    assert [(r["kind"], r["cmdline"][0]) for r in sampled(host_dir, pid=100) if r["kind"] in ("seen", "exec")] == [
+        ("seen", "sh"), ("exec", "python3")]
 
 
 def test_numa_maps_at_first_sight_then_only_on_change(tmp_path, monkeypatch):

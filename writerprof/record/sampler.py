@@ -506,7 +506,7 @@ class Sampler:
         self._records.append({"kind": "seen", "t_ns": t_ns, "pid": pid, "ppid": stat.ppid,
                               "created_ns": procfs.start_ns(stat.start_ticks), **program})
         proc = self._live[pid] = _Process(pid, stat.start_ticks, files=files, comm=_comm(stat_text),
-                                          args=stat.args)
+                                          args=_args_after(files, stat))
         return proc
 
     def _exec(self, proc: _Process, comm: str, stat: procfs.Stat, t_ns: int) -> None:
@@ -516,7 +516,7 @@ class Sampler:
         program = self._program(proc.pid)
         if _exec_under_way(program, stat):
             return
-        proc.comm, proc.args = comm, stat.args
+        proc.comm, proc.args = comm, _args_after(proc.files, stat)
         self._records.append({"kind": "exec", "t_ns": t_ns, "pid": proc.pid, **program})
 
     def _program(self, pid: int) -> dict:
@@ -618,6 +618,16 @@ def _exec_under_way(program: dict, stat: procfs.Stat) -> bool:
     and arguments not; seen so, it would read as a Python without an
     environment, or be seen to exec twice."""
     return not program["cmdline"] and stat.state != "Z"
+
+
+def _args_after(files: procfs.ProcessFiles, stat: procfs.Stat) -> tuple[int, int]:
+    """Where the process's arguments lie, from its stat read again after its
+    command line: the stat read before may be from inside the exec, its
+    arguments not yet all laid out (their end still 0), and the next tick's
+    would then look like another exec."""
+    text = files.read("stat")
+    again = procfs.parse_stat(text) if text else None
+    return again.args if again is not None and again.start_ticks == stat.start_ticks else stat.args
 
 
 def _comm(stat_text: str) -> str:
