@@ -291,6 +291,20 @@ def test_an_exec_under_way_is_seen_once_it_is_done(tmp_path):
         ("seen", ["true"]), ("exec", ["sh", "-c", ":"])]
 
 
+class StatOnce(System):
+    """A fixture tree whose pid 100 stat reads as each of `pending` once (as
+    it was a moment before the tree's files), then as its file."""
+
+    def __init__(self, root):
+        super().__init__(root)
+        self.pending = []
+
+    def read(self, path):
+        if path == "/proc/100/stat" and self.pending:
+            return self.pending.pop()
+        return super().read(path)
+
+
 def test_a_stat_read_inside_an_exec_makes_no_second_exec(tmp_path):
     """A tick reads the stat inside an exec (its arguments' end not yet
     laid out) and, the exec done meanwhile, its whole command line: one
@@ -300,16 +314,7 @@ def test_a_stat_read_inside_an_exec_makes_no_second_exec(tmp_path):
     write_process(root, 100, children={100: []}, cmdline="sh\0-c\0:\0", comm="sh", args=(10, 20))
     inside = stat_line(100, comm="python3", utime=6, args=(30, 0))
 
-    class InsideTheExec(System):
-        """The stat as it read inside the exec, once; the files as they are after it."""
-        pending = []
-
-        def read(self, path):
-            if path == "/proc/100/stat" and self.pending:
-                return self.pending.pop()
-            return super().read(path)
-
-    system = InsideTheExec(root)
+    system = StatOnce(root)
     sampler = Sampler(100, host_dir, INTERVAL_S, system)
     sampler.tick()
     write_process(root, 100, children={100: []}, comm="python3", utime=6, args=(30, 40))
@@ -319,6 +324,22 @@ def test_a_stat_read_inside_an_exec_makes_no_second_exec(tmp_path):
     sampler.tick()
     assert [(r["kind"], r["cmdline"][0]) for r in sampled(host_dir, pid=100) if r["kind"] in ("seen", "exec")] == [
         ("seen", "sh"), ("exec", "python3")]
+
+
+def test_an_exec_between_a_first_stat_and_the_command_line_is_seen_next_tick(tmp_path):
+    """A python that execs a python at once: the first tick's stat is of the
+    first image, its command line already of the second; the next tick's
+    stat, on other arguments, is the exec (os.execv of the same program)."""
+    root = tmp_path / "root"
+    _, host_dir = new_run(tmp_path)
+    write_process(root, 100, children={100: []}, cmdline="python3\0-c\0print(1)\0", args=(30, 40))
+    system = StatOnce(root)
+    system.pending.append(stat_line(100, args=(10, 20)))
+    sampler = Sampler(100, host_dir, INTERVAL_S, system)
+    sampler.tick()
+    write_process(root, 100, children={100: []}, cmdline="python3\0-c\0print(1)\0", utime=6, args=(30, 40))
+    sampler.tick()
+    assert [r["kind"] for r in sampled(host_dir, pid=100) if r["kind"] in ("seen", "exec")] == ["seen", "exec"]
 
 
 def test_numa_maps_at_first_sight_then_only_on_change(tmp_path, monkeypatch):

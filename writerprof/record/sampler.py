@@ -621,10 +621,13 @@ def _exec_under_way(program: dict, stat: procfs.Stat) -> bool:
 
 
 def _args_after(files: procfs.ProcessFiles, stat: procfs.Stat) -> tuple[int, int]:
-    """Where the process's arguments lie, from its stat read again after its
-    command line: the stat read before may be from inside the exec, its
-    arguments not yet all laid out (their end still 0), and the next tick's
-    would then look like another exec."""
+    """Where the process's arguments lie: the stat's, where they were whole;
+    else (read inside the exec, their end not yet past their start) from
+    its stat read again, after its command line, which was whole: the next
+    tick's would otherwise look like another exec. (Whole ones are kept as
+    read: one read again could be of a later exec's, which would then go unseen.)"""
+    if stat.args[1] > stat.args[0]:
+        return stat.args
     text = files.read("stat")
     again = procfs.parse_stat(text) if text else None
     return again.args if again is not None and again.start_ticks == stat.start_ticks else stat.args
