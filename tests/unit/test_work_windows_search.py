@@ -72,5 +72,5 @@ def joined(spans) -> list[tuple[int, int, int]]:
 
 def test_a_column_of_calls_is_read_when_indexed_its_index_in_4_bytes():
     calls = work_windows.taken(np.array([10, 20, 30, 40], np.int64), np.array([3, 1]))
-    assert calls.index.dtype == np.int32 and len(calls) == 2
+    assert calls.index.dtype == np.int32
     assert calls[np.array([1])].tolist() == [20] and np.asarray(calls).tolist() == [40, 20]

@@ -278,7 +278,7 @@ def _thread_work(run, role_of, saves: list[dict]) -> dict[int, dict]:
     calls &= (~windowed)[c["proc"]]
     if calls.any():
         calls = np.flatnonzero(calls)
-        spans.append((c["proc"][calls], work_windows.taken(c["start_ns"], calls), work_windows.taken(c["end_ns"], calls)))
+        spans.append((c["proc"][calls], *(work_windows.taken(c[name], calls) for name in ("start_ns", "end_ns"))))
     found = threads.worked(run, spans)
     for work in found.values():
         work["nodes"] = shares(work["nodes"])

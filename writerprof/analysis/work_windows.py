@@ -44,14 +44,11 @@ class Taken:
     def __init__(self, values: np.ndarray, index: np.ndarray):
         self.values, self.index = values, index
 
-    def __len__(self) -> int:
-        return len(self.index)
-
     def __getitem__(self, rows) -> np.ndarray:
         return self.values[self.index[rows]]
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
-        return self.values[self.index] if dtype is None else self.values[self.index].astype(dtype)
+        return np.asarray(self.values[self.index], dtype=dtype)
 
 
 def taken(column: np.ndarray, index: np.ndarray) -> Taken:
