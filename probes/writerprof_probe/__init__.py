@@ -28,8 +28,7 @@ def activate(started_ns=None):
     run = os.environ[RUN_ENV]
     host = format.host_name()
     journal = Journal(run, host)
-    created_ns = identity.start_time_ns()
-    journal.open(os.getpid(), created_ns)
+    created_ns = journal.open(os.getpid(), identity.start_time_ns())
     argv = identity.cmdline()
     process = dict(
         t_ns=started_ns,

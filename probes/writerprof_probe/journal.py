@@ -26,6 +26,7 @@ _FLUSH_RECORDS, _FLUSH_NS = format.FLUSH_RECORDS, format.FLUSH_NS  # bound: read
 # fd 1 must fail, not land in a journal). Found free from here downwards.
 _TOP_FD = min(os.sysconf("SC_OPEN_MAX"), 1024) - 1
 _HIGH_TRIES = 64
+_NAME_TRIES = 64  # names PID-CREATED_NS tried, a ns apart, by a process's later images
 
 
 def _high(fd):
@@ -88,7 +89,10 @@ class Journal:
         self.held = None  # event lines kept for one write (hold), or None
 
     def open(self, pid, created_ns):
-        """Start this process's files (at start, and in a child after fork)."""
+        """Start this process's files (at start, and in a child after fork);
+        returns the created_ns its files are named by: created_ns, or a few
+        ns later where an earlier image of this process (it exec'd) has the
+        name. Its clock-tick start read twice can give the same ns."""
         for fd, _ in self.fds.values():  # inherited from the parent across fork
             try:
                 _close(fd)
@@ -106,9 +110,19 @@ class Journal:
             part.claim(self.run, self.host, os.environ.get(format.RUN_ID_ENV))  # never into another recording's part
             make_dirs(directory)
             # The chunks file at its first batch: most processes have none, and a file costs ~0.1 ms.
-            self._fd(format.EVENTS_SUFFIX)
+            for _ in range(_NAME_TRIES):
+                try:
+                    fd = _high(_open(self.base + format.EVENTS_SUFFIX, NEW | os.O_APPEND, PRIVATE_FILE))
+                    break
+                except FileExistsError:
+                    created_ns += 1
+                    self.base = os.path.join(directory, "%d-%d" % (pid, created_ns))
+            else:
+                raise FileExistsError("%s%s: taken %d times" % (self.base, format.EVENTS_SUFFIX, _NAME_TRIES))
+            self.fds[format.EVENTS_SUFFIX] = (fd, _fstat(fd).st_ino)
         except OSError as exc:
             self._stop(exc)
+        return created_ns
 
     def _fd(self, suffix):
         entry = self.fds.get(suffix)

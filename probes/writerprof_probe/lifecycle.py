@@ -93,7 +93,7 @@ def _after_fork_in_child():
             wall_ns=time.time_ns(), mono_ns=time.monotonic_ns(),
             affinity=sorted(os.sched_getaffinity(0)), memory=identity.memory_binding(),
         )
-        _journal.open(os.getpid(), created_ns)
+        _process["created_ns"] = _journal.open(os.getpid(), created_ns)
         _journal.event("process", **_process)
         for name, code in _phases.codes.items():
             if code >= FIRST_ADDED_PHASE:

@@ -61,3 +61,17 @@ def test_held_events_are_written_at_release_in_one_write_or_counted_as_dropped(t
     monkeypatch.setattr(journal_module, "_write", _full)
     journal.release()
     assert journal.dropped["events"] == 1 and journal.held is None
+
+
+def test_a_later_image_whose_start_reads_the_same_ns_gets_a_journal_of_its_own(tmp_path):
+    # An exec'd process reads its clock-tick start again: the same ns now and then (once in CI:
+    # both images appended to one journal, and the exec's first image was lost).
+    first, second = journal_module.Journal(str(tmp_path), "h"), journal_module.Journal(str(tmp_path), "h")
+    assert first.open(4242, 1000) == 1000
+    first.event("process", image=1)
+    assert second.open(4242, 1000) == 1001 and second.base != first.base
+    second.event("process", image=2)
+    for journal, image in ((first, 1), (second, 2)):
+        assert [json.loads(line)["image"] for line in open(journal.base + ".events.jsonl")] == [image]
+    assert sorted(os.listdir(tmp_path / "hosts" / "h" / "procs")) == ["4242-1000.events.jsonl",
+                                                                     "4242-1001.events.jsonl"]
