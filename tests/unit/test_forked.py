@@ -27,10 +27,13 @@ def test_a_big_run_s_summary_in_two_processes_is_the_one_in_one(tmp_path, monkey
     write_run(tmp_path / "run", Scenario(hosts=4, ranks_per_host=2, saves=2, chunks_per_save=6, jitter=0.2,
                                          start_method="forkserver"))
     run = load(tmp_path / "run")
+    monkeypatch.setattr(forked, "spare_cpu", lambda: False)
+    whole = json.dumps(summary.summarize(run))  # one part: its saves and threads' work found all at once
+    assert any(p["threads"] for p in json.loads(whole)["processes"])
     monkeypatch.setattr(hostwise, "PART_RECORDS", len(run.chunk_columns) // 4)
     assert len(hostwise.parts(run)) >= 3
-    monkeypatch.setattr(forked, "spare_cpu", lambda: False)
-    alone = json.dumps(summary.summarize(run))
+    alone = json.dumps(summary.summarize(load(tmp_path / "run")))
+    assert alone == whole
     forks = []
     beside = forked.beside
     monkeypatch.setattr(forked, "spare_cpu", lambda: True)

@@ -48,15 +48,18 @@ def part(run, first: int, stop: int):
                                          for rows in (run.events, run.shm, run.placements, run.io, run.http))
     for rows in (events, shm, placements, io, http):
         rows["proc"] -= first
+    # Its hosts' thread readings: every part would otherwise match the whole run's to its processes.
+    hosts = [run.hosts.index(host) for host in dict.fromkeys(run.processes["host"][first:stop].tolist())]
+    threads = run.threads[np.isin(run.threads["host_index"], hosts)]
     return replace(run, processes=run.processes[first:stop], chunk_columns=run.chunk_columns.processes(first, stop),
                    events=events, samples=run.samples[:0], sampled=[], losses=[], shm=shm, placements=placements,
-                   io=io, http=http)
+                   io=io, http=http, threads=threads)
 
 
-def joined(found: list[tuple[int, list[dict]]]) -> list[dict]:
-    """The parts' saves as the whole run's: process rows the run's, in the order they started."""
+def joined(found: list[tuple]) -> list[dict]:
+    """The parts' saves (saves.in_parts) as the whole run's: process rows the run's, in the order they started."""
     saves = []
-    for first, part in found:
+    for first, part, _ in found:
         for save in part:
             save["producer"] += first
             if save["writer"] is not None:

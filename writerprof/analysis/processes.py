@@ -57,7 +57,7 @@ WORKED_FROM_SAMPLES = "sampler"
 def _worked(by_threads, by_calls, by_samples) -> tuple[dict[str, float], str | None]:
     """The one answer to "which nodes did it work on", and where it comes from:
     the CPU time of all its threads inside the spans it worked on the saves'
-    buffers (_thread_work), else its hooked calls' CPUs (runs without
+    buffers (thread_work), else its hooked calls' CPUs (runs without
     per-thread readings), else the sampler's readings of it. Every report and
     diagnosis reads this."""
     for found, source in ((by_threads, WORKED_FROM_THREADS), (by_calls, WORKED_FROM_CALLS),
@@ -67,13 +67,12 @@ def _worked(by_threads, by_calls, by_samples) -> tuple[dict[str, float], str | N
     return {}, None
 
 
-def table(run, idx) -> list[dict]:
-    """One row per process, its start_method None and where it worked empty
-    until with_start_methods and with_work (the fields the saves give:
-    summarize finds them beside the table)."""
+def table(run, idx, role_of: np.ndarray) -> list[dict]:
+    """One row per process (role_of: run.roles.roles'), its start_method None
+    and where it worked empty until with_start_methods and with_work (the
+    fields the saves give: summarize finds them beside the table)."""
     # Field by field: long because the row is wide, not because it branches;
     # the per-run lookups before the loop serve every row.
-    role_of = run_roles.roles(run)
     p = run.processes
     origin = run.meta.get("started_ns") or 0
     node_of = {host: topology.cpu_nodes(t) for host, t in run.topology.items()}
@@ -242,10 +241,10 @@ def _node_shares(table: np.ndarray) -> list[dict[str, float]]:
     return [shares({n: w for n, w in enumerate(row) if w > 0}) for row in table.tolist()]  # (not numpy's scalars)
 
 
-def with_work(run, rows: list[dict], saves: list[dict]) -> list[dict]:
+def with_work(rows: list[dict], found: dict[int, dict]) -> list[dict]:
     """The table's rows with where each process worked (_worked), its threads'
-    CPU time and its busiest threads, from _thread_work."""
-    found = _thread_work(run, [row["role"] for row in rows], saves)
+    CPU time and its busiest threads: found, thread_work's (the whole run's,
+    or its parts' together)."""
     for row in rows:
         work = found.get(row["id"], {})
         row["thread_nodes"], row["thread_cpu_s"] = work.get("nodes", {}), work.get("cpu_s")
@@ -262,7 +261,7 @@ def _calls_work(run, role_of) -> list[dict[str, float]]:
     return _work_nodes(run, _work_calls(run, role_of))
 
 
-def _thread_work(run, role_of, saves: list[dict]) -> dict[int, dict]:
+def thread_work(run, role_of, saves: list[dict]) -> dict[int, dict]:
     """Per process: its threads' CPU time per node (threads.worked, as shares)
     inside the spans it worked on a save's buffers (work_windows), so that
     neither its start-up nor what it did between saves counts; a process that

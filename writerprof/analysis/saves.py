@@ -77,9 +77,18 @@ def _part_index(idx: _Index, first: int, stop: int) -> _Index:
     return _Index(range(int(bounds[-1] - bounds[0])), bounds - bounds[0], idx.events[first:stop])
 
 
-def in_parts(run, idx: _Index, parts: list[tuple[int, int]]) -> list[tuple[int, list[dict]]]:
-    """[(first process row, the saves of rows first to stop - 1)] per part (hostwise.parts), for hostwise.joined."""
-    return [(first, find(hostwise.part(run, first, stop), _part_index(idx, first, stop))) for first, stop in parts]
+def in_parts(run, idx: _Index, parts: list[tuple[int, int]], each=None) -> list[tuple[int, list[dict], object]]:
+    """[(first process row, the saves of rows first to stop - 1, each(the
+    part, first, stop, those saves) or None)] per part (hostwise.parts), for
+    hostwise.joined: each, what else is found a part at a time, is given
+    the saves in the part's own rows."""
+    out = []
+    for first, stop in parts:
+        part = hostwise.part(run, first, stop)
+        _indexed[part] = _part_index(idx, first, stop)  # (for whatever asks the part's: not made again)
+        found = find(part)
+        out.append((first, found, each(part, first, stop, found) if each else None))
+    return out
 
 
 def find(run, idx: _Index | None = None) -> list[dict]:

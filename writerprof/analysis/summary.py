@@ -16,17 +16,17 @@ from writerprof.analysis import numa_activity, ranks, saves, stalls, starts, tim
 from writerprof.analysis.hooks import unmatched_in
 from writerprof.analysis.unprobed import not_probed
 from writerprof.analysis.shapes import Diagnosis, Summary, Throughput
-from writerprof.run import topology
+from writerprof.run import roles, topology
 
 SCHEMA = "writerprof.summary/1"
-# Of a big run's chunk records, the share whose saves (the parts, hostwise.parts,
-# up to the first whose end reaches it) a forked child finds while this
-# process makes the process table and finds the rest's: about as long each.
-# CPU s of the child and this process, 1M chunks (parts ending at 23, 47,
-# 70, 94 and 100%): 70% 1.05-1.18 and 1.50-1.75, 94% 1.37-1.39 and
-# 1.30-1.34; 10M (43 parts): 70% 6.5 and 7.8, 75% 7.0 and 7.9, 82% 8.1 and
-# 6.6, 90% 8.5 and 6.4.
-CHILD_SHARE = 0.78
+# Of a big run's chunk records, the share whose saves and threads' work (the
+# parts, hostwise.parts, up to the first whose end reaches it) a forked child
+# finds while this process makes the process table and finds the rest's:
+# about as long each. CPU s of the child and this process, 1M chunks (parts
+# ending at 23, 47, 70, 94 and 100%): 45% 1.5-1.9 and 2.7-2.8, 58% 2.4-2.5
+# and 2.3-3.3, 78% 3.1-3.2 and 1.9-2.0; 10M (43 parts): 55% 10.4-12.7 and
+# 12.1-12.7, 60% 11.7-12.3 and 9.9-10.2, 65% 11.5-13.4 and 9.3-9.8.
+CHILD_SHARE = 0.58
 
 
 def summarize(run) -> Summary:
@@ -112,7 +112,7 @@ def _analysed(run) -> _Analysed:
     idx = saves.index(run)
     parts = hostwise.parts(run)
     big = parts is not None and len(parts) >= 2 and forked.spare_cpu()  # else no fork: a small run's is quick
-    found, procs = _saves_and_processes(run, idx, parts if big else None)
+    found, procs = _saves_and_processes(run, idx, parts, big)
     origin = run.meta.get("started_ns") or 0
     clock = clocks.alignment(run)
     offsets = {host: a["offset_ns"] for host, a in clock.items()}
@@ -126,20 +126,30 @@ def _analysed(run) -> _Analysed:
     return _Analysed(idx, big, found, procs, origin, clock, offsets, ended, ending.complete(found))
 
 
-def _saves_and_processes(run, idx, parts) -> tuple[list[dict], list[dict]]:
-    """The run's saves and its process table: given a big run's parts, in two processes at once."""
+def _saves_and_processes(run, idx, parts, fork: bool) -> tuple[list[dict], list[dict]]:
+    """The run's saves and its process table. A big run's (parts) saves and
+    threads' work are found a part at a time (a part's temporaries, not
+    the whole run's), with fork in two processes at once."""
+    role_of = roles.roles(run)  # the table's and the parts' work's: found once, before a fork
+
+    def work(part, first, stop, found):
+        return {first + row: w for row, w in processes.thread_work(part, role_of[first:stop], found).items()}
+
     if parts is None:
-        found, procs = saves.find(run, idx), processes.table(run, idx)
+        found = saves.find(run, idx)
+        procs, worked = processes.table(run, idx, role_of), processes.thread_work(run, role_of, found)
     else:
         ends = idx.chunk_bounds[[stop for _, stop in parts]]  # records up to each part's end
         cut = min(len(parts) - 1, int(np.searchsorted(ends, CHILD_SHARE * ends[-1])) + 1)
 
         def here():
-            return processes.table(run, idx), saves.in_parts(run, idx, parts[cut:])
+            return processes.table(run, idx, role_of), saves.in_parts(run, idx, parts[cut:], work)
 
-        theirs, (procs, ours) = forked.beside(lambda: saves.in_parts(run, idx, parts[:cut]), here)
+        theirs, (procs, ours) = (forked.beside if fork else forked.in_turn)(
+            lambda: saves.in_parts(run, idx, parts[:cut], work), here)
         found = hostwise.joined(theirs + ours)
-    return found, processes.with_work(run, processes.with_start_methods(procs, found), found)
+        worked = {row: w for *_, part_work in theirs + ours for row, w in part_work.items()}
+    return found, processes.with_work(processes.with_start_methods(procs, found), worked)
 
 
 def throughput(found: list[dict]) -> Throughput:
