@@ -225,14 +225,14 @@ def test_spans_taken_a_few_processes_at_a_time_weigh_the_threads_as_all_at_once(
     write_run(tmp_path / "run", Scenario(hosts=2, ranks_per_host=2, saves=2, chunks_per_save=6, chunk_size=1 << 20))
     run = load(tmp_path / "run")
     found = saves.find(run)
-    whole = processes.thread_work(run, roles.roles(run), found)
+    whole = processes.work(run, roles.roles(run), found)[1]
     assert threads._blocks([(np.zeros(10, np.int32), None, None)], 3) == [(0, 3)]
     monkeypatch.setattr(threads, "SPAN_BLOCK", 5)
     monkeypatch.setattr(work_windows, "BLOCK_RECORDS", 1)  # a piece of spans per save
     blocks = threads._blocks(work_windows.spans(run, found), len(run.processes))
     assert len(blocks) > 3 and blocks[0][0] == 0 and blocks[-1][1] == len(run.processes)  # every row, in ranges
     assert all(a[1] == b[0] for a, b in zip(blocks, blocks[1:]))
-    assert processes.thread_work(run, roles.roles(run), found) == whole
+    assert processes.work(run, roles.roles(run), found)[1] == whole
     assert any(work["threads"] for work in whole.values())
 
 

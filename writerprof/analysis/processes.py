@@ -82,7 +82,6 @@ def table(run, idx, role_of: np.ndarray) -> list[dict]:
     by_proc = np.argsort(rows_of_samples, kind="stable")
     bounds = np.searchsorted(rows_of_samples[by_proc], np.arange(-1, len(p) + 1)).tolist()
     affinity_log = _affinity_log(run)
-    work_nodes = _calls_work(run, role_of)
     found = buffers.readings(run)
     mapped, last_nodes = found.mapped, found.last_nodes
     # The columns as lists, and the samples' threads in process order once: a field
@@ -128,7 +127,7 @@ def table(run, idx, role_of: np.ndarray) -> list[dict]:
             "affinity_changes": [{"t_s": (t - origin) / 1e9, "cpus": cpus} for t, cpus in changes],
             "samples": end - first,
             "cpu_nodes": sampled_nodes[row],
-            "work_nodes": work_nodes[row],
+            "work_nodes": {},  # with_work
             "thread_nodes": {},  # with_work
             "thread_cpu_s": None,
             "threads": [],
@@ -241,12 +240,13 @@ def _node_shares(table: np.ndarray) -> list[dict[str, float]]:
     return [shares({n: w for n, w in enumerate(row) if w > 0}) for row in table.tolist()]  # (not numpy's scalars)
 
 
-def with_work(rows: list[dict], found: dict[int, dict]) -> list[dict]:
+def with_work(rows: list[dict], calls_nodes: list[dict[str, float]], found: dict[int, dict]) -> list[dict]:
     """The table's rows with where each process worked (_worked), its threads'
-    CPU time and its busiest threads: found, thread_work's (the whole run's,
-    or its parts' together)."""
+    CPU time and its busiest threads: calls_nodes and found, work's (the
+    whole run's, or its parts' together)."""
     for row in rows:
         work = found.get(row["id"], {})
+        row["work_nodes"] = calls_nodes[row["id"]]
         row["thread_nodes"], row["thread_cpu_s"] = work.get("nodes", {}), work.get("cpu_s")
         row["threads"] = work.get("threads", [])
         row["worked_nodes"], row["worked_nodes_from"] = _worked(row["thread_nodes"], row["work_nodes"],
@@ -254,27 +254,26 @@ def with_work(rows: list[dict], found: dict[int, dict]) -> list[dict]:
     return rows
 
 
-def _calls_work(run, role_of) -> list[dict[str, float]]:
-    """Per process: the share of its work calls' time per node."""
+def work(run, role_of, saves: list[dict]) -> tuple[list[dict[str, float]], dict[int, dict]]:
+    """Per process row (role_of: its role), the share of its work calls' time
+    per node, and its threads' (thread_work): from one mask of its work calls."""
     if not len(run.processes):
-        return []
-    return _work_nodes(run, _work_calls(run, role_of))
+        return [], {}
+    calls = _work_calls(run, role_of)
+    return _work_nodes(run, calls), thread_work(run, calls, saves)
 
 
-def thread_work(run, role_of, saves: list[dict]) -> dict[int, dict]:
+def thread_work(run, calls: np.ndarray, saves: list[dict]) -> dict[int, dict]:
     """Per process: its threads' CPU time per node (threads.worked, as shares)
     inside the spans it worked on a save's buffers (work_windows), so that
     neither its start-up nor what it did between saves counts; a process that
-    worked on none: inside its work calls (all its life without any)."""
-    if not len(run.processes):
-        return {}
+    worked on none: inside its work calls (calls: _work_calls' mask; all its life without any)."""
     spans = work_windows.spans(run, saves)
     c = run.chunk_columns
     windowed = np.zeros(len(run.processes), bool)
     for row, _, _ in spans:
         windowed[row] = True
-    calls = _work_calls(run, role_of)
-    calls &= (~windowed)[c["proc"]]
+    calls = calls & (~windowed)[c["proc"]]
     if calls.any():
         calls = np.flatnonzero(calls)
         spans.append((c["proc"][calls], *(work_windows.taken(c[name], calls) for name in ("start_ns", "end_ns"))))

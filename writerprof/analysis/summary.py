@@ -128,16 +128,18 @@ def _analysed(run) -> _Analysed:
 
 def _saves_and_processes(run, idx, parts, fork: bool) -> tuple[list[dict], list[dict]]:
     """The run's saves and its process table. A big run's (parts) saves and
-    threads' work are found a part at a time (a part's temporaries, not
-    the whole run's), with fork in two processes at once."""
+    where its processes worked (processes.work) are found a part at a time
+    (a part's temporaries, not the whole run's), with fork in two processes
+    at once."""
     role_of = roles.roles(run)  # the table's and the parts' work's: found once, before a fork
 
     def work(part, first, stop, found):
-        return {first + row: w for row, w in processes.thread_work(part, role_of[first:stop], found).items()}
+        calls_nodes, by_threads = processes.work(part, role_of[first:stop], found)
+        return calls_nodes, {first + row: w for row, w in by_threads.items()}
 
     if parts is None:
         found = saves.find(run, idx)
-        procs, worked = processes.table(run, idx, role_of), processes.thread_work(run, role_of, found)
+        procs, (calls_nodes, worked) = processes.table(run, idx, role_of), processes.work(run, role_of, found)
     else:
         ends = idx.chunk_bounds[[stop for _, stop in parts]]  # records up to each part's end
         cut = min(len(parts) - 1, int(np.searchsorted(ends, CHILD_SHARE * ends[-1])) + 1)
@@ -148,8 +150,9 @@ def _saves_and_processes(run, idx, parts, fork: bool) -> tuple[list[dict], list[
         theirs, (procs, ours) = (forked.beside if fork else forked.in_turn)(
             lambda: saves.in_parts(run, idx, parts[:cut], work), here)
         found = hostwise.joined(theirs + ours)
-        worked = {row: w for *_, part_work in theirs + ours for row, w in part_work.items()}
-    return found, processes.with_work(processes.with_start_methods(procs, found), worked)
+        calls_nodes = [nodes for *_, (part_nodes, _) in theirs + ours for nodes in part_nodes]  # (parts in row order)
+        worked = {row: w for *_, (_, part_work) in theirs + ours for row, w in part_work.items()}
+    return found, processes.with_work(processes.with_start_methods(procs, found), calls_nodes, worked)
 
 
 def throughput(found: list[dict]) -> Throughput:
