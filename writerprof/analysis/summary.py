@@ -19,14 +19,14 @@ from writerprof.analysis.shapes import Diagnosis, Summary, Throughput
 from writerprof.run import roles, topology
 
 SCHEMA = "writerprof.summary/1"
-# Of a big run's chunk records, the share whose saves and threads' work (the
-# parts, hostwise.parts, up to the first whose end reaches it) a forked child
-# finds while this process makes the process table and finds the rest's:
-# about as long each. CPU s of the child and this process, 1M chunks (parts
-# ending at 23, 47, 70, 94 and 100%): 45% 1.5-1.9 and 2.7-2.8, 58% 2.4-2.5
-# and 2.3-3.3, 78% 3.1-3.2 and 1.9-2.0; 10M (43 parts): 55% 10.4-12.7 and
-# 12.1-12.7, 60% 11.7-12.3 and 9.9-10.2, 65% 11.5-13.4 and 9.3-9.8.
-CHILD_SHARE = 0.58
+# Of a big run's chunk records, the share whose saves and work (the parts,
+# hostwise.parts, up to the first whose end reaches it) a forked child finds
+# while this process makes the process table and finds the rest's: about as
+# long each. CPU s of the child and this process, 1M chunks (parts ending at
+# 23, 47, 70, 94 and 100%): 45% 1.5-1.9 and 2.7-2.8, 58% 2.4-2.5 and
+# 2.3-3.3, 78% 3.1-3.2 and 1.9-2.0. 10M (43 parts), this process's wait
+# for the child after its own: 58% 1.64 s, 55% 0.33 s, 50% 0.30 s.
+CHILD_SHARE = 0.5
 
 
 def summarize(run) -> Summary:
