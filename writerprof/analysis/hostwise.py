@@ -6,6 +6,7 @@ records make temporaries of gigabytes)."""
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import replace
 
 import numpy as np
@@ -44,16 +45,34 @@ def parts(run, part_records: int | None = None) -> list[tuple[int, int]] | None:
 
 def part(run, first: int, stop: int):
     """Process rows first to stop - 1 of the run as a run of their own (rows from 0)."""
-    events, shm, placements, io, http = (rows[(rows["proc"] >= first) & (rows["proc"] < stop)]
-                                         for rows in (run.events, run.shm, run.placements, run.io, run.http))
+    events, shm, placements, io, http = (_rows_between(run, name, "proc", first, stop)
+                                         for name in ("events", "shm", "placements", "io", "http"))
     for rows in (events, shm, placements, io, http):
         rows["proc"] -= first
-    # Its hosts' thread readings: every part would otherwise match the whole run's to its processes.
+    # Its hosts' thread readings (its rows' hosts are consecutive ones): every part would
+    # otherwise match the whole run's to its processes.
     hosts = [run.hosts.index(host) for host in dict.fromkeys(run.processes["host"][first:stop].tolist())]
-    threads = run.threads[np.isin(run.threads["host_index"], hosts)]
+    threads = _rows_between(run, "threads", "host_index", min(hosts, default=0), max(hosts, default=-1) + 1)
     return replace(run, processes=run.processes[first:stop], chunk_columns=run.chunk_columns.processes(first, stop),
                    events=events, samples=run.samples[:0], sampled=[], losses=[], shm=shm, placements=placements,
                    io=io, http=http, threads=threads)
+
+
+_sorted: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # run -> {its array's name: (order, sorted key)}
+
+
+def _rows_between(run, name: str, key: str, first: int, stop: int) -> np.ndarray:
+    """The rows of the run's array `name` whose `key` is in [first, stop), in
+    their order: the key sorted once per run, not a mask of every row per
+    part (the 10M-chunk run's 43 parts: 0.9 s)."""
+    of_run = _sorted.setdefault(run, {})
+    rows = getattr(run, name)
+    if name not in of_run:
+        order = np.argsort(rows[key], kind="stable")
+        of_run[name] = order, rows[key][order]
+    order, keys = of_run[name]
+    a, b = np.searchsorted(keys, [first, stop])
+    return rows[np.sort(order[a:b])]
 
 
 def joined(found: list[tuple]) -> list[dict]:
