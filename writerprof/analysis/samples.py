@@ -54,9 +54,10 @@ def cpu_column(lut: np.ndarray, cpu: np.ndarray) -> np.ndarray:
 
 
 def record_rows(run, s: np.ndarray) -> np.ndarray:
-    """sample_rows of any records with host_index, pid and t_ns."""
+    """sample_rows of any records with host_index, pid and t_ns (int32: a
+    10M-chunk run's 8M samples' rows are kept for the whole report)."""
     p = run.processes
-    rows = np.full(len(s), -1, dtype=np.int64)
+    rows = np.full(len(s), -1, dtype=np.int32)
     if not len(s) or not len(p):
         return rows
     number = {host: i for i, host in enumerate(run.hosts)}
