@@ -46,6 +46,20 @@ def _high(fd):
     return fd
 
 
+def std_fds_open():
+    """Whether fds 0, 1 and 2 are all open. A file opened while one of them
+    is closed takes its number for a moment: opened by a thread of the
+    probe's, the target's own open in another thread then gets another
+    number (a daemon's reopen of stderr expects 2). Such a thread opens
+    nothing meanwhile (a close just after this check can still meet it)."""
+    for fd in (0, 1, 2):
+        try:
+            _fstat(fd)
+        except OSError:
+            return False
+    return True
+
+
 # The run's files: its owner's alone, never written through a link planted at their names
 # (writerprof.run.ownfile and directory use these too).
 PRIVATE_FILE, PRIVATE_DIR = 0o600, 0o700

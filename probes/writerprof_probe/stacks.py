@@ -56,7 +56,7 @@ import time
 
 from . import format, quiet
 # os's own (the target's calls to them may be hooked), and how the run's files are made
-from .journal import APPEND, PRIVATE_FILE, _close, _open, _write, make_dirs
+from .journal import APPEND, PRIVATE_FILE, _close, _open, _write, make_dirs, std_fds_open
 
 _now = time.monotonic_ns
 FLUSH_NS = 250_000_000  # the first rewrite of the file; then twice as late each time, up to
@@ -156,7 +156,8 @@ class _Sampler:
             last = _now()
             full_ns = 1_000_000_000 // self.full
             while not wake.acquire(True, self.period_ns(last) / 1e9):
-                if not named:  # not at birth: a process that ends before its first sample is spared it
+                # Not at birth: a process that ends before its first sample is spared it.
+                if not named and std_fds_open():
                     self._name()
                     named = True
                 now = _now()
@@ -164,7 +165,7 @@ class _Sampler:
                 self.samples += 1
                 self.pace(now - last)
                 last = now
-                if now >= self.flush_due:
+                if now >= self.flush_due and std_fds_open():  # (else at a later sample, or at exit)
                     self.flush()
         except Exception as exc:  # never the target's problem: its stacks end here, and the "stacks" event says why
             self.error = "%s: %s" % (type(exc).__name__, exc)

@@ -71,9 +71,11 @@ def test_every_file_is_one_save_with_the_targets_own_figures(tmp_path, mode):
     if mode in ("buffered", "tofile", "pwritev"):  # a writer child per file: its Process.start() is the save's
         assert all(s["start_method"] == "forkserver" and s["startup"] for s in found)
     if mode == "pool":  # two workers, three files: each file its own save, no worker's start counted
-        assert len({s["writer_pid"] for s in found}) == 2 and not any(s["startup"] for s in found)
+        # (Which worker took which file is the pool's: on a loaded machine one may take all three.)
+        writers = {o["pid"] for o in own}
+        assert {s["writer_pid"] for s in found} == writers and not any(s["startup"] for s in found)
         assert all(s["get_wait_s"] is not None for s in found)  # each worker's wait for its task
-        assert sum(r == "writer" for r in roles(run).tolist()) == 2
+        assert sum(r == "writer" for r in roles(run).tolist()) == len(writers)
     if mode in ("thread", "self"):  # the process that saved is the writer; no other process is
         assert {s["writer_pid"] for s in found} == {s["producer_pid"] for s in found} == {own[0]["pid"]}
     assert not [s for s in found if s["bytes"] == 0]
