@@ -77,11 +77,12 @@ def test_a_later_image_whose_start_reads_the_same_ns_gets_a_journal_of_its_own(t
                                                                      "4242-1001.events.jsonl"]
 
 
-def test_a_closed_standard_fd_is_seen_so_that_the_probe_s_threads_open_nothing_meanwhile():
+def test_a_closed_standard_fd_is_seen_so_that_the_probe_s_threads_open_nothing_meanwhile(tmp_path):
     import subprocess
     import sys
 
     code = ("import os, sys; from writerprof.probes.writerprof_probe.journal import std_fds_open as o; "
             "a = o(); os.close(2); b = o(); fd = os.open(os.devnull, os.O_RDONLY); c = o(); print(a, b, fd, c)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    # (Not run from the checkout: its writerprof/ would shadow the installed one, which has the probes.)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert done.stdout.split() == ["True", "False", "2", "True"], done
