@@ -42,17 +42,6 @@ def test_a_big_run_s_summary_in_two_processes_is_the_one_in_one(tmp_path, monkey
     assert len(forks) == 2
 
 
-def test_a_big_summary_s_json_made_in_two_processes_is_json_dumps(tmp_path, monkeypatch):
-    from writerprof.commands import report
-
-    write_run(tmp_path / "run", Scenario(hosts=2, ranks_per_host=2, saves=2, chunks_per_save=4))
-    made = summary.summarize(load(tmp_path / "run"))
-    made["run"]["command"] = ["é", 1.5e-7, None, float("nan")]  # escapes, floats and NaN as json writes them
-    monkeypatch.setattr(report, "FORK_ROWS", 1)
-    monkeypatch.setattr(forked, "spare_cpu", lambda: True)
-    assert report._json(made) == json.dumps(made, separators=(",", ":"))
-
-
 def test_free_cpus_are_those_the_other_runnable_tasks_leave(monkeypatch, tmp_path):
     cpus = len(os.sched_getaffinity(0))
     loadavg = tmp_path / "loadavg"

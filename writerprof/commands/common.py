@@ -8,7 +8,6 @@ the same command (check_outputs)."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
@@ -122,5 +121,6 @@ def write_markup(path: Path, text: str, what: str = "output file") -> Path:
 
 
 def write_json(path: Path, document, what: str = "output file") -> Path:
-    # dumps, not dump, and no indent: only then does json use its C encoder (5x faster).
-    return write_text(path, json.dumps(document, separators=(",", ":")), what)
+    from writerprof import jsonout
+
+    return write_bytes(path, jsonout.dumps(document), what)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import glob
-import json
 import os
 import sys
 from pathlib import Path
@@ -88,7 +87,7 @@ def _runs(words: list[str], name: str) -> list[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from writerprof import allocator
+    from writerprof import allocator, jsonout
     from writerprof.analysis.compare import compare
     from writerprof.analysis.ending import complete
     from writerprof.collector import collector_paused, keep_until_exit
@@ -111,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
                                       f"(see 'writerprof report {summary['run']['path']}')")
     comparison = compare(a, b)
     if args.json:
-        sys.stdout.write(json.dumps(comparison, separators=(",", ":")) + "\n")
+        jsonout.write_stdout(comparison)
     else:
         sys.stdout.write(terminal.compare_text(comparison, terminal_width()))
     return 0

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
 from pathlib import Path
 
@@ -36,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
 
     check_outputs([args.run_dir], [("--html", args.html), ("--plots", args.plots)])
     # Imported before the plot workers fork, which then share them (numpy, the analysis).
-    from writerprof import allocator
+    from writerprof import allocator, jsonout
     from writerprof.collector import collector_paused, keep_until_exit
     from writerprof.analysis.summary import summarize
     from writerprof.render import terminal
@@ -52,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         if pending:
             pending.send(summary)
         if args.json:
-            sys.stdout.write(_json(summary) + "\n")
+            jsonout.write_stdout(summary)
         else:
             sys.stdout.write(terminal.report_text(summary, terminal_width()))
         if not pending:
@@ -77,31 +76,6 @@ def run(args: argparse.Namespace) -> int:
         write_markup(args.html, html.report_html(summary, figures, flames=flames), "HTML report")
         print(f"writerprof report: {args.html}", file=sys.stderr)
     return 0
-
-
-# Process rows from which the JSON of their first CHILD_ROWS is made in a
-# forked child while this process makes the rest's (the rows are about half
-# of it: 0.2 CPU s of 0.45 at 12k rows, 1M chunks). The child pays for the
-# fork and the trip back: all the rows in it took 0.32 CPU s beside 0.28
-# (and the wait for it), 85% 0.29 beside 0.32.
-FORK_ROWS = 4096
-CHILD_ROWS = 0.85
-
-
-def _json(summary: dict) -> str:
-    """json.dumps(summary, separators=(",", ":")): no indent, and a string,
-    not a stream: only then does json use its C encoder (5x faster)."""
-    from writerprof import forked
-
-    encode = json.JSONEncoder(separators=(",", ":")).encode
-    rows = summary["processes"]
-    if len(rows) < FORK_ROWS or not forked.spare_cpu():
-        return encode(summary)
-    cut = int(len(rows) * CHILD_ROWS)
-    theirs, (ours, rest) = forked.beside(lambda: encode(rows[:cut]), lambda: (encode(rows[cut:]), {
-        key: encode(value) for key, value in summary.items() if key != "processes"}))
-    rest["processes"] = "[" + ",".join(part[1:-1] for part in (theirs, ours) if part != "[]") + "]"
-    return "{" + ",".join(f"{encode(key)}:{rest[key]}" for key in summary) + "}"
 
 
 def _plot_workers(args: argparse.Namespace):
