@@ -29,10 +29,11 @@ def dumps(document) -> bytes:
 
 
 def write_stdout(document) -> None:
-    """The document and a newline on standard output (its bytes: UTF-8, whatever the stream's encoding)."""
+    """The document and a newline on standard output (its bytes: UTF-8,
+    whatever the stream's encoding), behind what the stream held; flushed
+    with the stream, at exit (cli.entry)."""
     sys.stdout.flush()
     sys.stdout.buffer.write(dumps(document) + b"\n")
-    sys.stdout.buffer.flush()
 
 
 def _finite(value):
