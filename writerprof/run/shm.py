@@ -9,8 +9,6 @@ code 0, a count -1, an address 0."""
 
 from __future__ import annotations
 
-import os
-from functools import partial
 from itertools import chain
 
 import numpy as np
@@ -62,12 +60,8 @@ def read(root, at: str, base: str, names: set[str]) -> tuple[list[bytes], list[s
         data = b""
         if base + suffix in names:
             file = at + base + suffix
-            try:  # os's own calls: a file open costs less than the io module's (12k journals)
-                fd = ownfile.open_fd(file)
-                try:
-                    data = b"".join(iter(partial(os.read, fd, 1 << 24), b""))
-                finally:
-                    os.close(fd)
+            try:
+                data = ownfile.read(file)
             except OSError as exc:
                 losses.append(f"{times.rel(root, file)}: unreadable ({exc.strerror}): its records are lost")
             partial_bytes = len(data) % dtype.itemsize
