@@ -37,20 +37,35 @@ def summarize(run) -> Summary:
                           "cpus": len(topology.cpu_nodes(t)), "cpu_model": t.get("cpu_model")}
                    for host, t in run.topology.items()}
 
-    def plotted():
-        return (placement.buffer_placement(run, procs, found), affinity.affinity(run, procs, found, offsets),
-                timeline.chunk_timeline(run, idx, procs, found, offsets), numa_activity.numa_activity(run, procs, found),
-                groups.process_groups(procs), groups.save_indices(kept))
+    def here():  # the plots' data and the rest of the summary
+        return {"buffer_placement": placement.buffer_placement(run, procs, found),
+                "affinity": affinity.affinity(run, procs, found, offsets),
+                "chunk_timeline": timeline.chunk_timeline(run, idx, procs, found, offsets),
+                "numa_activity": numa_activity.numa_activity(run, procs, found),
+                "process_groups": groups.process_groups(procs),
+                "save_indices": groups.save_indices(kept),
+                "throughput": throughput(kept),
+                "ranks_per_host": ranks.per_host(rank_rows),
+                "aggregate": ranks.aggregate(kept, offsets),
+                "stragglers": ranks.stragglers(kept),
+                "placement": ranks.placement_consistency(procs, run.topology),
+                "binding": binding.launcher_binding(procs, run.topology),
+                "host_binding": binding.per_host(procs, run.topology, found),
+                "stalls": stalls.snapshots(run, procs)}
 
-    # The diagnoses forked on a big run, beside the rest (CPU s of the child
-    # and this process, 1M chunks: 0.29 and 0.43, 10M: 1.0-1.2 and 0.7-1.0;
-    # with the groups' rows in the child 0.37 and 0.37, 1.6 and 0.9; with the
-    # buffers' placement 0.46 and 0.28, 1.25 and 0.7).
-    found_diagnoses, (buffers_placed, affinities, chunk_timeline, numa, process_groups, save_indices) = (
-        forked.beside if big else forked.in_turn)(lambda: diagnoses.diagnose(run, procs, kept), plotted)
+    def aside():
+        return (diagnoses.diagnose(run, procs, kept), world.world(run), starts.start_methods(run),
+                unmatched_in(run), not_probed(run))
+
+    # The diagnoses, the run's world and what was not probed forked on a big
+    # run beside the rest (CPU s of each, 1M chunks: 0.62 + 0.43 beside 0.84
+    # + 0.27; before, the diagnoses alone beside the plots' data, then the
+    # rest: 0.62 beside 0.84, then 0.65).
+    (found_diagnoses, world_of, start_methods, unmatched, unprobed), mine = (
+        forked.beside if big else forked.in_turn)(aside, here)
     return {
         "schema": SCHEMA,
-        "world": world.world(run),
+        "world": world_of,
         "run": {
             "path": str(run.path),
             "command": run.meta.get("command"),
@@ -59,13 +74,13 @@ def summarize(run) -> Summary:
             "synthetic": bool(run.meta.get("synthetic")),
             "hosts": run.hosts,
             "python": pythons,
-            "start_methods": starts.start_methods(run),
+            "start_methods": start_methods,
             "started_ns": origin,
             "losses": run.losses,
             "incomplete": list(run.meta.get("incomplete") or []),
             "outlived_cmd": list(run.meta.get("outlived_cmd") or []),
-            "probes_unmatched": unmatched_in(run),
-            "not_probed": not_probed(run),
+            "probes_unmatched": unmatched,
+            "not_probed": unprobed,
             "ending": ended,
             "slurm": ending.slurm(run.meta),
         },
@@ -73,22 +88,13 @@ def summarize(run) -> Summary:
         "clocks": clock,
         "processes": procs,
         "saves": found,
-        "throughput": throughput(kept),
+        "throughput": mine["throughput"],
         "ranks": rank_rows,
-        "ranks_per_host": ranks.per_host(rank_rows),
-        "aggregate": ranks.aggregate(kept, offsets),
-        "stragglers": ranks.stragglers(kept),
-        "placement": ranks.placement_consistency(procs, run.topology),
-        "binding": binding.launcher_binding(procs, run.topology),
-        "host_binding": binding.per_host(procs, run.topology, found),
+        **{key: mine[key] for key in ("ranks_per_host", "aggregate", "stragglers", "placement", "binding",
+                                      "host_binding")},
         "diagnoses": found_diagnoses,
-        "process_groups": process_groups,
-        "save_indices": save_indices,
-        "affinity": affinities,
-        "buffer_placement": buffers_placed,
-        "chunk_timeline": chunk_timeline,
-        "numa_activity": numa,
-        "stalls": stalls.snapshots(run, procs),
+        **{key: mine[key] for key in ("process_groups", "save_indices", "affinity", "buffer_placement",
+                                      "chunk_timeline", "numa_activity", "stalls")},
     }
 
 
