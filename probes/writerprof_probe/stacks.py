@@ -71,6 +71,7 @@ STOP_WAIT_S = 2.0
 IDLE_SHARE = 0.01
 IDLE_MAX = 8
 _DAEMONS = ("forkserver", "resource_tracker")
+_PR_SET_NAME = 15  # prctl's option (linux/prctl.h): the calling thread's comm
 _CHILDREN = ("spawn_child", "forkserver_child", "fork_child")
 
 
@@ -157,9 +158,8 @@ class _Sampler:
             full_ns = 1_000_000_000 // self.full
             while not wake.acquire(True, self.period_ns(last) / 1e9):
                 # Not at birth: a process that ends before its first sample is spared it.
-                if not named and std_fds_open():
-                    self._name()
-                    named = True
+                if not named:
+                    named = self._name()
                 now = _now()
                 self.sample(me, (now - last) / full_ns)
                 self.samples += 1
@@ -178,7 +178,21 @@ class _Sampler:
         /proc (by bare os calls: io's open and write cost it ~100 us more);
         unnamed if /proc will not have it, and sampling all the same. Each
         call gives up the GIL, and taking it back from a busy main thread
-        costs that thread a switch: ~0.5 ms of a start-up's imports."""
+        costs that thread a switch: ~0.5 ms of a start-up's imports.
+
+        While a standard fd is closed, the open of comm would take its
+        number: named by prctl(PR_SET_NAME) instead, which opens nothing,
+        where the target has imported ctypes (numpy does; its import here
+        would open files, and cost ~5 ms); else not yet. Whether it is done."""
+        if not std_fds_open():
+            ctypes = sys.modules.get("ctypes")
+            if ctypes is None:
+                return False
+            try:
+                ctypes.CDLL(None).prctl(_PR_SET_NAME, format.STACKS_THREAD.encode(), 0, 0, 0)
+            except Exception:  # (a ctypes half imported by another thread: at a later sample)
+                return False
+            return True
         try:
             comm = _open("/proc/self/task/%d/comm" % self.native_id, os.O_WRONLY | os.O_CLOEXEC)
             try:
@@ -187,6 +201,7 @@ class _Sampler:
                 _close(comm)
         except OSError:
             pass
+        return True
 
     def sample(self, me, weight):
         counts, names = self.counts, self.names

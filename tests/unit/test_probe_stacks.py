@@ -301,3 +301,37 @@ def test_an_idle_process_keeps_its_rate_where_every_process_is_to_be_at_the_full
     for _ in range(5):
         sampler.pace(10_000_000)
     assert sampler.period_ns(stacks._now()) == 10_000_000
+
+
+@pytest.mark.parametrize("has_ctypes", [True, False])
+def test_while_a_standard_fd_is_closed_the_thread_names_itself_without_opening_a_file(has_ctypes):
+    import ctypes  # noqa: F401 (imported before fd 2 closes: its import opens files)
+
+    sampler = _sampler(rates=(100, 100, 100))
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            if not has_ctypes:
+                del sys.modules["ctypes"]
+            os.close(2)
+            sampler.start()
+            while not sampler.native_id:
+                time.sleep(0.001)
+            comm = f"/proc/self/task/{sampler.native_id}/comm"
+            deadline = time.monotonic() + 10
+            while sampler.samples < 3 and time.monotonic() < deadline:  # named, or not, at the first
+                time.sleep(0.01)
+            taken = os.open(os.devnull, os.O_RDONLY)  # fd 2 was free all along: the target's again
+            with open(comm) as f:
+                name = f.read().strip()
+            sampler.stop()
+            os.write(write, f"{taken} {name}".encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as child:
+        taken, name = child.read().split(" ", 1)
+    assert os.waitpid(pid, 0)[1] == 0
+    assert taken == "2"
+    assert (name == journal_format.STACKS_THREAD) == has_ctypes, name
