@@ -87,7 +87,7 @@ def _runs(words: list[str], name: str) -> list[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from writerprof import allocator, jsonout
+    from writerprof import allocator
     from writerprof.analysis.compare import compare
     from writerprof.analysis.ending import complete
     from writerprof.collector import collector_paused, keep_until_exit
@@ -110,6 +110,8 @@ def run(args: argparse.Namespace) -> int:
                                       f"(see 'writerprof report {summary['run']['path']}')")
     comparison = compare(a, b)
     if args.json:
+        from writerprof import jsonout  # (orjson imports uuid, dataclasses, ...: only here)
+
         jsonout.write_stdout(comparison)
     else:
         sys.stdout.write(terminal.compare_text(comparison, terminal_width()))

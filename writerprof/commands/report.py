@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
 
     check_outputs([args.run_dir], [("--html", args.html), ("--plots", args.plots)])
     # Imported before the plot workers fork, which then share them (numpy, the analysis).
-    from writerprof import allocator, jsonout
+    from writerprof import allocator
     from writerprof.collector import collector_paused, keep_until_exit
     from writerprof.analysis.summary import summarize
     from writerprof.render import terminal
@@ -51,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
         if pending:
             pending.send(summary)
         if args.json:
+            from writerprof import jsonout  # (orjson imports uuid, dataclasses, ...: only here)
+
             jsonout.write_stdout(summary)
         else:
             sys.stdout.write(terminal.report_text(summary, terminal_width()))
