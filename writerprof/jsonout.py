@@ -31,9 +31,15 @@ def dumps(document) -> bytes:
 def write_stdout(document) -> None:
     """The document and a newline on standard output (its bytes: UTF-8,
     whatever the stream's encoding), behind what the stream held; flushed
-    with the stream, at exit (cli.entry)."""
+    with the stream, at exit (cli.entry). A stream of text alone (a
+    notebook's, a StringIO) gets the text."""
+    data = dumps(document) + b"\n"
+    binary = getattr(sys.stdout, "buffer", None)
+    if binary is None:
+        sys.stdout.write(data.decode())
+        return
     sys.stdout.flush()
-    sys.stdout.buffer.write(dumps(document) + b"\n")
+    binary.write(data)
 
 
 def _finite(value):

@@ -42,3 +42,12 @@ def test_standard_output_gets_utf_8_whatever_its_encoding(capsysbinary):
     print("before", end=" ")
     jsonout.write_stdout({"name": "é"})
     assert capsysbinary.readouterr().out == 'before {"name":"é"}\n'.encode()
+
+
+def test_a_stream_of_text_alone_gets_the_text(monkeypatch):
+    import io
+
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", out)
+    jsonout.write_stdout({"name": "é", "x": [1.5]})
+    assert out.getvalue() == '{"name":"é","x":[1.5]}\n'
