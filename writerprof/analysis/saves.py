@@ -474,7 +474,7 @@ def startup_seconds(startup: dict[str, float]) -> float | None:
 
 def group_seconds(critical_path: dict[str, float], group: str) -> float:
     """A bottleneck group's critical-path seconds in a save's critical_path."""
-    return sum(critical_path.get(c, 0.0) for c in BOTTLENECK_GROUPS[group])
+    return sum([critical_path.get(c, 0.0) for c in BOTTLENECK_GROUPS[group]])
 
 
 def bound_by(critical_path: dict[str, float], upload: bool = False) -> tuple[str, float]:
@@ -482,6 +482,10 @@ def bound_by(critical_path: dict[str, float], upload: bool = False) -> tuple[str
     critical-path seconds, and those seconds; an upload's writes are the
     network's and the object store's (NETWORK), a file's the write group's."""
     left_out = "write" if upload else NETWORK
-    seconds = {group: group_seconds(critical_path, group) for group in BOTTLENECK_GROUPS if group != left_out}
-    group = max(seconds, key=seconds.get)  # the first of the largest, in BOTTLENECK_GROUPS' order
-    return group, seconds[group]
+    group = None
+    for name in BOTTLENECK_GROUPS:  # the first of the largest, in BOTTLENECK_GROUPS' order (a save each: a loop)
+        if name != left_out:
+            seconds = group_seconds(critical_path, name)
+            if group is None or seconds > most:
+                group, most = name, seconds
+    return group, most
