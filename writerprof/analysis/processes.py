@@ -4,8 +4,6 @@ kernel (faults, involuntary switches)."""
 
 from __future__ import annotations
 
-from collections import Counter
-
 import numpy as np
 
 from writerprof.analysis import buffers, threads, work_windows
@@ -288,9 +286,10 @@ def thread_work(run, calls: np.ndarray, saves: list[dict]) -> dict[int, dict]:
 def _buffer_nodes(mapped, last_nodes: dict) -> dict[str, float]:
     """Node -> share of the sampled pages of the buffers this process created
     or attached, as last measured (an inherited mapping is its parent's)."""
-    pages: Counter = Counter()
+    pages: dict = {}
     for index, nodes in last_nodes.items():  # in the order they were first read
         if index in mapped:
             for node, count in nodes.items():
-                pages[int(node)] += count
+                node = int(node)
+                pages[node] = pages.get(node, 0) + count
     return shares(pages)
