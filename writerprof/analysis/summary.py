@@ -59,7 +59,7 @@ def summarize(run) -> Summary:
 
     # The diagnoses, the run's world and what was not probed forked on a big
     # run beside the rest (CPU s of each, 1M chunks: 0.62 + 0.43 beside 0.84
-    # + 0.27; before, the diagnoses alone beside the plots' data, then the
+    # + 0.22; before, the diagnoses alone beside the plots' data, then the
     # rest: 0.62 beside 0.84, then 0.65).
     (found_diagnoses, world_of, start_methods, unmatched, unprobed), mine = (
         forked.beside if big else forked.in_turn)(aside, here)
