@@ -87,6 +87,10 @@ def table(run, idx, role_of: np.ndarray) -> list[dict]:
     hosts, pids, ppids = list(p["host"]), p["pid"].tolist(), p["ppid"].tolist()
     created, exited, rank = p["created_ns"].tolist(), p["exited_ns"].tolist(), p["rank"].tolist()
     sample_threads = run.samples["threads"][by_proc].tolist()
+    # Each row's last sample's counters, as lists (a row without samples reads another's: not used).
+    lasts = by_proc[np.maximum(np.array(bounds[2:], dtype=np.int64) - 1, 0)] if len(by_proc) else by_proc
+    minflt, majflt, nivcsw, nvcsw, utime, stime = (run.samples[name][lasts].tolist() for name in (
+        "minflt", "majflt", "nonvoluntary_ctxt", "voluntary_ctxt", "utime_ns", "stime_ns"))
     rows_of_pid: dict = {}
     for row, (h, pid) in enumerate(zip(hosts, pids)):
         rows_of_pid.setdefault((h, pid), []).append(row)
@@ -105,7 +109,7 @@ def table(run, idx, role_of: np.ndarray) -> list[dict]:
         changes = [(t, cpus) for t, cpus in affinity_log.get((host, pid), [])
                    if t >= created[row] and (exited[row] < 0 or t <= exited[row])]
         usage = next((d.get("rusage") for k, d in reversed(idx.events[row]) if k == "exit"), None) or {}
-        last = run.samples[by_proc[end - 1]] if end > first else None
+        sampled_row = end > first
         out.append({
             "id": row,
             "host": host,
@@ -132,12 +136,12 @@ def table(run, idx, role_of: np.ndarray) -> list[dict]:
             "worked_nodes": {},
             "worked_nodes_from": None,
             "buffer_nodes": _buffer_nodes(mapped.get(row, ()), last_nodes.get(row, {})),
-            "minflt": _counter(usage, "minflt", last, "minflt"),
-            "majflt": _counter(usage, "majflt", last, "majflt"),
-            "nonvoluntary_switches": _counter(usage, "nivcsw", last, "nonvoluntary_ctxt"),
-            "voluntary_switches": _counter(usage, "nvcsw", last, "voluntary_ctxt"),
+            "minflt": _counter(usage, "minflt", sampled_row and minflt[row]),
+            "majflt": _counter(usage, "majflt", sampled_row and majflt[row]),
+            "nonvoluntary_switches": _counter(usage, "nivcsw", sampled_row and nivcsw[row]),
+            "voluntary_switches": _counter(usage, "nvcsw", sampled_row and nvcsw[row]),
             "cpu_s": (usage["utime_s"] + usage["stime_s"]) if "utime_s" in usage else (
-                (int(last["utime_ns"]) + int(last["stime_ns"])) / 1e9 if last is not None else None),
+                (utime[row] + stime[row]) / 1e9 if sampled_row else None),
             "threads_max": max(sample_threads[first:end]) if end > first else None,
         })
     return out
@@ -150,11 +154,12 @@ def _parent(row, hosts, ppids, created, rows_of_pid) -> int | None:
     return max(rows, key=lambda r: created[r]) if rows else None
 
 
-def _counter(usage: dict, key: str, sample, field: str) -> int | None:
-    """The process's own count at exit (getrusage), else the sampler's last reading."""
+def _counter(usage: dict, key: str, sampled: int | bool) -> int | None:
+    """The process's own count at exit (getrusage), else the sampler's last
+    reading (sampled: it, or False for a process with no sample)."""
     if key in usage:
         return int(usage[key])
-    return int(sample[field]) if sample is not None else None
+    return None if sampled is False else sampled
 
 
 def _affinity_log(run) -> dict:
