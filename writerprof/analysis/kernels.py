@@ -25,10 +25,9 @@ def time_inside(starts: np.ndarray, ends: np.ndarray, t: np.ndarray) -> np.ndarr
     starts, ends, t = (_int64(a) for a in (starts, ends, t))
     if len(starts) != len(ends):
         raise ValueError(f"{len(starts)} starts but {len(ends)} ends")
-    out = np.empty(len(t), np.int64)
-    if _library().wp_time_inside(starts.ctypes.data, ends.ctypes.data, len(starts), t.ctypes.data, len(t),
-                                 out.ctypes.data):
-        raise MemoryError("time_inside: no memory for the intervals' sums")
+    out, done = np.empty(len(t), np.int64), np.empty(len(starts) + 1, np.int64)
+    _library().wp_time_inside(starts.ctypes.data, ends.ctypes.data, len(starts), t.ctypes.data, len(t),
+                              out.ctypes.data, done.ctypes.data)
     return out
 
 
@@ -47,7 +46,9 @@ def merged(starts: np.ndarray, ends: np.ndarray, order: np.ndarray | None = None
     found = _library().wp_merged(starts.ctypes.data, ends.ctypes.data, len(starts),
                                  None if order is None else order.ctypes.data, out_starts.ctypes.data,
                                  out_ends.ctypes.data)
-    return out_starts[:found], out_ends[:found]
+    if found < len(starts):  # (copies: views would keep every row's memory for the union's life)
+        return out_starts[:found].copy(), out_ends[:found].copy()
+    return out_starts, out_ends
 
 
 def _int64(values) -> np.ndarray:
@@ -70,8 +71,8 @@ def _library():
                 f"writerprof's compiled analysis kernels are missing or unloadable ({exc}): install writerprof "
                 f"with pip (`pip install .` in a checkout), which builds them") from None
         pointer, count = ctypes.c_void_p, ctypes.c_int64
-        library.wp_time_inside.argtypes = [pointer, pointer, count, pointer, count, pointer]
-        library.wp_time_inside.restype = ctypes.c_int
+        library.wp_time_inside.argtypes = [pointer, pointer, count, pointer, count, pointer, pointer]
+        library.wp_time_inside.restype = None
         library.wp_merged.argtypes = [pointer, pointer, count, pointer, pointer, pointer]
         library.wp_merged.restype = count
         _loaded.append(library)

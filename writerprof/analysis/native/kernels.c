@@ -4,7 +4,6 @@
  * with a temporary the size of the queries. */
 
 #include <stdint.h>
-#include <stdlib.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -31,14 +30,12 @@ static int64_t minus(int64_t x, int64_t y)
  * sorted and disjoint: their ends in order) up to t[i], for m times in any
  * order. A time after the one before it is found by galloping on from the
  * interval found for that one (queries in order, the usual: a pass over the
- * intervals). Returns 0, or -1 when out of memory. */
-EXPORT int wp_time_inside(const int64_t *starts, const int64_t *ends, int64_t n,
-                          const int64_t *t, int64_t m, int64_t *out)
+ * intervals). done: room for n + 1 sums, the caller's (numpy's memory: no
+ * allocation here to fail). */
+EXPORT void wp_time_inside(const int64_t *starts, const int64_t *ends, int64_t n,
+                           const int64_t *t, int64_t m, int64_t *out, int64_t *done)
 {
-    int64_t *done = malloc((size_t)(n + 1) * sizeof *done); /* time inside the first j intervals */
-    if (done == NULL)
-        return -1;
-    done[0] = 0;
+    done[0] = 0; /* done[j]: the time inside the first j intervals (n + 1 of them) */
     for (int64_t j = 0; j < n; j++)
         done[j + 1] = (int64_t)((uint64_t)done[j] + (uint64_t)minus(ends[j], starts[j]));
     int64_t k = 0; /* intervals ended by the time before: ends[k - 1] <= that time */
@@ -64,8 +61,6 @@ EXPORT int wp_time_inside(const int64_t *starts, const int64_t *ends, int64_t n,
         }
         out[i] = (int64_t)((uint64_t)done[k] + (uint64_t)part);
     }
-    free(done);
-    return 0;
 }
 
 /* The union of n intervals [starts[i], ends[i]), taken in order of their
