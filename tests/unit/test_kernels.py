@@ -71,9 +71,11 @@ def test_merged_is_the_union_in_order_of_start(pairs):
         assert list(zip(*(a.tolist() for a in threads.merged(starts, ends)))) == expected
 
 
-def test_times_that_are_not_integers_are_refused_not_cut():
+@pytest.mark.parametrize("times", [np.array([2.5]), np.array([2**63], dtype=np.uint64)], ids=["float", "uint64"])
+def test_times_int64_cannot_hold_are_refused_not_cut_or_wrapped(times):
     with pytest.raises(TypeError, match="integer times"):
-        kernels.time_inside(np.array([0]), np.array([10]), np.array([2.5]))
+        kernels.time_inside(np.array([0]), np.array([10]), times)
+    assert kernels.time_inside(np.array([0], np.int32), np.array([10], np.uint32), np.array([], float)).tolist() == []
 
 
 def test_a_missing_library_says_how_to_build_it(monkeypatch):

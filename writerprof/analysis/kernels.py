@@ -52,10 +52,11 @@ def merged(starts: np.ndarray, ends: np.ndarray, order: np.ndarray | None = None
 
 
 def _int64(values) -> np.ndarray:
-    """values as a contiguous int64 array; refused if they are not integers (a float would be cut)."""
+    """values as a contiguous int64 array; refused where int64 cannot hold
+    every value of their type (a float would be cut, a uint64 wrap)."""
     array = np.asarray(values)
-    if array.dtype.kind not in "iu" and len(array):
-        raise TypeError(f"integer times expected, not {array.dtype}")
+    if len(array) and not np.can_cast(array.dtype, np.int64):
+        raise TypeError(f"integer times that int64 holds expected, not {array.dtype}")
     return np.ascontiguousarray(array, dtype=np.int64)
 
 
