@@ -1,4 +1,4 @@
-"""The compiled interval kernels (writerprof/analysis/kernels.c) against
+"""The compiled interval kernels (writerprof/analysis/native/kernels.c) against
 their definitions written out in plain Python, on intervals and times of
 every arrangement: touching, nested, overlapping, times on the edges, in
 order and out of it."""
