@@ -1,5 +1,5 @@
-"""What every benchmark here needs: the writerprof to run, and the CPU
-seconds its children used. The scripts run as `python benchmarks/NAME.py`,
+"""What every benchmark here needs: the writerprof to run (and another to
+time beside it), and the CPU seconds its children used. The scripts run as `python benchmarks/NAME.py`,
 so this directory is on their path."""
 
 from __future__ import annotations
@@ -7,7 +7,9 @@ from __future__ import annotations
 import os
 import random
 import resource
+import shlex
 import statistics
+import subprocess
 import sys
 
 
@@ -15,6 +17,26 @@ def writerprof() -> list[str]:
     """The console script beside this interpreter, else `python -m writerprof`."""
     script = os.path.join(os.path.dirname(sys.executable), "writerprof")
     return [script] if os.path.exists(script) else [sys.executable, "-m", "writerprof"]
+
+
+BASELINE_HELP = ("another writerprof to time in turns with this one: its command, split as a shell would "
+                 "(another environment's bin/writerprof; `env PYTHONPATH=SRC python -m writerprof` for a "
+                 "checkout built in place)")
+
+
+def baseline(text: str) -> list[str]:
+    """A --baseline's command, checked: it must answer --version (it says
+    which writerprof it is); else the benchmark exits with one line."""
+    command = shlex.split(text)
+    try:
+        done = subprocess.run(command + ["--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
+        raise SystemExit(f"--baseline {text}: {exc}") from None
+    if done.returncode:
+        raise SystemExit(f"--baseline {text}: --version exited {done.returncode}: "
+                         f"{(done.stderr.strip().splitlines() or ['(no message)'])[-1]}")
+    print(f"baseline: {text} ({done.stdout.strip()})", flush=True)
+    return command
 
 
 def children_cpu_s() -> float:
