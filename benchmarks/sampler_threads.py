@@ -1,7 +1,7 @@
 """What one sampler tick costs with the per-thread reads, for a process of N
 threads.
 
-    python benchmarks/sampler_threads.py [--threads 4,64,256] [--ticks 200] [--interval 20ms]
+    python benchmarks/sampler_threads.py [--threads 4,64,256] [--ticks 200] [--interval 20ms] [--cpus M]
 
 A child Python process starts N real threads (threading, no C extension),
 each looping over a busy spell of ~0.5 ms and a sleep of ~5 ms, so that the
@@ -19,6 +19,12 @@ nothing ran, and no thread is read.
 
 Prints per N: thread records written per tick, and the tick's median and
 p90 in milliseconds, wall and CPU, busy and idle.
+
+--cpus M reads the host's CPU times (/proc/stat, read every tick) from a
+copy as a host of M CPUs has it: this machine's own text, its per-CPU line
+repeated under the numbers 0 to M-1. The sampler's work on that file grows
+with the CPUs (a big checkpoint client has hundreds); this shows it on a
+machine of two.
 """
 
 from __future__ import annotations
@@ -31,7 +37,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from writerprof.record import procfs
 from writerprof.record.sampler import Sampler
+from writerprof.record.system import System
 from writerprof.run import layout
 from writerprof.run.loader import thread_samples
 from writerprof.units import parse_duration
@@ -59,13 +67,26 @@ sys.stdin.read()
 """
 
 
-def measure(threads: int, busy: bool, ticks: int, interval_s: float) -> dict:
+def many_cpus(root: Path, cpus: int) -> System:
+    """A System whose /proc/stat is this machine's with a line for each of cpus CPUs."""
+    lines = Path("/proc/stat").read_text().splitlines()
+    per_cpu = [line for line in lines if line.startswith("cpu") and line[3:4].isdigit()]
+    fields = per_cpu[0].split(" ", 1)[1]
+    rest = [line for line in lines if not line.startswith("cpu")]
+    (root / "proc").mkdir(parents=True)
+    (root / "proc" / "stat").write_text("\n".join([lines[0]] + [f"cpu{i} {fields}" for i in range(cpus)] + rest) + "\n")
+    return System(root)
+
+
+def measure(threads: int, busy: bool, ticks: int, interval_s: float, cpus: int | None = None) -> dict:
     child = subprocess.Popen([sys.executable, "-c", CHILD, str(threads), "busy" if busy else "idle"],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout.readline().strip() == "ready"
         with tempfile.TemporaryDirectory() as tmp:
             sampler = Sampler(child.pid, Path(tmp), interval_s)
+            if cpus:
+                sampler._host = procfs.HostFiles(many_cpus(Path(tmp) / "host", cpus))
             sampler.tick()  # first sight: cmdline, exe, numa_maps, not a steady tick
             took, cpu = [], []
             for _ in range(ticks):
@@ -94,13 +115,16 @@ def main() -> None:
     parser.add_argument("--threads", default="4,64,256")
     parser.add_argument("--ticks", type=int, default=200)
     parser.add_argument("--interval", default="20ms")
+    parser.add_argument("--cpus", type=int, help="a /proc/stat of this many CPUs (see above)")
     args = parser.parse_args()
     interval_s = parse_duration(args.interval) / 1e9
+    if args.cpus:
+        print(f"/proc/stat read as a host of {args.cpus} CPUs has it")
     print(f"{'threads':>7} {'load':>5} {'records/tick':>12} {'wall median':>11} {'wall p90':>8} "
           f"{'cpu median':>10} {'cpu p90':>8}  (ms)")
     for n in (int(x) for x in args.threads.split(",")):
         for busy in (True, False):
-            r = measure(n, busy, args.ticks, interval_s)
+            r = measure(n, busy, args.ticks, interval_s, args.cpus)
             print(f"{n:>7} {'busy' if busy else 'idle':>5} {r['records_per_tick']:>12.1f} "
                   f"{r['wall'][0]:>11.3f} {r['wall'][1]:>8.3f} {r['cpu'][0]:>10.3f} {r['cpu'][1]:>8.3f}",
                   flush=True)

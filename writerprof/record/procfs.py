@@ -95,7 +95,7 @@ def parse_cpu_times(data: bytes) -> list[CpuTimes]:
         if not line.startswith(b"cpu"):
             break
         f = line.split()
-        user, nice, system, idle, iowait, irq, softirq, steal = (int(v) for v in f[1:9])
+        user, nice, system, idle, iowait, irq, softirq, steal = map(int, f[1:9])
         found.append(CpuTimes(int(f[0][3:]), (user + nice + system + irq + softirq) * TICK_NS,
                               (idle + iowait) * TICK_NS, steal * TICK_NS))
     return found
