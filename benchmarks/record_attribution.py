@@ -61,6 +61,8 @@ PROBE_FRAME = re.compile(r"py::[^:]*:\S*/probes/writerprof_probe/(\w+)\.py")
 RECORD_FRAME = re.compile(r"py::[^:]*:\S*/writerprof/record/session\.py")
 SAMPLER_FRAME = re.compile(r"py::[^:]*:\S*/writerprof/record/sampler\.py")
 INTERPOSER = "libwriterprof_io.so"
+PYTHON_FRAME = "py::"  # the trampoline's name of a Python function's frame
+UNWOUND_SHARE = 0.5  # of the target's samples with a Python frame, below which the probe's parts are a lower bound
 PERF_MAP = "perf_map_write_entry"  # Python's trampoline writing /tmp/perf-PID.map: no part of any run
 WRAPPER_HELPERS = ("clock_gettime", "getrusage", "[vdso]")  # what a wrapper calls besides the real function
 
@@ -138,14 +140,19 @@ class Parts:
         return False
 
 
-def attribute(script: str, wrappers: frozenset[str]) -> tuple[Counter, Counter]:
-    """CPU samples and fault samples by part (wrappers: the interposer's exported functions)."""
+def attribute(script: str, wrappers: frozenset[str]) -> tuple[Counter, Counter, int]:
+    """CPU samples and fault samples by part (wrappers: the interposer's
+    exported functions), and how many of the target's CPU samples have a
+    Python frame (perf unwound their stacks that far)."""
     parsed = list(samples(script))
     part = Parts(parsed, wrappers)
-    cpu, faults = Counter(), Counter()
+    cpu, faults, unwound = Counter(), Counter(), 0
     for sample in parsed:
-        (cpu if sample.event == "cpu-clock" else faults)[part(sample)] += 1
-    return cpu, faults
+        name = part(sample)
+        (cpu if sample.event == "cpu-clock" else faults)[name] += 1
+        if name == "target" and sample.event == "cpu-clock" and any(PYTHON_FRAME in f for f in sample.frames):
+            unwound += 1
+    return cpu, faults, unwound
 
 
 def main() -> None:
@@ -181,8 +188,12 @@ def main() -> None:
             shutil.rmtree(where, ignore_errors=True)
     from writerprof.record.interposer import LIBRARY
 
-    cpu, faults = attribute(script, wrappers_of(LIBRARY))
+    cpu, faults, unwound = attribute(script, wrappers_of(LIBRARY))
     _print(cpu, faults, args.frequency, args.saves)
+    share = unwound / max(cpu["target"], 1)
+    print(f"target samples with a Python frame: {unwound} of {cpu['target']} ({100 * share:.0f}%)"
+          + ("" if share >= UNWOUND_SHARE else ": perf unwound few stacks to Python this run, so the probe's "
+             "Python parts are a lower bound (their samples are counted in the target)"))
 
 
 def _print(cpu: Counter, faults: Counter, frequency: int, saves: int) -> None:
