@@ -1,7 +1,7 @@
 """Work done in a forked process, its result sent back pickled (or
 marshalled) over a pipe: for the caller to use another CPU (the report's
 figures, a large run's journals and chunk records, two parts of a large
-run's analysis). A worker that fails or cannot be forked gives no result,
+run's analysis, a large run's parts shared out one at a time). A worker that fails or cannot be forked gives no result,
 and the caller does the work itself."""
 
 from __future__ import annotations
@@ -131,3 +131,57 @@ _FAILED = object()  # collect's default: a worker's result may be None
 def in_turn(child, parent) -> tuple:
     """(child(), parent()) in this process: beside's results, where a fork does not pay."""
     return child(), parent()
+
+
+# Items shared out through a pipe of their numbers, 4 bytes each, written
+# whole before the fork: as many as a pipe holds by default (64 KiB).
+SHARED_ITEMS = 16384
+
+
+def shared(count: int, each, first, fork_worker: bool = True) -> tuple[list, object]:
+    """([each(0), ..., each(count - 1)], first()), the items taken one at a
+    time, in order, by a forked worker and, once first() is done, by this
+    process too: each takes the next item not taken yet, so both end
+    together (to within an item) whatever first() costs. A static split
+    left one waiting for the other by seconds where first()'s cost moved
+    with the machine. Without a fork (fork_worker false, a fork that fails,
+    too many items) all is done here; items the worker took and did not
+    send back (it failed) are done here after the rest."""
+    worker = _sharing(count, each) if fork_worker and count <= SHARED_ITEMS else None
+    if worker is None:
+        return [each(i) for i in range(count)], first()
+    pid, read_end, numbers = worker
+    try:
+        mine = first()
+        done = dict(_taken(numbers, each))
+    except BaseException:
+        os.close(numbers)
+        discard(pid, read_end)
+        raise
+    os.close(numbers)
+    done.update(collect(pid, read_end, default=()))
+    return [done[i] if i in done else each(i) for i in range(count)], mine
+
+
+def _sharing(count: int, each) -> tuple[int, int, int] | None:
+    """(pid, result pipe, numbers pipe) of a worker taking items; None if it could not be forked."""
+    numbers, write_end = os.pipe()
+    try:
+        os.write(write_end, b"".join(i.to_bytes(4, "little") for i in range(count)))
+    finally:
+        os.close(write_end)  # before the fork: the last number read, both see the end
+    worker = fork(lambda: dumps(_taken(numbers, each)))
+    if worker is None:
+        os.close(numbers)
+        return None
+    return (*worker, numbers)
+
+
+def _taken(numbers: int, each) -> list[tuple[int, object]]:
+    """(i, each(i)) of the items taken from the numbers pipe until it is
+    empty (a read of 4 bytes from a pipe takes 4, whole, or none)."""
+    out = []
+    while number := os.read(numbers, 4):
+        i = int.from_bytes(number, "little")
+        out.append((i, each(i)))
+    return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import pytest
 
@@ -35,11 +36,47 @@ def test_a_big_run_s_summary_in_two_processes_is_the_one_in_one(tmp_path, monkey
     alone = json.dumps(summary.summarize(load(tmp_path / "run")))
     assert alone == whole
     forks = []
-    beside = forked.beside
+    beside, shared = forked.beside, forked.shared
     monkeypatch.setattr(forked, "spare_cpu", lambda: True)
-    monkeypatch.setattr(forked, "beside", lambda child, parent: forks.append(1) or beside(child, parent))
+    monkeypatch.setattr(forked, "beside", lambda child, parent: forks.append("beside") or beside(child, parent))
+    monkeypatch.setattr(forked, "shared", lambda *args: forks.append(args[3:]) or shared(*args))
     assert json.dumps(summary.summarize(run)) == alone
-    assert len(forks) == 2
+    assert forks == [(True,), "beside"]  # the parts shared out with a worker, then the diagnoses beside the plots'
+
+
+def test_shared_items_come_back_in_order_from_both_processes_and_first_is_done_here():
+    def each(i):
+        time.sleep(0.02)  # long enough that the worker, started at once, takes some
+        return i * i, os.getpid()
+
+    done, first = forked.shared(12, each, lambda: (time.sleep(0.05), os.getpid())[1])
+    assert [square for square, _ in done] == [i * i for i in range(12)] and first == os.getpid()
+    assert {pid for _, pid in done} - {os.getpid()}, "the worker took none"
+    assert forked.shared(3, each, lambda: "first", fork_worker=False) == ([(0, os.getpid()), (1, os.getpid()),
+                                                                         (4, os.getpid())], "first")
+
+
+def test_the_items_a_failed_worker_took_are_done_here():
+    parent = os.getpid()
+
+    def each(i):
+        if os.getpid() != parent:
+            raise RuntimeError("the worker fails")
+        return i
+
+    done, _ = forked.shared(6, each, lambda: time.sleep(0.05))  # the worker takes items, and fails, meanwhile
+    assert done == list(range(6))
+
+
+def test_an_error_here_ends_the_worker_and_is_raised(monkeypatch):
+    workers = []
+    fork = forked.fork
+    monkeypatch.setattr(forked, "fork", lambda child: workers.append(fork(child)) or workers[-1])
+    with pytest.raises(ZeroDivisionError):
+        forked.shared(4, lambda i: time.sleep(0.01), lambda: 1 / 0)
+    (pid, _), = workers
+    with pytest.raises(ChildProcessError):  # killed and reaped: no worker left behind
+        os.waitpid(pid, os.WNOHANG)
 
 
 def test_free_cpus_are_those_the_other_runnable_tasks_leave(monkeypatch, tmp_path):

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-import numpy as np
-
 from writerprof import forked
 from writerprof.analysis import affinity, binding, clocks, diagnoses, ending, groups, hostwise, placement, processes
 from writerprof.analysis import numa_activity, ranks, saves, stalls, starts, timeline, world
@@ -19,14 +17,6 @@ from writerprof.analysis.shapes import Diagnosis, Summary, Throughput
 from writerprof.run import roles, topology
 
 SCHEMA = "writerprof.summary/1"
-# Of a big run's chunk records, the share whose saves and work (the parts,
-# hostwise.parts, up to the first whose end reaches it) a forked child finds
-# while this process makes the process table and finds the rest's: about as
-# long each. CPU s of the child and this process, 1M chunks (parts ending at
-# 23, 47, 70, 94 and 100%): 45% 1.5-1.9 and 2.7-2.8, 58% 2.4-2.5 and
-# 2.3-3.3, 78% 3.1-3.2 and 1.9-2.0. 10M (43 parts), this process's wait
-# for the child after its own: 58% 1.64 s, 55% 0.33 s, 50% 0.30 s.
-CHILD_SHARE = 0.5
 
 
 def summarize(run) -> Summary:
@@ -146,18 +136,12 @@ def _saves_and_processes(run, idx, parts, fork: bool) -> tuple[list[dict], list[
     if parts is None:
         found = saves.find(run, idx)
         procs, (calls_nodes, worked) = processes.table(run, idx, role_of), processes.work(run, role_of, found)
-    else:
-        ends = idx.chunk_bounds[[stop for _, stop in parts]]  # records up to each part's end
-        cut = min(len(parts) - 1, int(np.searchsorted(ends, CHILD_SHARE * ends[-1])) + 1)
-
-        def here():
-            return processes.table(run, idx, role_of), saves.in_parts(run, idx, parts[cut:], work)
-
-        theirs, (procs, ours) = (forked.beside if fork else forked.in_turn)(
-            lambda: saves.in_parts(run, idx, parts[:cut], work), here)
-        found = hostwise.joined(theirs + ours)
-        calls_nodes = [nodes for *_, (part_nodes, _) in theirs + ours for nodes in part_nodes]  # (parts in row order)
-        worked = {row: w for *_, (_, part_work) in theirs + ours for row, w in part_work.items()}
+    else:  # the parts shared out with a worker, which starts on them while the table is made here
+        found_parts, procs = forked.shared(len(parts), lambda i: saves.in_parts(run, idx, parts[i:i + 1], work)[0],
+                                           lambda: processes.table(run, idx, role_of), fork)
+        found = hostwise.joined(found_parts)
+        calls_nodes = [nodes for *_, (part_nodes, _) in found_parts for nodes in part_nodes]  # (parts in row order)
+        worked = {row: w for *_, (_, part_work) in found_parts for row, w in part_work.items()}
     return found, processes.with_work(processes.with_start_methods(procs, found), calls_nodes, worked)
 
 
