@@ -1,6 +1,6 @@
 """What every benchmark here needs: the writerprof to run (and another to
-time beside it), and the CPU seconds its children used. The scripts run as `python benchmarks/NAME.py`,
-so this directory is on their path."""
+time beside it), and the CPU seconds its children used. The scripts run as
+`python benchmarks/NAME.py`, so this directory is on their path."""
 
 from __future__ import annotations
 

@@ -75,8 +75,8 @@ def report_once(run: Path, html: bool = False, command: list[str] | None = None)
             tempfile.TemporaryDirectory(prefix="writerprof-html-") as tmp:
         page = Path(tmp) / "report.html"
         t0 = time.perf_counter()
-        child = subprocess.Popen((command or writerprof()) + ["report", *(["--html", str(page)] if html else ["--json"]),
-                                                 str(run)], stdout=out, stderr=err)
+        output = ["--html", str(page)] if html else ["--json"]
+        child = subprocess.Popen((command or writerprof()) + ["report", *output, str(run)], stdout=out, stderr=err)
         _, status, usage = os.wait4(child.pid, 0)
         wall = time.perf_counter() - t0
         child.returncode = os.waitstatus_to_exitcode(status)
@@ -153,7 +153,8 @@ def main() -> int:
     print(f"writerprof report {'--html' if args.html else '--json'} on synthetic runs ({RANKS_PER_HOST} ranks a host; every one of "
           f"{args.repeat} reports, the worst checked); peak RSS target {RSS_TARGET_GIB} GiB")
     print(f"{'shape':<12} {'chunks':>9} {'records':>9} {'run dir':>8} {'write':>6}  {'reports (wall s)':<22} "
-          f"{'worst':>6} {'target':>6} {'peak RSS':>8} {'CPU s':>6} {'html' if args.html else 'json':>7} {'limit':>6} {'x limit':>7}")
+          f"{'worst':>6} {'target':>6} {'peak RSS':>8} {'CPU s':>6} {'html' if args.html else 'json':>7} {'limit':>6} "
+          f"{'x limit':>7}")
     failed = False
     with tempfile.TemporaryDirectory(prefix="writerprof-scale-") as tmp:
         root = args.keep or Path(tmp)

@@ -74,7 +74,8 @@ def many_cpus(root: Path, cpus: int) -> System:
     fields = per_cpu[0].split(" ", 1)[1]
     rest = [line for line in lines if not line.startswith("cpu")]
     (root / "proc").mkdir(parents=True)
-    (root / "proc" / "stat").write_text("\n".join([lines[0]] + [f"cpu{i} {fields}" for i in range(cpus)] + rest) + "\n")
+    widened = [lines[0]] + [f"cpu{i} {fields}" for i in range(cpus)] + rest
+    (root / "proc" / "stat").write_text("\n".join(widened) + "\n")
     return System(root)
 
 

@@ -1,8 +1,9 @@
 """Work done in a forked process, its result sent back pickled (or
 marshalled) over a pipe: for the caller to use another CPU (the report's
 figures, a large run's journals and chunk records, two parts of a large
-run's analysis, a large run's parts shared out one at a time). A worker that fails or cannot be forked gives no result,
-and the caller does the work itself."""
+run's analysis, a large run's parts shared out one at a time). A worker
+that fails or cannot be forked gives no result, and the caller does the
+work itself."""
 
 from __future__ import annotations
 
@@ -134,8 +135,9 @@ def in_turn(child, parent) -> tuple:
 
 
 # Items shared out through a pipe of their numbers, 4 bytes each, written
-# whole before the fork: as many as a pipe holds by default (64 KiB).
-SHARED_ITEMS = 16384
+# whole before the fork in one write that cannot block: as many as fit in
+# PIPE_BUF (4 KiB, a pipe's least room: a user over their pipe quota gets that).
+SHARED_ITEMS = 1024
 
 
 def shared(count: int, each, first, fork_worker: bool = True) -> tuple[list, object]:
