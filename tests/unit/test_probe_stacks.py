@@ -309,6 +309,7 @@ def test_while_a_standard_fd_is_closed_the_thread_names_itself_without_opening_a
 
     sampler = _sampler(rates=(100, 100, 100))
     read, write = os.pipe()
+    go_on, told = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
@@ -318,20 +319,29 @@ def test_while_a_standard_fd_is_closed_the_thread_names_itself_without_opening_a
             sampler.start()
             while not sampler.native_id:
                 time.sleep(0.001)
-            comm = f"/proc/self/task/{sampler.native_id}/comm"
             deadline = time.monotonic() + 10
             while sampler.samples < 3 and time.monotonic() < deadline:  # named, or not, at the first
                 time.sleep(0.01)
+            # Its name is read by the parent while fd 2 is still closed here (a read here would open
+            # a file, and once fd 2 is open again the thread may name itself at its next sample).
+            os.write(write, f"{sampler.native_id} ".encode())
+            os.read(go_on, 1)
             taken = os.open(os.devnull, os.O_RDONLY)  # fd 2 was free all along: the target's again
-            with open(comm) as f:
-                name = f.read().strip()
             sampler.stop()
-            os.write(write, f"{taken} {name}".encode())
+            os.write(write, str(taken).encode())
         finally:
             os._exit(0)
     os.close(write)
+    tid = b""
+    while not tid.endswith(b" "):
+        tid += os.read(read, 1) or pytest.fail("the child ended before its sampler's third sample")
+    with open(f"/proc/{pid}/task/{int(tid)}/comm") as f:
+        name = f.read().strip()
+    os.write(told, b".")
     with os.fdopen(read) as child:
-        taken, name = child.read().split(" ", 1)
+        taken = child.read()
+    os.close(go_on)
+    os.close(told)
     assert os.waitpid(pid, 0)[1] == 0
     assert taken == "2"
     assert (name == journal_format.STACKS_THREAD) == has_ctypes, name
