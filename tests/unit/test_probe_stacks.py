@@ -333,11 +333,13 @@ def test_while_a_standard_fd_is_closed_the_thread_names_itself_without_opening_a
             os._exit(0)
     os.close(write)
     tid = b""
-    while not tid.endswith(b" "):
-        tid += os.read(read, 1) or pytest.fail("the child ended before its sampler's third sample")
-    with open(f"/proc/{pid}/task/{int(tid)}/comm") as f:
-        name = f.read().strip()
-    os.write(told, b".")
+    try:
+        while not tid.endswith(b" "):
+            tid += os.read(read, 1) or pytest.fail("the child ended before its sampler's third sample")
+        with open(f"/proc/{pid}/task/{int(tid)}/comm") as f:
+            name = f.read().strip()
+    finally:
+        os.write(told, b".")  # the child goes on, whatever happened here
     with os.fdopen(read) as child:
         taken = child.read()
     os.close(go_on)

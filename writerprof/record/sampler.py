@@ -181,8 +181,7 @@ class Sampler:
                                 layout.header(layout.CPUS_MAGIC, layout.CPUS_VERSION, layout.CPU_SAMPLE))
         self._host = procfs.HostFiles(system)
         self._waited = False  # whether a thread's delay was written this tick
-        self._cpu_times: tuple[int, bytes] | None = None  # the last tick's /proc/stat, and when ...
-        self._cpu_times_written = True  # ... and whether its CPU_SAMPLE records were written
+        self._unwritten_cpu_times: tuple[int, bytes] | None = None  # the last tick's /proc/stat, if not written
         self._lock = threading.Lock()  # one tick at a time; status() between ticks
         self._stopping = threading.Event()
         # stop() wakes the thread through this pipe: a poll of it costs the thread less than an Event's wait.
@@ -355,13 +354,13 @@ class Sampler:
             return
         # Kept as read, parsed only where written: most ticks no thread waited, and
         # the text has a line per CPU (a big client's hundreds, each tick).
-        before, self._cpu_times = self._cpu_times, (time.monotonic_ns(), data)
+        reading = (time.monotonic_ns(), data)
+        before, self._unwritten_cpu_times = self._unwritten_cpu_times, reading
         if not self._waited:
-            self._cpu_times_written = False
             return
-        for t_ns, text in ([before] if not self._cpu_times_written and before else []) + [self._cpu_times]:
+        for t_ns, text in [before, reading] if before else [reading]:
             self._cpu_samples += [layout.CPU_SAMPLE.pack(t_ns, *c) for c in procfs.parse_cpu_times(text)]
-        self._cpu_times_written = True
+        self._unwritten_cpu_times = None
 
     def _sample(self, pid: int, in_tree: bool) -> None:
         t_ns = time.monotonic_ns()
