@@ -241,7 +241,8 @@ def test_records_follow_the_process(tmp_path):
     assert seen == {"kind": "seen", "t_ns": seen["t_ns"], "pid": 101, "ppid": 100,
                     "cmdline": ["python3", "-c", "pass"], "exe": None}
 
-    write_process(root, 101, ppid=100, children={101: []}, cpus="1", write_bytes=8192, start=5000)
+    # It ran (its CPU time grew) and wrote; its affinity was changed.
+    write_process(root, 101, ppid=100, children={101: []}, cpus="1", write_bytes=8192, start=5000, utime=6)
     sampler.tick()
     assert sampled(host_dir, "affinity", 101)[-1]["cpus"] == "1"
     assert sampler.status().written_bytes == 2 * 8192  # wchar; 100's io is unreadable: not counted
@@ -381,6 +382,47 @@ def test_no_numa_maps_of_a_process_the_probe_runs_in(tmp_path, monkeypatch):
     assert [r["kind"] for r in sampled(host_dir, pid=100)][:1] == ["seen"]
 
 
+def test_a_process_that_has_not_run_keeps_its_io_and_status_until_they_are_due(tmp_path, monkeypatch):
+    """Its stat as it was (an idle daemon), its io and status are not read
+    again until STATUS_EVERY_NS has passed; once it ran, at once."""
+    class Counting(System):
+        def __init__(self, root):
+            super().__init__(root)
+            self.reads = []
+
+        def read(self, path):
+            self.reads.append(path)
+            return super().read(path)
+
+    root = tmp_path / "root"
+    _, host_dir = new_run(tmp_path)
+    write_process(root, 100, write_bytes=1)
+    system = Counting(root)
+    sampler = Sampler(100, host_dir, INTERVAL_S, system)
+    monkeypatch.setattr("writerprof.record.sampler.STATUS_EVERY_NS", 3600 * 10**9)
+    sampler.tick()
+    extra = ("/proc/100/io", "/proc/100/status")
+    assert all(path in system.reads for path in extra)
+
+    write_process(root, 100, write_bytes=2, cpus="1")  # (its io and status changed; its stat did not)
+    system.reads.clear()
+    sampler.tick()
+    assert "/proc/100/stat" in system.reads and not any(path in system.reads for path in extra)
+    assert sampler.status().written_bytes == 2 * 1 and [r["cpus"] for r in sampled(host_dir, "affinity")] == ["0-1"]
+
+    monkeypatch.setattr("writerprof.record.sampler.STATUS_EVERY_NS", 0)  # due
+    sampler.tick()
+    assert sampler.status().written_bytes == 2 * 2 and [r["cpus"] for r in sampled(host_dir, "affinity")] == [
+        "0-1", "1"]
+
+    monkeypatch.setattr("writerprof.record.sampler.STATUS_EVERY_NS", 3600 * 10**9)
+    write_process(root, 100, write_bytes=3, cpus="0", utime=6)  # it ran
+    sampler.tick()
+    sampler.stop()
+    assert sampler.status().written_bytes == 2 * 3 and [r["cpus"] for r in sampled(host_dir, "affinity")] == [
+        "0-1", "1", "0"]
+
+
 def test_failing_ticks_are_counted_and_recorded_once(tmp_path):
     class Failing(System):
         def read(self, path):
@@ -422,8 +464,9 @@ def test_written_bytes_count_each_process_once(tmp_path):
     sampler = Sampler(100, host_dir, INTERVAL_S, System(root))
     sampler.tick()
     assert sampler.status().written_bytes == 2 * 51
-    # 100 reaps 101: 101 is gone and its bytes are in 100's counters now.
-    write_process(root, 100, children={100: []}, write_bytes=51)
+    # 100 reaps 101: 101 is gone and its bytes are in 100's counters now (and
+    # its CPU time in 100's stat; here 100's own, which grew by its wait).
+    write_process(root, 100, children={100: []}, write_bytes=51, utime=6)
     (root / "proc" / "101" / "stat").unlink()
     sampler.tick()
     assert sampler.status().written_bytes == 2 * 51

@@ -28,6 +28,7 @@ whether it is per save.
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -35,8 +36,10 @@ from writerprof.analysis import fixes, intervals, noise as run_noise
 from writerprof.analysis.ending import complete
 from writerprof.analysis.processes import mean_shares
 from writerprof.analysis.saves import COMPONENTS, STARTUP_PHASES
-from writerprof.analysis.shapes import Comparison, Summary
 from writerprof.run import roles as run_roles
+
+if TYPE_CHECKING:  # (annotations only: the shapes' TypedDicts take ~20 ms to import)
+    from writerprof.analysis.shapes import Comparison, Summary
 
 SCHEMA = "writerprof.compare/1"
 

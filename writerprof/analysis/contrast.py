@@ -6,8 +6,12 @@ of what plain forkserver lost, with its interval."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from writerprof.analysis.ending import complete
-from writerprof.analysis.shapes import ContrastResult, Diagnosis, Summary, WhatIf
+
+if TYPE_CHECKING:  # (annotations only: the shapes' TypedDicts take ~20 ms to import)
+    from writerprof.analysis.shapes import ContrastResult, Diagnosis, Summary, WhatIf
 
 SCHEMA = "writerprof.contrast/1"
 # A what-if: the start method it runs under, and the probe's switch (MITIGATE_ENV) it sets.

@@ -18,13 +18,17 @@ the complete saves only (complete)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from writerprof.analysis import filesaves, saves as run_saves, uploads
-from writerprof.analysis.shapes import Ending
 from writerprof.run import fields
 from writerprof.run.io import CLOSE_CODES
 from writerprof.units import signal_name
+
+if TYPE_CHECKING:  # (annotations only: the shapes' TypedDicts take ~20 ms to import)
+    from writerprof.analysis.shapes import Ending
 
 COMPLETE, INTERRUPTED, UNCONFIRMED = "complete", "interrupted", "unconfirmed"
 STATUSES = (COMPLETE, INTERRUPTED, UNCONFIRMED)

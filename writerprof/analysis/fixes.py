@@ -19,10 +19,13 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from writerprof.analysis import forkthreads, preload
 from writerprof.analysis.ranks import LOCAL_SIZE_VARS
-from writerprof.analysis.shapes import Fix
+
+if TYPE_CHECKING:  # (annotations only: the shapes' TypedDicts take ~20 ms to import)
+    from writerprof.analysis.shapes import Fix
 
 # The benchmark's modules, as they appear in a run's targets and stacks.
 BENCHMARK_MODULES = ("mlpstorage_py", "mlpstorage")

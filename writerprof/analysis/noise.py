@@ -32,12 +32,15 @@ from __future__ import annotations
 
 import math
 from statistics import NormalDist
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from writerprof.analysis.ending import complete
 from writerprof.analysis.intervals import excludes_zero
-from writerprof.analysis.shapes import Noise, Spread
+
+if TYPE_CHECKING:  # (annotations only: the shapes' TypedDicts take ~20 ms to import)
+    from writerprof.analysis.shapes import Noise, Spread
 
 Z = 1.96  # 95%, two-sided
 Z_POWER = 0.84  # 80% power

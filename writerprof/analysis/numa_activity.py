@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
-from writerprof.analysis.shapes import NumaActivity, NumaSave
+if TYPE_CHECKING:  # (annotations only: the shapes' TypedDicts take ~20 ms to import)
+    from writerprof.analysis.shapes import NumaActivity, NumaSave
 
 
 def numa_activity(run, procs: list[dict], saves: list[dict]) -> NumaActivity:

@@ -7,14 +7,17 @@ runs of many ranks; the renderers only format it."""
 from __future__ import annotations
 
 from collections import namedtuple
+from typing import TYPE_CHECKING
 
 from writerprof import forked
 from writerprof.analysis import affinity, binding, clocks, diagnoses, ending, groups, hostwise, placement, processes
 from writerprof.analysis import numa_activity, ranks, saves, stalls, starts, timeline, world
 from writerprof.analysis.hooks import unmatched_in
 from writerprof.analysis.unprobed import not_probed
-from writerprof.analysis.shapes import Diagnosis, Summary, Throughput
 from writerprof.run import roles, topology
+
+if TYPE_CHECKING:  # (annotations only: the shapes' TypedDicts take ~20 ms to import)
+    from writerprof.analysis.shapes import Diagnosis, Summary, Throughput
 
 SCHEMA = "writerprof.summary/1"
 

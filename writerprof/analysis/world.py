@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
-from writerprof.analysis.shapes.summary import World
 from writerprof.probes.writerprof_probe import identity
+
+if TYPE_CHECKING:  # (annotations only: the shapes' TypedDicts take ~20 ms to import)
+    from writerprof.analysis.shapes.summary import World
 
 # The number of hosts of the job, per launcher (identity's rank sources), in
 # its ranks' environment: Open MPI 4's (ORTE: the nodes its map gave ranks) and

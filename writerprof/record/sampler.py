@@ -81,11 +81,13 @@ SAMPLER_NICE = 10  # added to the sampler thread's niceness: a tenth of the reco
 # a run's writers and producer; with THREAD_FILES_OPEN and the two trees'
 # children files (procfs.CHILDREN_FILES_OPEN each) under the usual limit of 1024.
 PROCESS_FILES_OPEN = 32
-# A process whose stat and io are as they were (it has not run a clock tick
-# since, nor written) keeps its status of the previous tick, read again at
-# least this often: its context switches, the most expensive file of the
-# three (10 us against 5), lag by that much at most where it ran for less
-# than a tick; an affinity set by another process is seen then, or once it runs.
+# A process whose stat is as it was (it has not run a clock tick since, nor
+# faulted a page or moved CPU) keeps its io and status of the previous tick,
+# read again at least this often: its written bytes and context switches lag
+# by that much at most where it ran for less than a tick; an affinity set by
+# another process is seen then, or once it runs. (Two reads of every idle
+# daemon each tick, a forkserver's and a resource tracker's, were ~5% of the
+# sampler's CPU on the 16-save reproducer.)
 STATUS_EVERY_NS = 1_000_000_000
 # The thread's records are written at most this often (and at stop): a write
 # of each of the three files every tick was ~5% of a tick's CPU time. What a
@@ -392,9 +394,9 @@ class Sampler:
             return  # a pid that journaled, or one we followed, now belongs to another process
         files = proc.files if proc is not None else procfs.ProcessFiles(
             self.system, pid, keep_open=self.system.real and len(self._live) < PROCESS_FILES_OPEN)
-        io_text = files.read("io")
-        if (proc is None or stat_text != proc.stat_text or io_text != proc.io_text
-                or t_ns - proc.status_ns >= STATUS_EVERY_NS):
+        fresh = proc is None or stat_text != proc.stat_text or t_ns - proc.status_ns >= STATUS_EVERY_NS
+        io_text = files.read("io") if fresh else proc.io_text
+        if fresh:
             status_text = files.read("status")
             if status_text is None:  # exited since its stat was read: the next tick says so
                 if proc is None:

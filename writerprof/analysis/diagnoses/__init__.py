@@ -18,6 +18,8 @@ pipeline, the generator's size, CPU contention and the resource tracker
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from writerprof.analysis import fixes
 from writerprof.analysis.diagnoses.base import INFO, SEVERITIES, WARNING, Code
 from writerprof.analysis.diagnoses.contention import CONTENTION_FLOOR_S, CONTENTION_SHARE, cpu_contention
@@ -31,7 +33,9 @@ from writerprof.analysis.diagnoses.stall import stalled
 from writerprof.analysis.diagnoses.startup import (REIMPORT_SHARE, STARTUP_SHARE, fork_with_threads,
                                                    main_reimport, writer_startup)
 from writerprof.analysis.diagnoses.tracker import attach_registered, leaked_at_exit, unlink_failed, unregister_unknown
-from writerprof.analysis.shapes import Diagnosis
+
+if TYPE_CHECKING:  # (annotations only: the shapes' TypedDicts take ~20 ms to import)
+    from writerprof.analysis.shapes import Diagnosis
 
 CHECKS = (stalled, numa_mismatch, affinity_divergence, writer_migration, pages_migrated, writer_startup, main_reimport,
           fork_with_threads, pipeline_balance, generation_undersized, cpu_contention, page_fault_storm, fsync_bound,

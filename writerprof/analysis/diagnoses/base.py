@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from writerprof.analysis.shapes import Diagnosis
+if TYPE_CHECKING:  # (annotations only: the shapes' TypedDicts take ~20 ms to import)
+    from writerprof.analysis.shapes import Diagnosis
+
 
 WARNING, INFO = "warning", "info"
 SEVERITIES = (WARNING, INFO)  # the order reports list them in
