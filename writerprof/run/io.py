@@ -190,16 +190,25 @@ def _read(root: Path, file: Path, losses: list[str]) -> IoJournal | None:
 
 def _texts(every: np.ndarray, op: str) -> list[tuple[int, str | None]]:
     """(row, text) of each record of that op (a PATH's, a REQUEST's): the
-    text the PATH_DATA records after it carry, None where they are cut short."""
-    raw = every.view(np.uint8).reshape(-1, iofile.RECORD_BYTES)
-    out = []
-    for at in np.flatnonzero(every["op"] == OP[op]).tolist():
-        length = int(every["count"][at])
-        slots = -(-length // iofile.PATH_CHUNK)
-        body = raw[at + 1:at + 1 + slots]
-        whole = len(body) == slots and not (body[:, 0] != OP["path_data"]).any()
-        out.append((at, body[:, 1:].tobytes()[:length].decode(errors="replace") if whole else None))
-    return out
+    text the PATH_DATA records after it carry, None where they are cut short.
+    (Checked for all at once, and each text one slice of the records' bytes:
+    a run's thousands of paths, each looked at with numpy, took ~6 us apiece.)"""
+    at = np.flatnonzero(every["op"] == OP[op])
+    if not len(at):
+        return []
+    length = every["count"][at].astype(np.int64)
+    slots = -(-length // iofile.PATH_CHUNK)
+    # The PATH_DATA records before each row: the slots after `at` are all
+    # PATH_DATA where that count grows by as many over them.
+    data = np.concatenate([[0], np.cumsum(every["op"] == OP["path_data"])])
+    end = at + 1 + slots
+    whole = end <= len(every)
+    whole[whole] = data[end[whole]] - data[at[whole] + 1] == slots[whole]
+    # Each record's bytes after its op, end to end: a text is one slice of them.
+    carried = np.ascontiguousarray(every.view(np.uint8).reshape(-1, iofile.RECORD_BYTES)[:, 1:]).tobytes()
+    begin = (at + 1) * iofile.PATH_CHUNK
+    return [(row, carried[b:b + n].decode(errors="replace") if ok else None)
+            for row, b, n, ok in zip(at.tolist(), begin.tolist(), length.tolist(), whole.tolist())]
 
 
 def attach(probed: list, found: list[IoJournal]) -> list[IoJournal]:
