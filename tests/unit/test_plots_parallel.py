@@ -4,6 +4,9 @@ no worker left behind by a caller that failed."""
 
 import io
 import os
+import subprocess
+import sys
+import textwrap
 
 import matplotlib
 import pytest
@@ -60,6 +63,37 @@ def test_the_workers_images_are_those_rendered_here(tmp_path):
             assert rendered[name].images[(fmt, dpi)] == saved.getvalue()
     rendered["bars"].savefig(tmp_path / "bars.svg", format="svg", dpi=40)  # as save_figures does
     assert (tmp_path / "bars.svg").read_bytes() == rendered["bars"].images[("svg", 40)]
+
+
+def test_a_worker_imports_matplotlib_without_its_property_docs_and_draws_the_same(tmp_path):
+    """The first worker, not the caller, imports matplotlib, and without the
+    docstrings of its Artists' properties (the import's costliest part): its
+    image is the one the caller renders with them, and the caller's
+    matplotlib keeps them. In a fresh interpreter: this one imported matplotlib."""
+    code = textwrap.dedent("""
+        import os, sys
+        from writerprof.render.plots import parallel
+
+        def make(summary):  # says, in a file named by its pid, whether Line2D.set lists Line2D's properties
+            from matplotlib.figure import Figure
+            from matplotlib.lines import Line2D
+            with open(os.path.join(sys.argv[1], str(os.getpid())), "w") as out:
+                out.write(str("drawstyle" in Line2D.set.__doc__))
+            figure = Figure(figsize=(2, 1))
+            figure.add_subplot().plot(summary)
+            return figure
+
+        formats = [("png", 40)]
+        rendered = parallel.render({"line": make}, [3, 1, 2], formats, cpus=1)
+        drawn_here = "matplotlib" in sys.modules
+        print(os.getpid(), drawn_here, rendered["line"].images == parallel._images(make, [3, 1, 2], formats))
+    """)
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    caller, drawn_here, same = done.stdout.split()
+    assert (drawn_here, same) == ("False", "True")  # drawn by the worker alone; the same image here
+    said = {f.name: f.read_text() for f in tmp_path.iterdir()}
+    assert said.pop(caller) == "True" and list(said.values()) == ["False"]  # the caller's docs, the worker's none
 
 
 def test_a_figure_whose_worker_fails_is_rendered_here():
