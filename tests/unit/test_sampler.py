@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from test_procfs import stat_line, write_process
+from test_procfs import CountingSystem, stat_line, write_process
 from writerprof.probes.writerprof_probe import format as journal
 from writerprof.probes.writerprof_probe.numa import PAGE_SIZE
 from writerprof.record import procfs
@@ -385,19 +385,10 @@ def test_no_numa_maps_of_a_process_the_probe_runs_in(tmp_path, monkeypatch):
 def test_a_process_that_has_not_run_keeps_its_io_and_status_until_they_are_due(tmp_path, monkeypatch):
     """Its stat as it was (an idle daemon), its io and status are not read
     again until STATUS_EVERY_NS has passed; once it ran, at once."""
-    class Counting(System):
-        def __init__(self, root):
-            super().__init__(root)
-            self.reads = []
-
-        def read(self, path):
-            self.reads.append(path)
-            return super().read(path)
-
     root = tmp_path / "root"
     _, host_dir = new_run(tmp_path)
     write_process(root, 100, write_bytes=1)
-    system = Counting(root)
+    system = CountingSystem(root)
     sampler = Sampler(100, host_dir, INTERVAL_S, system)
     monkeypatch.setattr("writerprof.record.sampler.STATUS_EVERY_NS", 3600 * 10**9)
     sampler.tick()
