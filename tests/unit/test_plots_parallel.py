@@ -88,11 +88,15 @@ def test_a_worker_imports_matplotlib_without_its_property_docs_and_draws_the_sam
         drawn_here = "matplotlib" in sys.modules
         print(os.getpid(), drawn_here, rendered["line"].images == parallel._images(make, [3, 1, 2], formats))
     """)
-    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    said_in = tmp_path / "said"
+    said_in.mkdir()
+    # (Not from the checkout: `-c` puts the working directory first on sys.path.)
+    done = subprocess.run([sys.executable, "-c", code, str(said_in)], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     caller, drawn_here, same = done.stdout.split()
     assert (drawn_here, same) == ("False", "True")  # drawn by the worker alone; the same image here
-    said = {f.name: f.read_text() for f in tmp_path.iterdir()}
+    said = {f.name: f.read_text() for f in said_in.iterdir()}
     assert said.pop(caller) == "True" and list(said.values()) == ["False"]  # the caller's docs, the worker's none
 
 
