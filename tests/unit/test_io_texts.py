@@ -28,6 +28,14 @@ def test_each_text_whole_or_none_where_its_records_are_cut_short():
                                             "PUT /bucket/key")]
 
 
+def test_a_damaged_count_past_the_journals_end_is_no_text():
+    damaged = path_records(7, "/data/x")
+    head = np.frombuffer(damaged[0], io.IO_FILE).copy()
+    head["count"] = 2**32 - 1  # ~68M records of text: far past the end
+    every = _every([head.tobytes(), *damaged[1:], *path_records(8, "/data/y")])
+    assert [text for _, text in io._texts(every, "path")] == [None, "/data/y"]
+
+
 def test_a_journal_without_texts():
     assert io._texts(_every([call("write", 1, 10, 20, 5)]), "path") == []
     assert io._texts(np.zeros(0, io.IO_FILE), "request") == []

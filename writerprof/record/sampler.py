@@ -85,9 +85,8 @@ PROCESS_FILES_OPEN = 32
 # faulted a page or moved CPU) keeps its io and status of the previous tick,
 # read again at least this often: its written bytes and context switches lag
 # by that much at most where it ran for less than a tick; an affinity set by
-# another process is seen then, or once it runs. (Two reads of every idle
-# daemon each tick, a forkserver's and a resource tracker's, were ~5% of the
-# sampler's CPU on the 16-save reproducer.)
+# another process is seen then, or once it runs. (Two reads fewer a tick for
+# each idle daemon: a forkserver, a resource tracker.)
 STATUS_EVERY_NS = 1_000_000_000
 # The thread's records are written at most this often (and at stop): a write
 # of each of the three files every tick was ~5% of a tick's CPU time. What a

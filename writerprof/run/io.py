@@ -191,22 +191,26 @@ def _read(root: Path, file: Path, losses: list[str]) -> IoJournal | None:
 def _texts(every: np.ndarray, op: str) -> list[tuple[int, str | None]]:
     """(row, text) of each record of that op (a PATH's, a REQUEST's): the
     text the PATH_DATA records after it carry, None where they are cut short.
-    (Checked for all at once, and each text one slice of the records' bytes:
-    a run's thousands of paths, each looked at with numpy, took ~6 us apiece.)"""
+    (Checked at once, and each text one slice of the bytes of the records
+    that carry one: a run's thousands of paths, each looked at with numpy,
+    took ~6 us apiece.)"""
     at = np.flatnonzero(every["op"] == OP[op])
     if not len(at):
         return []
     length = every["count"][at].astype(np.int64)
     slots = -(-length // iofile.PATH_CHUNK)
-    # The PATH_DATA records before each row: the slots after `at` are all
-    # PATH_DATA where that count grows by as many over them.
+    # Whole where the slots after `at` are all PATH_DATA: the count of those
+    # grows by as many over them (a damaged count past the journal's end: not).
     data = np.concatenate([[0], np.cumsum(every["op"] == OP["path_data"])])
     end = at + 1 + slots
     whole = end <= len(every)
     whole[whole] = data[end[whole]] - data[at[whole] + 1] == slots[whole]
-    # Each record's bytes after its op, end to end: a text is one slice of them.
-    carried = np.ascontiguousarray(every.view(np.uint8).reshape(-1, iofile.RECORD_BYTES)[:, 1:]).tobytes()
-    begin = (at + 1) * iofile.PATH_CHUNK
+    # The whole texts' records, text after text (no two share one: each is PATH_DATA, none a text's own).
+    taken = np.where(whole, slots, 0)
+    firsts = np.cumsum(taken) - taken
+    rows = np.repeat(at + 1 - firsts, taken) + np.arange(int(taken.sum()))
+    carried = every.view(np.uint8).reshape(-1, iofile.RECORD_BYTES)[rows, 1:].tobytes()
+    begin = firsts * iofile.PATH_CHUNK
     return [(row, carried[b:b + n].decode(errors="replace") if ok else None)
             for row, b, n, ok in zip(at.tolist(), begin.tolist(), length.tolist(), whole.tolist())]
 
